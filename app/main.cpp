@@ -1,0 +1,3 @@
+#include "launch/entry.hpp"
+
+int main(int argc, char** argv) { return gangrun::main(argc, argv); }

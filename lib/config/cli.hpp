@@ -1,0 +1,33 @@
+// The command line of a launch, and the only user of CLI11.
+#pragma once
+
+#include <string>
+
+#include "config/options.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+namespace gangrun::config {
+
+// What the command line asked for.
+struct Command {
+  enum class Kind { launch, help, version };
+  Kind kind = Kind::launch;
+  Options options;   // valid when kind == launch
+  std::string text;  // help or version text when kind != launch
+};
+
+// Parses argv (argv[0] is the program name) and layers every option value:
+// command line > GANGRUN_<OPTION> in env > PET_<OPTION> in env > the JSON file
+// named by --config (or GANGRUN_CONFIG / PET_CONFIG) > built-in defaults.
+// Option names accept snake_case and dash-case. The first positional word
+// and everything after it (or everything after "--") is the program and its
+// arguments, passed through untouched.
+//
+// Every problem is an ErrorCode::usage error whose message names the option
+// (with the spelling the user gave, or the environment variable / config
+// key) and says what is wrong and how to fix it. Pure apart from reading the
+// config file; never prints, never exits.
+Expected<Command> parse_command_line(int argc, const char* const* argv, const EnvMap& env);
+
+}  // namespace gangrun::config

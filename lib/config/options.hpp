@@ -1,0 +1,99 @@
+// The launch options as plain data: what the user asked for, after layering
+// (command line > GANGRUN_* > PET_* > --config file > defaults) and after
+// per-option validation. No CLI11 type appears here; launch/ turns Options
+// plus the environment into an immutable LaunchPlan.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace gangrun::config {
+
+// Where an option's value came from, highest precedence last.
+enum class Source { default_value, config_file, pet_env, gangrun_env, command_line };
+const char* to_string(Source source);
+
+// --nproc_per_node N|auto|gpu|xpu|cpu
+struct ProcCount {
+  enum class Kind { number, automatic, gpu, xpu, cpu };
+  Kind kind = Kind::number;
+  int number = 1;  // meaningful when kind == number; always >= 1
+};
+
+enum class OutputMode { automatic, prefix, inherit };
+enum class ColorMode { automatic, always, never };
+
+// Which of a worker's streams a redirect or tee applies to (torchrun's 0..3).
+struct Streams {
+  bool out = false;
+  bool err = false;
+  bool operator==(const Streams&) const = default;
+};
+
+// torchrun's "-r 3" or "-r 0:1,1:2": one value for all local ranks, or per local rank.
+struct StreamsByLocalRank {
+  Streams all;                           // used for local ranks not listed below
+  std::map<int, Streams> per_local_rank;  // set by the "lr:v,..." form
+  Streams for_local_rank(int local_rank) const {
+    auto it = per_local_rank.find(local_rank);
+    return it == per_local_rank.end() ? all : it->second;
+  }
+  bool operator==(const StreamsByLocalRank&) const = default;
+};
+
+struct Options {
+  // ---- process counts: three spellings, three meanings (DESIGN.md section 1)
+  std::optional<ProcCount> nproc_per_node;  // workers per node (torchrun)
+  std::optional<int> num_processes;         // total over all nodes (accelerate), >= 1
+  std::optional<int> num_gpus;              // per node + first N devices (deepspeed), >= 1
+
+  // ---- nodes and rendezvous
+  int nnodes = 1;                  // "N" or "N:N"; an elastic MIN:MAX range is refused for now
+  int node_rank = 0;               // 0 <= node_rank < nnodes
+  std::optional<std::string> master_addr;  // unset: 127.0.0.1
+  std::optional<int> master_port;          // 1..65535; unset: a free port on one node, else 29500
+  bool standalone = false;
+  std::string rdzv_id = "none";    // TORCHELASTIC_RUN_ID; --standalone makes a random one
+  int max_restarts = 0;            // >= 0
+  double monitor_interval = 0.1;   // accepted for compatibility; detection is event-driven
+  std::string role = "default";    // ROLE_NAME
+
+  // ---- program
+  bool module = false;                // -m: PYTHON -u -m MODULE ARGS
+  bool no_python = false;             // execute PROGRAM directly
+  std::optional<std::string> python;  // --python; else PYTHON_EXEC; else python3 on PATH
+  std::vector<std::string> program_and_args;  // PROGRAM (or MODULE) then its arguments
+
+  // ---- output
+  std::optional<std::string> log_dir;
+  StreamsByLocalRank redirects;                  // -r
+  StreamsByLocalRank tee;                        // -t
+  std::optional<std::set<int>> local_ranks_filter;  // console shows only these local ranks
+  std::optional<std::string> log_prefix;         // template; else TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
+  OutputMode output = OutputMode::automatic;
+
+  // ---- supervision
+  double term_timeout = 30.0;        // seconds from SIGTERM to SIGKILL, >= 0
+  std::vector<int> signals_to_handle;  // signal numbers; default TERM, INT, HUP, QUIT
+
+  // ---- reporting and misc
+  bool dry_run = false;
+  bool json = false;
+  std::optional<std::string> report;       // --report FILE
+  std::optional<std::string> config_file;  // --config FILE (already applied)
+  int verbosity = 0;                       // -q: -1, default 0, each -v adds 1
+  ColorMode color = ColorMode::automatic;
+
+  // Every long option that has a value, by its snake_case name, with the
+  // text it was given as and where it came from ("gangrun --dry-run -v" prints it).
+  struct Origin {
+    std::string text;
+    Source source = Source::default_value;
+  };
+  std::map<std::string, Origin> origins;
+};
+
+}  // namespace gangrun::config

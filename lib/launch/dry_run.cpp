@@ -1,0 +1,88 @@
+#include "launch/dry_run.hpp"
+
+#include <fmt/format.h>
+
+#include "util/strings.hpp"
+
+namespace gangrun::launch {
+namespace {
+
+std::string planned_port(const LaunchPlan& plan) {
+  return plan.master_port ? std::to_string(*plan.master_port) : k_free_port_placeholder;
+}
+
+std::string quoted_command(const std::vector<std::string>& argv) {
+  std::vector<std::string> words;
+  for (const std::string& word : argv) words.push_back(strings::shell_quote(word));
+  return strings::join(words, " ");
+}
+
+}  // namespace
+
+std::string planned_run_dir(const LaunchPlan& plan) {
+  if (plan.log_dir) return *plan.log_dir;
+  std::string tmp = env_lookup(plan.host_env, "TMPDIR").value_or("/tmp");
+  return tmp + "/gangrun-" + plan.run_id + "-XXXXXX";
+}
+
+nlohmann::json plan_to_json(const LaunchPlan& plan) {
+  std::string run_dir = planned_run_dir(plan);
+  nlohmann::json workers = nlohmann::json::array();
+  for (const WorkerPlan& worker : plan.workers) {
+    workers.push_back({
+        {"rank", worker.rank},
+        {"local_rank", worker.local_rank},
+        {"argv", worker.argv},
+        {"env", worker_variables(plan, worker, 0, run_dir, planned_port(plan))},
+        {"prefix", worker.prefix},
+    });
+  }
+  nlohmann::json options = nlohmann::json::object();
+  for (const auto& [name, origin] : plan.options.origins) {
+    options[name] = {{"value", origin.text}, {"source", config::to_string(origin.source)}};
+  }
+  return {
+      {"run_id", plan.run_id},
+      {"host", plan.host},
+      {"nnodes", plan.nnodes},
+      {"node_rank", plan.node_rank},
+      {"local_world_size", plan.local_world_size},
+      {"world_size", plan.world_size},
+      {"master_addr", plan.master_addr},
+      {"master_port", plan.master_port ? nlohmann::json(*plan.master_port) : nlohmann::json()},
+      {"executable", plan.program.executable},
+      {"entrypoint", plan.program.entrypoint},
+      {"output", plan.prefix_output ? "prefix" : "inherit"},
+      {"log_dir", plan.log_dir ? nlohmann::json(*plan.log_dir) : nlohmann::json()},
+      {"max_restarts", plan.options.max_restarts},
+      {"workers", workers},
+      {"options", options},
+  };
+}
+
+std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
+  std::string run_dir = planned_run_dir(plan);
+  std::string out = fmt::format(
+      "gangrun dry run: {} worker(s) on {} (node {} of {}), world size {}, run id {}\n",
+      plan.local_world_size, plan.host, plan.node_rank, plan.nnodes, plan.world_size, plan.run_id);
+  out += fmt::format("  executable: {}\n", plan.program.executable);
+  out += fmt::format("  store:      {}:{} (hosted by rank 0)\n", plan.master_addr, planned_port(plan));
+  out += fmt::format("  output:     {}\n", plan.prefix_output ? "prefix" : "inherit");
+  out += fmt::format("  files:      {}\n", run_dir);
+  for (const WorkerPlan& worker : plan.workers) {
+    out += fmt::format("rank {} (local_rank {}):\n", worker.rank, worker.local_rank);
+    out += fmt::format("  command: {}\n", quoted_command(worker.argv));
+    for (const auto& [name, value] : worker_variables(plan, worker, 0, run_dir, planned_port(plan))) {
+      out += fmt::format("  {}={}\n", name, value);
+    }
+  }
+  if (verbose) {
+    out += "option values and where they came from:\n";
+    for (const auto& [name, origin] : plan.options.origins) {
+      out += fmt::format("  {:<22} {:<24} {}\n", name, origin.text, config::to_string(origin.source));
+    }
+  }
+  return out;
+}
+
+}  // namespace gangrun::launch

@@ -1,0 +1,83 @@
+#include "launch/entry.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include <spdlog/spdlog.h>
+
+#include "config/cli.hpp"
+#include "launch/dry_run.hpp"
+#include "launch/logging.hpp"
+#include "launch/plan.hpp"
+#include "launch/run.hpp"
+#include "util/exit_codes.hpp"
+
+namespace gangrun {
+namespace {
+
+int report_error(const Error& error) {
+  spdlog::error("{}", error.describe());
+  return error.exit_code();
+}
+
+[[noreturn]] void die_by_signal(int signal_number) {
+  std::fflush(stdout);
+  std::signal(signal_number, SIG_DFL);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal_number);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::raise(signal_number);
+  // A signal whose default action does not terminate: end with its code.
+  std::_Exit(exit_codes::for_signal(signal_number));
+}
+
+int launch_main(int argc, char** argv) {
+  launch::setup_default_logging();
+  EnvMap env = current_environment();
+  auto command = config::parse_command_line(argc, argv, env);
+  if (!command) return report_error(command.error());
+  if (command->kind != config::Command::Kind::launch) {
+    std::cout << command->text;
+    if (!command->text.empty() && command->text.back() != '\n') std::cout << '\n';
+    return exit_codes::k_success;
+  }
+  const config::Options& options = command->options;
+  launch::setup_logging(options.verbosity, options.color);
+
+  auto plan = launch::make_plan(options, env);
+  if (!plan) return report_error(plan.error());
+  if (options.dry_run) {
+    if (options.json) {
+      std::cout << launch::plan_to_json(*plan).dump(2) << '\n';
+    } else {
+      std::cout << launch::plan_to_text(*plan, options.verbosity > 0);
+    }
+    return exit_codes::k_success;
+  }
+  if (plan->local_world_size > 1 && !env.count("OMP_NUM_THREADS")) {
+    spdlog::info("OMP_NUM_THREADS is unset; setting it to 1 for each of the {} workers (set it "
+                 "yourself to tune)",
+                 plan->local_world_size);
+  }
+  launch::RunResult result = launch::run(*plan);
+  if (result.die_by_signal) die_by_signal(*result.die_by_signal);
+  return result.exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return launch_main(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "gangrun: internal error: %s\n", error.what());
+  } catch (...) {
+    std::fprintf(stderr, "gangrun: internal error\n");
+  }
+  return 1;
+}
+
+}  // namespace gangrun

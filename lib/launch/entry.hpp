@@ -1,0 +1,11 @@
+// gangrun's real main: parse, plan, run, report, and the one top-level catch.
+#pragma once
+
+namespace gangrun {
+
+// Returns the process exit code (util/exit_codes.hpp). When gangrun was
+// stopped by a signal it re-raises that signal with its default action
+// after the workers are gone, so a shell sees 128+S.
+int main(int argc, char** argv);
+
+}  // namespace gangrun

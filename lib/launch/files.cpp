@@ -1,0 +1,95 @@
+#include "launch/files.hpp"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+#include "launch/plan.hpp"
+#include "util/fd.hpp"
+
+namespace gangrun::launch {
+namespace fs = std::filesystem;
+
+Expected<RunDirectory> RunDirectory::create(const std::optional<std::string>& log_dir,
+                                            const std::string& tmp_root,
+                                            const std::string& run_id) {
+  if (log_dir) {
+    std::error_code error;
+    fs::create_directories(*log_dir, error);
+    if (error) {
+      return fail(ErrorCode::io, "--log_dir: cannot create " + *log_dir + ": " + error.message());
+    }
+    return RunDirectory(*log_dir, false);
+  }
+  std::string pattern = tmp_root + "/gangrun-" + run_id + "-XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (::mkdtemp(buffer.data()) == nullptr) {
+    return fail(ErrorCode::io, "cannot create a directory in " + tmp_root + ": " + errno_text(errno));
+  }
+  return RunDirectory(buffer.data(), true);
+}
+
+RunDirectory::RunDirectory(RunDirectory&& other) noexcept
+    : path_(std::move(other.path_)), temporary_(other.temporary_) {
+  other.temporary_ = false;
+}
+
+RunDirectory::~RunDirectory() {
+  if (!temporary_) return;
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+Expected<void> RunDirectory::prepare_attempt(int attempt, int local_world_size) const {
+  std::error_code error;
+  fs::path attempt_dir = fs::path(worker_dir(path_, attempt, 0)).parent_path();
+  fs::remove_all(attempt_dir, error);
+  for (int local_rank = 0; local_rank < local_world_size && !error; ++local_rank) {
+    fs::create_directories(worker_dir(path_, attempt, local_rank), error);
+  }
+  if (error) {
+    return fail(ErrorCode::io, "cannot prepare " + attempt_dir.string() + ": " + error.message());
+  }
+  return {};
+}
+
+Expected<int> pick_free_port(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  int status = ::getaddrinfo(host.c_str(), "0", &hints, &found);
+  if (status != 0) {
+    return fail(ErrorCode::store, "cannot resolve --master_addr " + host + ": " + gai_strerror(status));
+  }
+  std::string last_error = "no address";
+  for (addrinfo* entry = found; entry != nullptr; entry = entry->ai_next) {
+    UniqueFd socket_fd(::socket(entry->ai_family, entry->ai_socktype | SOCK_CLOEXEC, 0));
+    if (!socket_fd.valid()) continue;
+    if (::bind(socket_fd.get(), entry->ai_addr, entry->ai_addrlen) != 0) {
+      last_error = errno_text(errno);
+      continue;
+    }
+    sockaddr_storage bound{};
+    socklen_t length = sizeof bound;
+    ::getsockname(socket_fd.get(), reinterpret_cast<sockaddr*>(&bound), &length);
+    int port = bound.ss_family == AF_INET6
+                   ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                   : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    ::freeaddrinfo(found);
+    return port;
+  }
+  ::freeaddrinfo(found);
+  return fail(ErrorCode::store, "cannot bind a port on " + host + ": " + last_error);
+}
+
+}  // namespace gangrun::launch

@@ -1,0 +1,62 @@
+// The launch plan: Options + gangrun's environment, validated and resolved
+// into everything a run needs. Immutable once made; making it has no side
+// effects (no process, no port, no directory).
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "config/options.hpp"
+#include "launch/program.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+namespace gangrun::launch {
+
+struct WorkerPlan {
+  int rank = 0;
+  int local_rank = 0;
+  std::vector<std::string> argv;  // after ${local_rank} substitution
+  std::string prefix;             // console line prefix, expanded
+  config::Streams to_file;        // streams written to log files
+  config::Streams to_console;     // streams shown on the console
+};
+
+struct LaunchPlan {
+  config::Options options;
+  EnvMap host_env;  // gangrun's own environment, the base of every worker's
+  std::string host;
+  std::string run_id;
+
+  int nnodes = 1;
+  int node_rank = 0;
+  int local_world_size = 1;
+  int world_size = 1;
+  std::string master_addr;
+  std::optional<int> master_port;  // nullopt: a free port is picked at launch
+
+  ResolvedProgram program;
+  bool prefix_output = false;  // prefix mode (pipes) rather than inherit
+  std::optional<std::string> log_dir;  // DIR/<run_id> when --log_dir was given
+  std::set<int> teardown_signals;
+  std::optional<std::string> parent_error_file;  // gangrun's own TORCHELASTIC_ERROR_FILE
+  std::vector<WorkerPlan> workers;
+};
+
+// Validates and resolves. Errors are usage (2), not_found (127) or
+// not_executable (126), each naming what was wrong.
+Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env);
+
+// The variables gangrun sets for worker, for the given attempt, run
+// directory and master port (section 2 of DESIGN.md). Inherited values of
+// NCCL_ASYNC_ERROR_HANDLING, TORCH_NCCL_ASYNC_ERROR_HANDLING and
+// OMP_NUM_THREADS are kept.
+EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker, int attempt,
+                        const std::string& run_dir, const std::string& master_port);
+
+// Where a worker's files of an attempt live: RUN_DIR/attempt_<n>/<local_rank>.
+std::string worker_dir(const std::string& run_dir, int attempt, int local_rank);
+
+}  // namespace gangrun::launch

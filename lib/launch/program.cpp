@@ -1,0 +1,131 @@
+#include "launch/program.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/strings.hpp"
+
+namespace gangrun::launch {
+namespace {
+
+constexpr const char* k_default_path = "/usr/local/bin:/usr/bin:/bin";
+
+enum class FileKind { missing, directory, not_executable, executable };
+
+FileKind classify(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return FileKind::missing;
+  if (S_ISDIR(info.st_mode)) return FileKind::directory;
+  return ::access(path.c_str(), X_OK) == 0 ? FileKind::executable : FileKind::not_executable;
+}
+
+// Finds an executable the way execvp() would; what names the user's role
+// ("program", "Python interpreter") for the messages.
+Expected<std::string> find_executable(const std::string& name, const EnvMap& env,
+                                      const std::string& what) {
+  if (name.empty()) return fail(ErrorCode::not_found, what + " is an empty string");
+  if (name.find('/') != std::string::npos) {
+    switch (classify(name)) {
+      case FileKind::executable:
+        return name;
+      case FileKind::missing:
+        return fail(ErrorCode::not_found, what + " " + name + " not found");
+      case FileKind::directory:
+        return fail(ErrorCode::not_executable, what + " " + name + " is a directory");
+      case FileKind::not_executable:
+        return fail(ErrorCode::not_executable,
+                    what + " " + name + " is not executable (chmod +x it, or run it through " +
+                        "an interpreter)");
+    }
+  }
+  std::string path = env_lookup(env, "PATH").value_or(k_default_path);
+  std::optional<std::string> denied;
+  for (std::string dir : strings::split(path, ':')) {
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + name;
+    FileKind kind = classify(candidate);
+    if (kind == FileKind::executable) return candidate;
+    if (kind == FileKind::not_executable && !denied) denied = candidate;
+  }
+  if (denied) {
+    return fail(ErrorCode::not_executable, what + " " + *denied + " is not executable");
+  }
+  return fail(ErrorCode::not_found, what + " '" + name + "' not found in PATH (" + path + ")");
+}
+
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Expected<ResolvedProgram> through_python(const config::Options& options, const EnvMap& env,
+                                         std::vector<std::string> python_args) {
+  std::string python = options.python ? *options.python
+                                      : env_lookup(env, "PYTHON_EXEC").value_or("python3");
+  std::string what = options.python ? "--python interpreter"
+                     : env.count("PYTHON_EXEC") ? "Python interpreter (PYTHON_EXEC)"
+                                                : "Python interpreter";
+  auto executable = find_executable(python, env, what);
+  if (!executable) return tl::unexpected(executable.error());
+  ResolvedProgram program;
+  program.executable = *executable;
+  program.argv = {python, "-u"};
+  program.argv.insert(program.argv.end(), python_args.begin(), python_args.end());
+  program.uses_python = true;
+  return program;
+}
+
+}  // namespace
+
+Expected<ResolvedProgram> resolve_program(const config::Options& options, const EnvMap& env) {
+  const std::vector<std::string>& words = options.program_and_args;
+  if (words.empty()) return fail(ErrorCode::usage, "missing PROGRAM to launch");
+  const std::string& first = words.front();
+
+  if (options.module) {
+    std::vector<std::string> args = {"-m"};
+    args.insert(args.end(), words.begin(), words.end());
+    auto program = through_python(options, env, std::move(args));
+    if (program) program->entrypoint = first;
+    return program;
+  }
+
+  FileKind kind = classify(first);
+  bool python_script =
+      !options.no_python && (ends_with(first, ".py") || kind == FileKind::not_executable);
+  if (python_script) {
+    if (kind == FileKind::missing) {
+      return fail(ErrorCode::not_found, "script " + first + " not found");
+    }
+    if (kind == FileKind::directory) {
+      return fail(ErrorCode::not_executable, "script " + first + " is a directory");
+    }
+    auto program = through_python(options, env, words);
+    if (program) program->entrypoint = first;
+    return program;
+  }
+
+  auto executable = find_executable(first, env, "program");
+  if (!executable) return tl::unexpected(executable.error());
+  ResolvedProgram program;
+  program.executable = *executable;
+  program.argv = words;
+  program.entrypoint = first;
+  return program;
+}
+
+std::vector<std::string> substitute_local_rank(const std::vector<std::string>& argv,
+                                               int local_rank) {
+  std::vector<std::string> out = argv;
+  std::string value = std::to_string(local_rank);
+  for (std::size_t i = 1; i < out.size(); ++i) {
+    std::string& arg = out[i];
+    for (std::size_t pos = arg.find("${local_rank}"); pos != std::string::npos;
+         pos = arg.find("${local_rank}", pos + value.size())) {
+      arg.replace(pos, 13, value);
+    }
+  }
+  return out;
+}
+
+}  // namespace gangrun::launch

@@ -1,0 +1,32 @@
+// Program resolution (DESIGN.md section 1): what exactly each worker will
+// execute, decided before anything starts.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "config/options.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+namespace gangrun::launch {
+
+struct ResolvedProgram {
+  std::string executable;            // the file execve() gets
+  std::vector<std::string> argv;     // argv[0] and the user's arguments, before ${local_rank}
+  std::string entrypoint;            // what the user named (the script, module or program)
+  bool uses_python = false;
+};
+
+// -m MOD        -> PYTHON -u -m MOD ARGS
+// --no_python   -> PROGRAM ARGS
+// *.py, or an existing file that is not executable -> PYTHON -u PROGRAM ARGS
+// anything else -> PROGRAM ARGS, found through PATH when it has no '/'.
+// PYTHON is --python, else PYTHON_EXEC, else python3 on PATH. Errors:
+// not_found (127) and not_executable (126), naming every path tried.
+Expected<ResolvedProgram> resolve_program(const config::Options& options, const EnvMap& env);
+
+// Replaces torchrun's ${local_rank} macro in every argument after argv[0].
+std::vector<std::string> substitute_local_rank(const std::vector<std::string>& argv, int local_rank);
+
+}  // namespace gangrun::launch

@@ -1,0 +1,90 @@
+#include "report/failure_summary.hpp"
+
+#include <fmt/format.h>
+
+#include "util/signals.hpp"
+#include "util/strings.hpp"
+
+namespace gangrun::report {
+namespace {
+
+constexpr std::string_view k_rule =
+    "============================================================";
+
+std::string describe_end(const WorkerRecord& worker) {
+  if (worker.spawn_error) return "could not start: " + *worker.spawn_error;
+  if (worker.signal) {
+    return fmt::format("killed by signal {} ({})", *worker.signal, signals::name(*worker.signal));
+  }
+  return fmt::format("exit code {}", worker.exit_code.value_or(-1));
+}
+
+double seconds_between(TimePoint from, TimePoint to) {
+  return std::chrono::duration<double>(to - from).count();
+}
+
+void append_indented(std::string& out, std::string_view text, std::string_view indent) {
+  for (const std::string& line : strings::split(text, '\n')) {
+    if (line.empty()) continue;
+    out += indent;
+    out += line;
+    out += '\n';
+  }
+}
+
+}  // namespace
+
+std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
+                           const std::optional<WorkerError>& root_error) {
+  const WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
+  std::string out;
+  out += fmt::format("{}\n{} FAILED (attempt {})\n", k_rule, run.entrypoint, attempt.attempt);
+  out += "Root cause (first observed failure):\n";
+  out += fmt::format("  rank:       {} (local_rank: {})\n", root.rank, root.local_rank);
+  out += fmt::format("  host:       {}\n", run.host);
+  out += fmt::format("  pid:        {}\n", root.pid);
+  out += fmt::format("  exit:       {}\n", describe_end(root));
+  out += fmt::format("  time:       {} (after {:.3f} s)\n", format_time(root.ended_at),
+                     seconds_between(root.started_at, root.ended_at));
+  if (root_error) {
+    out += fmt::format("  error:      {}\n", root_error->message);
+    if (root_error->traceback) {
+      out += "  traceback:\n";
+      append_indented(out, *root_error->traceback, "    ");
+    }
+  } else {
+    out += fmt::format("  error_file: {} (not written; decorate the entry point with "
+                       "torch.distributed.elastic.multiprocessing.errors.record to get the "
+                       "traceback here)\n",
+                       root.error_file.value_or("<none>"));
+  }
+  if (!root.last_lines.empty()) {
+    out += "  last output:\n";
+    for (const std::string& line : root.last_lines) out += "    " + line + "\n";
+  }
+  out += "Other workers:\n";
+  bool any_other = false;
+  for (std::size_t i = 0; i < attempt.workers.size(); ++i) {
+    if (i == *attempt.root_cause) continue;
+    const WorkerRecord& worker = attempt.workers[i];
+    any_other = true;
+    std::string how;
+    if (worker.pid < 0 && !worker.spawn_error) {
+      how = "not started";
+    } else if (worker.succeeded()) {
+      how = "finished successfully";
+    } else if (worker.stopped_by_gangrun) {
+      how = "stopped by gangrun (" + describe_end(worker) + ")";
+    } else {
+      how = "failed on its own (" + describe_end(worker) + ")";
+    }
+    out += fmt::format("  rank {} (local_rank {}, pid {}): {}\n", worker.rank, worker.local_rank,
+                       worker.pid, how);
+  }
+  if (!any_other) out += "  <none>\n";
+  out += k_rule;
+  out += '\n';
+  return out;
+}
+
+}  // namespace gangrun::report

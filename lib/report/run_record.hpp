@@ -1,0 +1,57 @@
+// What happened in a run, as plain data for the failure summary and the
+// JSON report. launch/ fills it from the supervisor's outcomes.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gangrun::report {
+
+using TimePoint = std::chrono::system_clock::time_point;
+
+struct WorkerRecord {
+  int rank = 0;
+  int local_rank = 0;
+  long pid = -1;
+  std::optional<int> exit_code;  // set when it exited
+  std::optional<int> signal;     // set when a signal killed it
+  int shell_code = 0;            // exit_code, or 128 + signal
+  TimePoint started_at;
+  TimePoint ended_at;
+  long peak_rss_kib = 0;
+  bool stopped_by_gangrun = false;
+  std::vector<std::string> last_lines;
+  std::optional<std::string> error_file;   // TORCHELASTIC_ERROR_FILE given to the worker
+  std::optional<std::string> spawn_error;  // why it never started
+
+  bool succeeded() const { return exit_code && *exit_code == 0; }
+};
+
+struct AttemptRecord {
+  int attempt = 0;  // TORCHELASTIC_RESTART_COUNT of this attempt
+  std::vector<WorkerRecord> workers;
+  std::optional<std::size_t> root_cause;  // index into workers
+  std::optional<int> stopped_by_signal;
+  std::optional<double> teardown_latency_ms;
+};
+
+struct RunRecord {
+  std::string run_id;
+  std::string host;
+  std::string entrypoint;   // the program as the user named it
+  nlohmann::json plan;      // the launch plan, as --dry-run --json prints it
+  TimePoint started_at;
+  TimePoint ended_at;
+  std::vector<AttemptRecord> attempts;
+  int exit_code = 0;
+  std::optional<int> gangrun_signal;  // gangrun itself was stopped by this signal
+};
+
+// "2026-11-22T10:15:03.123Z"-style UTC time for reports.
+std::string format_time(TimePoint time);
+
+}  // namespace gangrun::report

@@ -1,0 +1,101 @@
+#include "report/run_report.hpp"
+
+#include <ctime>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "util/signals.hpp"
+
+namespace gangrun::report {
+namespace {
+
+nlohmann::json optional_signal(const std::optional<int>& signal_number) {
+  if (!signal_number) return nullptr;
+  return signals::name(*signal_number);
+}
+
+nlohmann::json worker_json(const WorkerRecord& worker) {
+  nlohmann::json out = {
+      {"rank", worker.rank},
+      {"local_rank", worker.local_rank},
+      {"pid", worker.pid},
+      {"exit_code", worker.exit_code ? nlohmann::json(*worker.exit_code) : nlohmann::json()},
+      {"signal", optional_signal(worker.signal)},
+      {"shell_code", worker.shell_code},
+      {"started_at", format_time(worker.started_at)},
+      {"ended_at", format_time(worker.ended_at)},
+      {"duration_s", std::chrono::duration<double>(worker.ended_at - worker.started_at).count()},
+      {"peak_rss_kib", worker.peak_rss_kib},
+      {"stopped_by_gangrun", worker.stopped_by_gangrun},
+      {"error_file", worker.error_file ? nlohmann::json(*worker.error_file) : nlohmann::json()},
+      {"spawn_error", worker.spawn_error ? nlohmann::json(*worker.spawn_error) : nlohmann::json()},
+  };
+  return out;
+}
+
+}  // namespace
+
+std::string format_time(TimePoint time) {
+  auto since_epoch = time.time_since_epoch();
+  auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+  auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch - seconds);
+  std::time_t whole = static_cast<std::time_t>(seconds.count());
+  std::tm utc{};
+  ::gmtime_r(&whole, &utc);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%S", &utc);
+  return fmt::format("{}.{:03d}Z", buffer, millis.count());
+}
+
+nlohmann::json to_json(const RunRecord& run) {
+  nlohmann::json attempts = nlohmann::json::array();
+  nlohmann::json root_cause = nullptr;
+  for (const AttemptRecord& attempt : run.attempts) {
+    nlohmann::json workers = nlohmann::json::array();
+    for (const WorkerRecord& worker : attempt.workers) workers.push_back(worker_json(worker));
+    nlohmann::json attempt_root = nullptr;
+    if (attempt.root_cause) {
+      const WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
+      attempt_root = {{"rank", root.rank}, {"local_rank", root.local_rank}};
+      root_cause = worker_json(root);
+      root_cause["attempt"] = attempt.attempt;
+    } else {
+      root_cause = nullptr;
+    }
+    attempts.push_back({
+        {"attempt", attempt.attempt},
+        {"root_cause", attempt_root},
+        {"stopped_by_signal", optional_signal(attempt.stopped_by_signal)},
+        {"teardown_latency_ms", attempt.teardown_latency_ms
+                                    ? nlohmann::json(*attempt.teardown_latency_ms)
+                                    : nlohmann::json()},
+        {"workers", workers},
+    });
+  }
+  return {
+      {"version", 1},
+      {"run_id", run.run_id},
+      {"host", run.host},
+      {"entrypoint", run.entrypoint},
+      {"started_at", format_time(run.started_at)},
+      {"ended_at", format_time(run.ended_at)},
+      {"exit_code", run.exit_code},
+      {"gangrun_signal", optional_signal(run.gangrun_signal)},
+      {"restarts", run.attempts.empty() ? 0 : static_cast<int>(run.attempts.size()) - 1},
+      {"plan", run.plan},
+      {"attempts", attempts},
+      {"root_cause", root_cause},
+  };
+}
+
+Expected<void> write_report(const std::string& path, const RunRecord& run) {
+  std::string text = to_json(run).dump(2) + "\n";
+  std::ofstream file(path, std::ios::trunc);
+  if (!file) return fail(ErrorCode::io, "cannot write report " + path + ": " + errno_text(errno));
+  file << text;
+  if (!file) return fail(ErrorCode::io, "cannot write report " + path + ": " + errno_text(errno));
+  return {};
+}
+
+}  // namespace gangrun::report

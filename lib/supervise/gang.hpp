@@ -1,0 +1,87 @@
+// The gang supervisor: runs one attempt of the local workers as a unit.
+// Single-threaded: everything happens in handlers on the io_context, which
+// must be driven only by Gang::run while an attempt is running.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "logmux/console.hpp"
+#include "logmux/output_mux.hpp"
+#include "supervise/exit_status.hpp"
+#include "supervise/process.hpp"
+
+namespace gangrun::supervise {
+
+struct WorkerLaunch {
+  int rank = 0;
+  int local_rank = 0;
+  SpawnSpec spawn;  // stdio descriptors are filled in by Gang from the routes
+  // nullopt: the worker inherits gangrun's own stdout/stderr untouched.
+  std::optional<logmux::StreamRoute> stdout_route;
+  std::optional<logmux::StreamRoute> stderr_route;
+};
+
+struct WorkerOutcome {
+  int rank = 0;
+  int local_rank = 0;
+  pid_t pid = -1;  // -1 if it never started
+  ExitStatus status;
+  std::chrono::system_clock::time_point started_at;
+  std::chrono::system_clock::time_point ended_at;
+  long peak_rss_kib = 0;            // ru_maxrss from wait4
+  bool stopped_by_gangrun = false;  // it ended after gangrun had signalled it
+  std::vector<std::string> last_lines;  // the tail of its captured output
+  std::optional<std::string> spawn_error;
+};
+
+struct AttemptOutcome {
+  std::vector<WorkerOutcome> workers;     // in launch order
+  std::optional<std::size_t> root_cause;  // index of the first worker that failed
+  std::optional<int> stopped_by_signal;   // gangrun was told to stop by this signal
+  // Milliseconds from the root cause's exit to the stop signal reaching the
+  // last other worker group (kill(2) returned); nullopt if there was no teardown.
+  std::optional<double> teardown_latency_ms;
+  bool succeeded() const { return !root_cause && !stopped_by_signal; }
+};
+
+struct GangSettings {
+  std::chrono::milliseconds term_timeout{30000};  // stop signal to SIGKILL
+  std::set<int> teardown_signals;  // forwarded, then the gang is torn down
+};
+
+class Gang {
+ public:
+  // console outlives the Gang. Installs gangrun's signal handlers (through
+  // Asio) for the Gang's lifetime; a teardown signal that arrives between
+  // attempts is remembered and ends the next attempt before it starts.
+  Gang(boost::asio::io_context& io, logmux::Console& console, GangSettings settings);
+  ~Gang();
+  Gang(const Gang&) = delete;
+  Gang& operator=(const Gang&) = delete;
+
+  // Starts every worker, supervises them until all have exited, tears the
+  // gang down on the first failure or on a teardown signal (stop signal to
+  // every process group, SIGKILL after term_timeout, a second teardown
+  // signal kills at once), kills orphaned descendants, drains their output,
+  // and returns. USR1/USR2 are forwarded without teardown; TSTP stops the
+  // workers and gangrun, CONT resumes them.
+  AttemptOutcome run(std::vector<WorkerLaunch> workers);
+
+  // The teardown signal received so far, if any.
+  std::optional<int> stop_signal() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gangrun::supervise

@@ -1,0 +1,37 @@
+#include "util/env.hpp"
+
+#include <string_view>
+
+extern char** environ;  // NOLINT: POSIX global
+
+namespace gangrun {
+
+EnvMap env_from_environ(const char* const* environ_array) {
+  EnvMap env;
+  if (environ_array == nullptr) return env;
+  for (const char* const* entry = environ_array; *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    std::size_t equals = text.find('=');
+    if (equals == std::string_view::npos || equals == 0) continue;
+    // First definition wins, as getenv() would see it.
+    env.emplace(std::string(text.substr(0, equals)), std::string(text.substr(equals + 1)));
+  }
+  return env;
+}
+
+EnvMap current_environment() { return env_from_environ(environ); }
+
+std::optional<std::string> env_lookup(const EnvMap& env, const std::string& name) {
+  auto it = env.find(name);
+  if (it == env.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> to_envp_strings(const EnvMap& env) {
+  std::vector<std::string> out;
+  out.reserve(env.size());
+  for (const auto& [name, value] : env) out.push_back(name + "=" + value);
+  return out;
+}
+
+}  // namespace gangrun

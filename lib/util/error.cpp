@@ -1,0 +1,41 @@
+#include "util/error.hpp"
+
+#include <cstring>
+
+#include "util/exit_codes.hpp"
+
+namespace gangrun {
+
+std::string Error::describe() const {
+  std::string text;
+  for (auto it = context_.rbegin(); it != context_.rend(); ++it) {
+    text += *it;
+    text += ": ";
+  }
+  return text + message_;
+}
+
+int Error::exit_code() const {
+  switch (code_) {
+    case ErrorCode::usage:
+      return exit_codes::k_usage;
+    case ErrorCode::store:
+      return exit_codes::k_store;
+    case ErrorCode::not_found:
+      return exit_codes::k_not_found;
+    case ErrorCode::not_executable:
+      return exit_codes::k_not_executable;
+    case ErrorCode::io:
+    case ErrorCode::internal:
+      break;
+  }
+  return 1;
+}
+
+std::string errno_text(int error_number) {
+  char buffer[256];
+  // GNU strerror_r returns the message pointer, which may not be buffer.
+  return ::strerror_r(error_number, buffer, sizeof buffer);
+}
+
+}  // namespace gangrun

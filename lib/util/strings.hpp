@@ -1,0 +1,51 @@
+// Small string helpers shared by every module.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gangrun::strings {
+
+// Splits on every occurrence of separator; "a,,b" gives {"a", "", "b"}, "" gives {""}.
+std::vector<std::string> split(std::string_view text, char separator);
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+std::string_view trim(std::string_view text);
+std::string to_lower(std::string_view text);
+std::string to_upper(std::string_view text);
+
+// Whole-string decimal parse with an optional sign; nullopt on anything else
+// (empty, trailing junk, overflow).
+std::optional<std::int64_t> parse_int(std::string_view text);
+// Whole-string decimal floating-point parse; nullopt on anything else.
+std::optional<double> parse_double(std::string_view text);
+
+// Replaces every "${name}" for which lookup gives a value; unknown names stay.
+template <typename Lookup>
+std::string expand_template(std::string_view text, Lookup&& lookup) {
+  std::string out;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t open = text.find("${", pos);
+    if (open == std::string_view::npos) break;
+    std::size_t close = text.find('}', open + 2);
+    if (close == std::string_view::npos) break;
+    out.append(text.substr(pos, open - pos));
+    std::string_view name = text.substr(open + 2, close - open - 2);
+    if (std::optional<std::string> value = lookup(name)) {
+      out += *value;
+    } else {
+      out.append(text.substr(open, close - open + 1));
+    }
+    pos = close + 1;
+  }
+  out.append(text.substr(pos));
+  return out;
+}
+
+// Quotes a word for a POSIX shell only when it needs it (for printing commands).
+std::string shell_quote(std::string_view word);
+
+}  // namespace gangrun::strings

@@ -1,0 +1,102 @@
+#include <catch2/catch.hpp>
+
+#include "launch/plan.hpp"
+
+using gangrun::config::Options;
+using gangrun::config::ProcCount;
+using gangrun::launch::make_plan;
+using gangrun::launch::worker_variables;
+
+namespace {
+
+Options job(int nproc) {
+  Options options;
+  options.nproc_per_node = ProcCount{ProcCount::Kind::number, nproc};
+  options.program_and_args = {"/bin/true"};
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("launch::make_plan numbers ranks node by node", "[launch]") {
+  Options options = job(2);
+  options.nnodes = 3;
+  options.node_rank = 1;
+  auto plan = make_plan(options, {{"PATH", "/bin"}});
+  REQUIRE(plan);
+  REQUIRE(plan->workers.size() == 2);
+  CHECK(plan->world_size == 6);
+  CHECK(plan->workers[0].rank == 2);
+  CHECK(plan->workers[1].rank == 3);
+  CHECK(plan->master_port == 29500);  // multi-node default; one node gets a free port
+}
+
+TEST_CASE("launch::make_plan derives per-node counts from the other spellings", "[launch]") {
+  Options options;
+  options.program_and_args = {"/bin/true"};
+  options.num_processes = 8;
+  options.nnodes = 2;
+  auto plan = make_plan(options, {});
+  REQUIRE(plan);
+  CHECK(plan->local_world_size == 4);
+  options.num_processes.reset();
+  options.num_gpus = 3;
+  plan = make_plan(options, {});
+  REQUIRE(plan);
+  CHECK(plan->local_world_size == 3);
+}
+
+TEST_CASE("launch::worker_variables sets torchrun's contract", "[launch]") {
+  Options options = job(4);
+  options.max_restarts = 2;
+  options.rdzv_id = "job7";
+  options.role = "trainer";
+  auto plan = make_plan(options, {{"NCCL_ASYNC_ERROR_HANDLING", "0"}});
+  REQUIRE(plan);
+  REQUIRE_FALSE(plan->master_port);  // picked at launch on a single node
+  auto vars = worker_variables(*plan, plan->workers[3], 1, "/run", "1234");
+  CHECK(vars.at("LOCAL_RANK") == "3");
+  CHECK(vars.at("RANK") == "3");
+  CHECK(vars.at("GROUP_RANK") == "0");
+  CHECK(vars.at("ROLE_RANK") == "3");
+  CHECK(vars.at("ROLE_NAME") == "trainer");
+  CHECK(vars.at("LOCAL_WORLD_SIZE") == "4");
+  CHECK(vars.at("WORLD_SIZE") == "4");
+  CHECK(vars.at("GROUP_WORLD_SIZE") == "1");
+  CHECK(vars.at("ROLE_WORLD_SIZE") == "4");
+  CHECK(vars.at("MASTER_ADDR") == "127.0.0.1");
+  CHECK(vars.at("MASTER_PORT") == "1234");
+  CHECK(vars.at("TORCHELASTIC_RESTART_COUNT") == "1");
+  CHECK(vars.at("TORCHELASTIC_MAX_RESTARTS") == "2");
+  CHECK(vars.at("TORCHELASTIC_RUN_ID") == "job7");
+  CHECK(vars.at("TORCHELASTIC_USE_AGENT_STORE") == "False");
+  CHECK(vars.at("TORCHELASTIC_ERROR_FILE") == "/run/attempt_1/3/error.json");
+  CHECK(vars.at("NCCL_ASYNC_ERROR_HANDLING") == "0");
+  CHECK(vars.at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
+  CHECK(vars.at("OMP_NUM_THREADS") == "1");
+}
+
+TEST_CASE("launch::worker_variables leaves OMP_NUM_THREADS alone for one worker", "[launch]") {
+  auto plan = make_plan(job(1), {});
+  REQUIRE(plan);
+  CHECK(worker_variables(*plan, plan->workers[0], 0, "/run", "1").count("OMP_NUM_THREADS") == 0);
+  auto kept = make_plan(job(2), {{"OMP_NUM_THREADS", "8"}});
+  REQUIRE(kept);
+  CHECK(worker_variables(*kept, kept->workers[0], 0, "/run", "1").at("OMP_NUM_THREADS") == "8");
+}
+
+TEST_CASE("launch::make_plan routes redirects, tees and the console filter", "[launch]") {
+  Options options = job(3);
+  options.redirects.all = {true, false};                 // -r 1
+  options.tee.per_local_rank[1] = {true, true};          // -t 1:3
+  options.local_ranks_filter = std::set<int>{0, 1};
+  auto plan = make_plan(options, {});
+  REQUIRE(plan);
+  CHECK(plan->prefix_output);
+  CHECK(plan->workers[0].to_file == gangrun::config::Streams{true, false});
+  CHECK(plan->workers[0].to_console == gangrun::config::Streams{false, true});
+  CHECK(plan->workers[1].to_file == gangrun::config::Streams{true, true});
+  CHECK(plan->workers[1].to_console == gangrun::config::Streams{true, true});
+  CHECK(plan->workers[2].to_console == gangrun::config::Streams{false, false});
+  CHECK(plan->workers[0].prefix == "[rank0]: ");
+}

@@ -1,0 +1,123 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "launch/program.hpp"
+
+namespace fs = std::filesystem;
+using gangrun::ErrorCode;
+using gangrun::config::Options;
+using gangrun::launch::resolve_program;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "gangrun-test-XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path file(const std::string& name, bool executable) const {
+    fs::path file_path = path / name;
+    std::ofstream(file_path) << "#!/bin/sh\nexit 0\n";
+    ::chmod(file_path.c_str(), executable ? 0755 : 0644);
+    return file_path;
+  }
+};
+
+Options with_program(std::vector<std::string> words) {
+  Options options;
+  options.program_and_args = std::move(words);
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("launch::resolve_program finds executables through PATH", "[launch]") {
+  TempDir dir;
+  dir.file("tool", true);
+  gangrun::EnvMap env = {{"PATH", "/nonexistent:" + dir.path.string()}};
+  auto program = resolve_program(with_program({"tool", "--flag"}), env);
+  REQUIRE(program);
+  CHECK(program->executable == (dir.path / "tool").string());
+  CHECK(program->argv == std::vector<std::string>{"tool", "--flag"});
+  CHECK_FALSE(program->uses_python);
+}
+
+TEST_CASE("launch::resolve_program reports a missing program as not found", "[launch]") {
+  gangrun::EnvMap env = {{"PATH", "/nonexistent"}};
+  auto program = resolve_program(with_program({"no-such-tool"}), env);
+  REQUIRE_FALSE(program);
+  CHECK(program.error().code() == ErrorCode::not_found);
+  CHECK(program.error().exit_code() == 127);
+  CHECK_THAT(program.error().message(), Catch::Contains("no-such-tool"));
+}
+
+TEST_CASE("launch::resolve_program reports a non-executable path as 126", "[launch]") {
+  TempDir dir;
+  fs::path file = dir.file("data.bin", false);
+  Options options = with_program({file.string()});
+  options.no_python = true;
+  auto program = resolve_program(options, {{"PATH", "/usr/bin:/bin"}});
+  REQUIRE_FALSE(program);
+  CHECK(program.error().code() == ErrorCode::not_executable);
+  CHECK(program.error().exit_code() == 126);
+}
+
+TEST_CASE("launch::resolve_program runs .py files and plain files through Python", "[launch]") {
+  TempDir dir;
+  fs::path script = dir.file("train.py", true);
+  fs::path python = dir.file("python3", true);
+  gangrun::EnvMap env = {{"PATH", dir.path.string()}};
+  auto program = resolve_program(with_program({script.string(), "--lr", "0.1"}), env);
+  REQUIRE(program);
+  CHECK(program->uses_python);
+  CHECK(program->executable == python.string());
+  CHECK(program->argv ==
+        std::vector<std::string>{"python3", "-u", script.string(), "--lr", "0.1"});
+
+  fs::path plain = dir.file("job", false);
+  auto through_python = resolve_program(with_program({plain.string()}), env);
+  REQUIRE(through_python);
+  CHECK(through_python->uses_python);
+}
+
+TEST_CASE("launch::resolve_program honours -m, --python and PYTHON_EXEC", "[launch]") {
+  TempDir dir;
+  fs::path python = dir.file("mypython", true);
+  Options options = with_program({"pkg.train", "x"});
+  options.module = true;
+  SECTION("--python") {
+    options.python = python.string();
+    auto program = resolve_program(options, {{"PATH", "/nonexistent"}});
+    REQUIRE(program);
+    CHECK(program->argv == std::vector<std::string>{python.string(), "-u", "-m", "pkg.train", "x"});
+  }
+  SECTION("PYTHON_EXEC") {
+    auto program = resolve_program(options, {{"PATH", "/nonexistent"}, {"PYTHON_EXEC", python.string()}});
+    REQUIRE(program);
+    CHECK(program->executable == python.string());
+  }
+  SECTION("missing interpreter") {
+    auto program = resolve_program(options, {{"PATH", "/nonexistent"}});
+    REQUIRE_FALSE(program);
+    CHECK(program.error().exit_code() == 127);
+  }
+}
+
+TEST_CASE("launch::resolve_program reports a missing script", "[launch]") {
+  auto program = resolve_program(with_program({"/nonexistent/train.py"}), {{"PATH", "/usr/bin"}});
+  REQUIRE_FALSE(program);
+  CHECK(program.error().exit_code() == 127);
+  CHECK_THAT(program.error().message(), Catch::Contains("/nonexistent/train.py"));
+}
+
+TEST_CASE("launch::substitute_local_rank replaces the macro in arguments", "[launch]") {
+  auto argv = gangrun::launch::substitute_local_rank({"p", "--out=r${local_rank}.log", "${local_rank}${local_rank}"}, 3);
+  CHECK(argv == std::vector<std::string>{"p", "--out=r3.log", "33"});
+}
