@@ -1,11 +1,11 @@
 // A worker's log file: its raw output, byte for byte, without prefixes.
 #pragma once
 
-#include <string>
-#include <string_view>
-
 #include "util/error.hpp"
 #include "util/fd.hpp"
+
+#include <string>
+#include <string_view>
 
 namespace gangrun::logmux {
 

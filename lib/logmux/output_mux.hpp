@@ -27,7 +27,7 @@ struct StreamRoute {
 
 class OutputMux {
  public:
-  // console must outlive the mux.
+  // io and console must outlive the mux.
   OutputMux(boost::asio::io_context& io, Console& console);
   // Closes streams still open without writing anything more (their console
   // and tails may already be gone) and without calling back; call

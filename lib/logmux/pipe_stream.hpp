@@ -4,15 +4,6 @@
 // until the loop has dropped them.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <functional>
-#include <memory>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include "logmux/console.hpp"
 #include "logmux/line_splitter.hpp"
 #include "logmux/log_file.hpp"
@@ -20,6 +11,16 @@
 #include "logmux/tail_buffer.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
 
 namespace gangrun::logmux {
 

@@ -53,10 +53,8 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
       append_indented(out, *root_error->traceback, "    ");
     }
   } else {
-    out += fmt::format("  error_file: {} (not written; decorate the entry point with "
-                       "torch.distributed.elastic.multiprocessing.errors.record to get the "
-                       "traceback here)\n",
-                       root.error_file.value_or("<none>"));
+    out += "  error:      not recorded (a Python entry point decorated with torch.distributed."
+           "elastic.multiprocessing.errors.record reports its exception here)\n";
   }
   if (!root.last_lines.empty()) {
     out += "  last output:\n";

@@ -1,0 +1,211 @@
+#include "config/build_options.hpp"
+
+#include "config/option_values.hpp"
+#include "util/strings.hpp"
+
+#include <optional>
+
+namespace gangrun::config {
+
+namespace {
+
+tl::unexpected<Error> usage(std::string message) {
+  return fail(ErrorCode::usage, std::move(message));
+}
+
+Expected<std::string> any_text(std::string_view text) { return std::string(text); }
+
+Expected<std::string> non_empty_text(std::string_view text) {
+  if (strings::trim(text).empty()) return usage("empty value");
+  return std::string(text);
+}
+
+// Types one layered value after another into Options fields; the first
+// failure is kept, prefixed with where the text came from.
+class Typer {
+ public:
+  explicit Typer(const LayeredValues& values) : values_(values) {}
+
+  template <typename Field, typename Parse>
+  void set(std::string_view name, Parse parse, Field& field) {
+    if (error_) return;
+    const LayeredValue* value = find(name);
+    if (value == nullptr) return;
+    auto parsed = parse(value->text);
+    if (!parsed) {
+      error_.emplace(ErrorCode::usage, value->where + ": " + parsed.error().message());
+      return;
+    }
+    field = std::move(*parsed);
+  }
+
+  const LayeredValue* find(std::string_view name) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+
+  const std::optional<Error>& error() const { return error_; }
+
+ private:
+  const LayeredValues& values_;
+  std::optional<Error> error_;
+};
+
+Expected<Options> type_each_value(const LayeredValues& values) {
+  Typer typer(values);
+  Options o;
+  bool quiet = false;
+  typer.set("nproc_per_node", parse_proc_count, o.nproc_per_node);
+  typer.set("num_processes", parse_positive_int, o.num_processes);
+  typer.set("num_gpus", parse_positive_int, o.num_gpus);
+  typer.set("nnodes", parse_nnodes, o.nnodes);
+  typer.set("node_rank", parse_non_negative_int, o.node_rank);
+  typer.set("master_addr", non_empty_text, o.master_addr);
+  typer.set("master_port", parse_port, o.master_port);
+  typer.set("standalone", parse_bool, o.standalone);
+  typer.set("rdzv_id", non_empty_text, o.rdzv_id);
+  typer.set("max_restarts", parse_non_negative_int, o.max_restarts);
+  typer.set("monitor_interval", parse_non_negative_seconds, o.monitor_interval);
+  typer.set("role", non_empty_text, o.role);
+  typer.set("module", parse_bool, o.module);
+  typer.set("no_python", parse_bool, o.no_python);
+  typer.set("python", non_empty_text, o.python);
+  typer.set("log_dir", non_empty_text, o.log_dir);
+  typer.set("redirects", parse_streams, o.redirects);
+  typer.set("tee", parse_streams, o.tee);
+  typer.set("local_ranks_filter", parse_local_ranks, o.local_ranks_filter);
+  typer.set("log_prefix", any_text, o.log_prefix);
+  typer.set("output", parse_output_mode, o.output);
+  typer.set("term_timeout", parse_non_negative_seconds, o.term_timeout);
+  typer.set("signals_to_handle", parse_signals, o.signals_to_handle);
+  typer.set("dry_run", parse_bool, o.dry_run);
+  typer.set("json", parse_bool, o.json);
+  typer.set("report", non_empty_text, o.report);
+  typer.set("config", non_empty_text, o.config_file);
+  typer.set("verbose", parse_count, o.verbosity);
+  typer.set("quiet", parse_bool, quiet);
+  typer.set("color", parse_color_mode, o.color);
+  if (typer.error()) return tl::unexpected(*typer.error());
+
+  // -q beats -v given in the same or a lower layer; -v on the command line
+  // beats GANGRUN_QUIET=1.
+  const LayeredValue* quiet_value = typer.find("quiet");
+  const LayeredValue* verbose_value = typer.find("verbose");  // always there: default 0
+  if (quiet && quiet_value->source >= verbose_value->source) {
+    o.verbosity = -1;
+  }
+  return o;
+}
+
+// An option that always has a value here (a default at least).
+const LayeredValue& at(const LayeredValues& values, std::string_view name) {
+  return values.find(name)->second;
+}
+
+// One process-count spelling reduced to workers per node, for comparison.
+struct PerNode {
+  const LayeredValue* value;
+  int count;
+  std::string meaning;  // "4 workers per node (8 in total over 2 nodes)"
+};
+
+Expected<void> check_process_counts(const Options& o, const LayeredValues& values) {
+  std::vector<PerNode> counts;
+  if (o.nproc_per_node && o.nproc_per_node->kind == ProcCount::Kind::number) {
+    int n = o.nproc_per_node->number;
+    counts.push_back({&at(values, "nproc_per_node"), n, std::to_string(n) + " workers per node"});
+  }
+  if (o.num_processes) {
+    const LayeredValue* total = &at(values, "num_processes");
+    const LayeredValue* nodes = &at(values, "nnodes");
+    const std::string over = std::to_string(o.nnodes) + (o.nnodes == 1 ? " node" : " nodes");
+    if (*o.num_processes % o.nnodes != 0) {
+      return usage(total->where + ": " + std::to_string(*o.num_processes) +
+                   (*o.num_processes == 1 ? " process" : " processes") +
+                   " in total cannot be split evenly over " + over + " (" + nodes->given +
+                   "); give a multiple of " + std::to_string(o.nnodes));
+    }
+    int per_node = *o.num_processes / o.nnodes;
+    counts.push_back({total, per_node,
+                      std::to_string(per_node) + " workers per node (" +
+                          std::to_string(*o.num_processes) + " in total over " + over + ")"});
+  }
+  if (o.num_gpus) {
+    counts.push_back(
+        {&at(values, "num_gpus"), *o.num_gpus, std::to_string(*o.num_gpus) + " workers per node"});
+  }
+  for (std::size_t i = 1; i < counts.size(); ++i) {
+    if (counts[i].count != counts[0].count) {
+      return usage(counts[0].value->given + " and " + counts[i].value->given +
+                   " disagree: the first means " + counts[0].meaning + ", the second " +
+                   counts[i].meaning + "; give only one of them");
+    }
+  }
+  return {};
+}
+
+Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
+  if (o.node_rank >= o.nnodes) {
+    return usage(at(values, "node_rank").where + ": " + std::to_string(o.node_rank) +
+                 " is not a node rank for " + at(values, "nnodes").given + " (expected 0.." +
+                 std::to_string(o.nnodes - 1) + ")");
+  }
+  if (o.standalone && o.nnodes > 1) {
+    return usage(at(values, "standalone").where + " runs on a single node, but " +
+                 at(values, "nnodes").given + " asks for " + std::to_string(o.nnodes) +
+                 "; drop one of them");
+  }
+  return {};
+}
+
+Expected<void> check_module(const Options& o, const LayeredValues& values) {
+  if (o.module && o.no_python) {
+    const LayeredValue& module = at(values, "module");
+    const LayeredValue& no_python = at(values, "no_python");
+    std::string message = "-m/--module and --no_python cannot be combined";
+    if (module.source != Source::command_line || no_python.source != Source::command_line) {
+      message += " (" + module.given + ", " + no_python.given + ")";
+    }
+    return usage(message);
+  }
+  return {};
+}
+
+Expected<void> check_program_given(const Options& o) {
+  if (o.program_and_args.empty()) {
+    return usage(
+        "missing PROGRAM: put the program and its arguments after the options, e.g. "
+        "'gangrun --nproc_per_node 2 train.py --epochs 3' (see gangrun --help)");
+  }
+  return {};
+}
+
+// NO_COLOR (no-color.org) changes --color's default, not a value given anywhere.
+void apply_no_color(Options& o, const EnvMap& env) {
+  auto origin = o.origins.find("color");
+  if (origin != o.origins.end() && origin->second.source != Source::default_value) return;
+  std::optional<std::string> no_color = env_lookup(env, "NO_COLOR");
+  if (!no_color || no_color->empty()) return;
+  o.color = ColorMode::never;
+  o.origins["color"] = Options::Origin{"never (NO_COLOR is set)", Source::default_value};
+}
+
+}  // namespace
+
+Expected<Options> build_options(const LayeredValues& values,
+                                std::vector<std::string> program_and_args, const EnvMap& env) {
+  Expected<Options> options = type_each_value(values);
+  if (!options) return options;
+  Options& o = *options;
+  o.program_and_args = std::move(program_and_args);
+  for (const auto& [name, value] : values) o.origins[name] = {value.text, value.source};
+
+  for (auto check : {check_module, check_nodes, check_process_counts}) {
+    if (Expected<void> ok = check(o, values); !ok) return tl::unexpected(ok.error());
+  }
+  if (Expected<void> ok = check_program_given(o); !ok) return tl::unexpected(ok.error());
+  apply_no_color(o, env);
+  return options;
+}
+
+}  // namespace gangrun::config

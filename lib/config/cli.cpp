@@ -1,0 +1,154 @@
+// The only file that includes CLI11. CLI11 splits argv into option values and
+// the program; everything it finds is handed on as plain text (layering.cpp,
+// build_options.cpp), so the same checks apply to values from the
+// environment and the config file.
+#include "config/cli.hpp"
+
+#include "config/build_options.hpp"
+#include "config/help_text.hpp"
+#include "config/layering.hpp"
+#include "config/option_table.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <map>
+
+namespace gangrun::config {
+
+namespace {
+
+tl::unexpected<Error> usage(std::string message) {
+  return fail(ErrorCode::usage, std::move(message));
+}
+
+// Each spelling of each option is its own CLI11 option, so a value can be
+// reported with the spelling the user typed.
+struct Registered {
+  const OptionSpec* spec;
+  std::string spelling;  // "--nproc-per-node", "-n"
+};
+using Registry = std::map<const CLI::Option*, Registered>;
+
+void register_spelling(CLI::App& app, Registry& registry, const OptionSpec& spec,
+                       std::string spelling) {
+  CLI::Option* option = nullptr;
+  if (spec.kind == OptionKind::value) {
+    // TakeAll keeps every occurrence in results(); the last one wins in layering.
+    option = app.add_option(spelling)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  } else {
+    option = app.add_flag(spelling)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  }
+  registry.emplace(option, Registered{&spec, std::move(spelling)});
+}
+
+void build_app(CLI::App& app, Registry& registry) {
+  app.set_help_flag();   // --help is ours: help_text.cpp prints it from the table
+  app.prefix_command();  // the first word that is not an option starts the program
+  for (const OptionSpec& spec : option_table()) {
+    for (const std::string& name : long_spellings(spec)) {
+      register_spelling(app, registry, spec, "--" + name);
+    }
+    if (spec.short_name != 0)
+      register_spelling(app, registry, spec, std::string("-") + spec.short_name);
+  }
+}
+
+// CLI11 only runs out of arguments for an option that takes a value when
+// that option is the last word of argv.
+Error missing_value(int argc, const char* const* argv) {
+  std::string spelling = argc > 1 ? argv[argc - 1] : "";
+  spelling = spelling.substr(0, spelling.find('='));
+  const OptionSpec* spec = nullptr;
+  if (spelling.starts_with("--")) {
+    spec = find_option(std::string_view(spelling).substr(2));
+  } else if (spelling.size() == 2) {
+    for (const OptionSpec& candidate : option_table()) {
+      if (candidate.short_name == spelling[1]) spec = &candidate;
+    }
+  }
+  std::string message = spelling + ": missing value";
+  if (spec != nullptr) message += " (expected " + spelling + " " + std::string(spec->metavar) + ")";
+  return Error(ErrorCode::usage, message);
+}
+
+// Option values in the order given: parse_order() lists an option once per
+// value it received, and results() holds those values in the same order.
+std::vector<CommandLineValue> values_in_order(const CLI::App& app, const Registry& registry) {
+  std::vector<CommandLineValue> values;
+  std::map<const CLI::Option*, std::size_t> used;
+  for (const CLI::Option* option : app.parse_order()) {
+    const Registered& registered = registry.at(option);
+    std::size_t index = used[option]++;
+    const std::vector<std::string>& results = option->results();
+    values.push_back(CommandLineValue{
+        .spec = registered.spec,
+        .spelling = registered.spelling,
+        .text = index < results.size() ? results[index] : std::string(),
+    });
+  }
+  return values;
+}
+
+// What CLI11 left over: "--" and the program, or the program, or an option
+// CLI11 did not know (which comes first, since parsing stops at the program).
+Expected<std::vector<std::string>> program_words(std::vector<std::string> rest) {
+  if (rest.empty()) return rest;
+  if (rest.front() == "--") return std::vector<std::string>(rest.begin() + 1, rest.end());
+  const std::string& first = rest.front();
+  if (first.size() > 1 && first.front() == '-') {
+    std::string word = first.substr(0, first.find('='));
+    std::string message = "unknown option '" + word + "'";
+    if (std::string close = closest_spelling(word); !close.empty()) {
+      message += "; did you mean " + close + "?";
+    }
+    message += " (see gangrun --help; put -- before a program whose name starts with '-')";
+    return usage(message);
+  }
+  return rest;
+}
+
+bool asked_for(const std::vector<CommandLineValue>& values, std::string_view name) {
+  for (const CommandLineValue& value : values) {
+    if (value.spec->name == name) return true;
+  }
+  return false;
+}
+
+Command text_command(Command::Kind kind, std::string text) {
+  Command command;
+  command.kind = kind;
+  command.text = std::move(text);
+  return command;
+}
+
+}  // namespace
+
+Expected<Command> parse_command_line(int argc, const char* const* argv, const EnvMap& env) {
+  CLI::App app("gangrun", "gangrun");
+  Registry registry;
+  build_app(app, registry);
+  if (argc < 1 || argv == nullptr) return usage("empty argument vector");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ArgumentMismatch&) {
+    return tl::unexpected(missing_value(argc, argv));
+  } catch (const CLI::Error& error) {
+    return usage(error.what());
+  }
+
+  std::vector<CommandLineValue> given = values_in_order(app, registry);
+  if (asked_for(given, "help")) return text_command(Command::Kind::help, help_text());
+  if (asked_for(given, "version")) return text_command(Command::Kind::version, version_text());
+
+  Expected<std::vector<std::string>> program = program_words(app.remaining());
+  if (!program) return tl::unexpected(program.error());
+  Expected<LayeredValues> layered = layer_values(given, env);
+  if (!layered) return tl::unexpected(layered.error());
+  Expected<Options> options = build_options(*layered, std::move(*program), env);
+  if (!options) return tl::unexpected(options.error());
+  Command command;
+  command.options = std::move(*options);
+  return command;
+}
+
+}  // namespace gangrun::config

@@ -1,0 +1,16 @@
+// --help and --version texts, generated from the option table.
+#pragma once
+
+#include <string>
+
+namespace gangrun::config {
+
+// Options grouped by OptionGroup, each listed once with its short name and
+// aliases; no line is longer than `width` columns (words longer than the
+// help column are the only exception).
+std::string help_text(std::size_t width = 100);
+
+// "gangrun 0.1.0"
+std::string version_text();
+
+}  // namespace gangrun::config

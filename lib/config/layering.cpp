@@ -1,0 +1,171 @@
+#include "config/layering.hpp"
+
+#include "config/config_file.hpp"
+#include "config/option_values.hpp"
+#include "util/strings.hpp"
+
+#include <optional>
+
+namespace gangrun::config {
+
+namespace {
+
+constexpr std::string_view k_gangrun_prefix = "GANGRUN_";
+constexpr std::string_view k_pet_prefix = "PET_";
+
+tl::unexpected<Error> usage(std::string message) {
+  return fail(ErrorCode::usage, std::move(message));
+}
+
+// The highest layer's text per option, before the layers below are consulted.
+using Partial = std::map<std::string, LayeredValue, std::less<>>;
+
+Expected<Partial> from_command_line(const std::vector<CommandLineValue>& command_line) {
+  Partial values;
+  std::map<std::string, int, std::less<>> counts;
+  for (const CommandLineValue& given : command_line) {
+    const OptionSpec& spec = *given.spec;
+    if (spec.command_line_only) continue;
+    std::string text = given.text;
+    if (spec.kind == OptionKind::counter) {
+      Expected<int> count = parse_count(given.text);
+      if (!count) return usage(given.spelling + ": " + count.error().message());
+      text = std::to_string(counts[std::string(spec.name)] += *count);
+    }
+    values[std::string(spec.name)] = LayeredValue{
+        .text = text,
+        .source = Source::command_line,
+        .where = given.spelling,
+        .given = spec.kind == OptionKind::value ? given.spelling + " " + text
+                                                : given.spelling + "=" + text,
+    };
+  }
+  return values;
+}
+
+// An environment variable's value for one option; empty values of options
+// that take a value count as unset (a shell's "export X=" clears, not sets).
+std::optional<LayeredValue> from_env(const OptionSpec& spec, const EnvMap& env,
+                                     std::string_view prefix, Source source) {
+  std::string variable = env_name(prefix, spec.name);
+  std::optional<std::string> text = env_lookup(env, variable);
+  if (!text) return std::nullopt;
+  if (spec.kind == OptionKind::value && strings::trim(*text).empty()) return std::nullopt;
+  return LayeredValue{
+      .text = *text, .source = source, .where = variable, .given = variable + "=" + *text};
+}
+
+// Checks that a config entry's JSON type fits the option it names.
+Expected<void> check_config_type(const OptionSpec& spec, const ConfigEntry& entry,
+                                 const std::string& where) {
+  using Type = ConfigEntry::Type;
+  switch (spec.kind) {
+    case OptionKind::flag:
+      if (entry.type != Type::boolean) return usage(where + ": expected true or false");
+      break;
+    case OptionKind::counter:
+      if (entry.type == Type::string) return usage(where + ": expected a number or a boolean");
+      break;
+    case OptionKind::value:
+      if (entry.type == Type::boolean) return usage(where + ": expected a string or a number");
+      break;
+  }
+  return {};
+}
+
+Expected<Partial> from_config_file(const std::string& path) {
+  Expected<std::vector<ConfigEntry>> entries = load_config_file(path);
+  if (!entries) return tl::unexpected(entries.error());
+  Partial values;
+  std::map<std::string, std::string, std::less<>> key_of_option;
+  for (const ConfigEntry& entry : *entries) {
+    const std::string where = path + ": key \"" + entry.key + "\"";
+    const OptionSpec* spec = find_option(entry.key);
+    if (spec == nullptr) {
+      return usage(where +
+                   ": unknown option (keys are long option names such as "
+                   "\"nproc_per_node\" or \"master-port\")");
+    }
+    if (spec->command_line_only || spec->name == "config") {
+      return usage(where + ": --" + entry.key + " cannot be set in a config file");
+    }
+    auto [previous, inserted] = key_of_option.emplace(std::string(spec->name), entry.key);
+    if (!inserted) {
+      return usage(where + ": sets --" + std::string(spec->name) + " again (key \"" +
+                   previous->second + "\" already does)");
+    }
+    if (Expected<void> fits = check_config_type(*spec, entry, where); !fits) {
+      return tl::unexpected(fits.error());
+    }
+    values[std::string(spec->name)] = LayeredValue{
+        .text = entry.text,
+        .source = Source::config_file,
+        .where = where,
+        .given = "\"" + entry.key + "\": " + entry.text + " in " + path,
+    };
+  }
+  return values;
+}
+
+LayeredValue from_default(const OptionSpec& spec, std::string_view text) {
+  const std::string name = display_name(spec);
+  return LayeredValue{.text = std::string(text),
+                      .source = Source::default_value,
+                      .where = name + " (default)",
+                      .given = name + " " + std::string(text) + " (default)"};
+}
+
+// The config file's path: --config, else GANGRUN_CONFIG, else PET_CONFIG.
+std::optional<LayeredValue> config_path(const Partial& command_line, const EnvMap& env) {
+  if (auto it = command_line.find("config"); it != command_line.end()) return it->second;
+  const OptionSpec& spec = *find_option_by_name("config");
+  if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) return value;
+  return from_env(spec, env, k_pet_prefix, Source::pet_env);
+}
+
+}  // namespace
+
+std::string env_name(std::string_view prefix, std::string_view snake_name) {
+  return std::string(prefix) + strings::to_upper(snake_name);
+}
+
+Expected<LayeredValues> layer_values(const std::vector<CommandLineValue>& command_line,
+                                     const EnvMap& env) {
+  Expected<Partial> cli = from_command_line(command_line);
+  if (!cli) return tl::unexpected(cli.error());
+
+  Partial file;
+  std::optional<LayeredValue> config = config_path(*cli, env);
+  if (config) {
+    if (strings::trim(config->text).empty()) return usage(config->where + ": empty file name");
+    Expected<Partial> loaded = from_config_file(config->text);
+    if (!loaded) return tl::unexpected(loaded.error());
+    file = std::move(*loaded);
+  }
+
+  LayeredValues values;
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.command_line_only) continue;
+    const std::string name(spec.name);
+    std::optional<LayeredValue> chosen;
+    if (name == "config") {
+      chosen = config;
+    } else if (auto it = cli->find(name); it != cli->end()) {
+      chosen = it->second;
+    } else if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) {
+      chosen = std::move(value);
+    } else if (auto pet = from_env(spec, env, k_pet_prefix, Source::pet_env)) {
+      chosen = std::move(pet);
+    } else if (auto in_file = file.find(name); in_file != file.end()) {
+      chosen = in_file->second;
+    } else if (!spec.default_text.empty()) {
+      chosen = from_default(spec, spec.default_text);
+    } else if (spec.kind == OptionKind::flag) {
+      chosen = from_default(spec, "false");  // a flag not given is off
+    }
+    if (chosen) values.emplace(name, std::move(*chosen));
+  }
+  return values;
+}
+
+}  // namespace gangrun::config

@@ -1,0 +1,53 @@
+// Option values from every layer, reduced to one text per option:
+// command line > GANGRUN_<NAME> > PET_<NAME> > the --config file > the table's
+// default. NAME is the option's snake_case name upper-cased (GANGRUN_NNODES,
+// PET_NPROC_PER_NODE). Values stay text here; build_options.cpp types them.
+#pragma once
+
+#include "config/option_table.hpp"
+#include "config/options.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace gangrun::config {
+
+// One option as given on the command line, in command-line order.
+struct CommandLineValue {
+  const OptionSpec* spec = nullptr;
+  std::string spelling;  // as the user typed it: "--nproc-per-node", "-n"
+  std::string text;      // flags: "true" or the "--flag=VALUE" text
+};
+
+// The value that won for one option.
+struct LayeredValue {
+  std::string text;
+  Source source = Source::default_value;
+  // Where it came from, to start error messages with: "--nproc-per-node",
+  // "GANGRUN_NPROC_PER_NODE", "job.json: key \"nnodes\"", "default".
+  std::string where;
+  // The value with its origin, for messages that set two values against each
+  // other: "--nnodes 2", "PET_NNODES=2", "\"nnodes\": 2 in job.json", "--nnodes 1 (default)".
+  std::string given;
+};
+
+// By snake_case option name; only options that have a value (from a layer or
+// a default) appear.
+using LayeredValues = std::map<std::string, LayeredValue, std::less<>>;
+
+// "GANGRUN_NPROC_PER_NODE" for prefix "GANGRUN_" and option "nproc_per_node".
+std::string env_name(std::string_view prefix, std::string_view snake_name);
+
+// Layers every option. On the command line the last occurrence of an option
+// wins, except counters (-v), whose occurrences add up. The config file is
+// the one named by --config, else GANGRUN_CONFIG, else PET_CONFIG; reading
+// it is the only side effect. Usage errors name the option as spelled, the
+// variable, or the file and key.
+Expected<LayeredValues> layer_values(const std::vector<CommandLineValue>& command_line,
+                                     const EnvMap& env);
+
+}  // namespace gangrun::config

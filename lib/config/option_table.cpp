@@ -1,0 +1,302 @@
+#include "config/option_table.hpp"
+
+#include <algorithm>
+
+namespace gangrun::config {
+
+namespace {
+
+using G = OptionGroup;
+using K = OptionKind;
+
+std::vector<OptionSpec> make_table() {
+  return {
+      // ---- process counts: three spellings, three meanings (DESIGN.md section 1)
+      {.name = "nproc_per_node",
+       .group = G::process_counts,
+       .metavar = "N|auto|gpu|xpu|cpu",
+       .help = "workers per node (torchrun). gpu/xpu: one per selected device; cpu: one per "
+               "usable CPU; auto: devices if any, else CPUs. Default 1"},
+      {.name = "num_processes",
+       .short_name = 'n',
+       .group = G::process_counts,
+       .metavar = "T",
+       .help = "total workers over all nodes (accelerate); each node runs T / nnodes, which "
+               "must divide evenly"},
+      {.name = "num_gpus",
+       .aliases = {"num_accelerators"},
+       .group = G::process_counts,
+       .metavar = "N",
+       .help = "workers per node (deepspeed), using the first N visible devices"},
+
+      // ---- nodes
+      {.name = "nnodes",
+       .aliases = {"num_machines", "num_nodes"},
+       .group = G::nodes,
+       .metavar = "N",
+       .default_text = "1",
+       .help = "number of nodes; an elastic MIN:MAX range is not supported yet"},
+      {.name = "node_rank",
+       .aliases = {"machine_rank"},
+       .group = G::nodes,
+       .metavar = "R",
+       .default_text = "0",
+       .help = "rank of this node, 0 <= R < nnodes"},
+      {.name = "master_addr",
+       .aliases = {"main_process_ip"},
+       .group = G::nodes,
+       .metavar = "HOST",
+       .help = "address of the node that hosts the store (node rank 0). Default 127.0.0.1"},
+      {.name = "master_port",
+       .aliases = {"main_process_port"},
+       .group = G::nodes,
+       .metavar = "PORT",
+       .help = "port of the store, 1..65535. Default (or 0): a free port on a single node, "
+               "else 29500"},
+      {.name = "standalone",
+       .group = G::nodes,
+       .kind = K::flag,
+       .help = "single node: a free port and a random run id"},
+      {.name = "rdzv_id",
+       .group = G::nodes,
+       .metavar = "ID",
+       .default_text = "none",
+       .help = "job id, the same on every node (TORCHELASTIC_RUN_ID)"},
+      {.name = "max_restarts",
+       .group = G::nodes,
+       .metavar = "N",
+       .default_text = "0",
+       .help = "times the whole gang is restarted after a worker fails"},
+      {.name = "monitor_interval",
+       .group = G::nodes,
+       .metavar = "SECONDS",
+       .default_text = "0.1",
+       .help = "accepted for torchrun compatibility; failures are seen as they happen"},
+      {.name = "role",
+       .group = G::nodes,
+       .metavar = "NAME",
+       .default_text = "default",
+       .help = "role of the workers (ROLE_NAME)"},
+
+      // ---- program
+      {.name = "module",
+       .short_name = 'm',
+       .group = G::program,
+       .kind = K::flag,
+       .help = "PROGRAM is a Python module: run PYTHON -u -m PROGRAM ARGS"},
+      {.name = "no_python",
+       .group = G::program,
+       .kind = K::flag,
+       .help = "execute PROGRAM directly, never through Python"},
+      {.name = "python",
+       .group = G::program,
+       .metavar = "PATH",
+       .help = "Python interpreter. Default: $PYTHON_EXEC, else python3 on PATH"},
+
+      // ---- output
+      {.name = "log_dir",
+       .group = G::output,
+       .metavar = "DIR",
+       .help = "write each worker's stdout, stderr and error file under DIR"},
+      {.name = "redirects",
+       .short_name = 'r',
+       .group = G::output,
+       .metavar = "0-3|LR:V,...",
+       .default_text = "0",
+       .help = "send worker streams to the log files instead of the console: 0 none, 1 stdout, "
+               "2 stderr, 3 both; or per local rank, e.g. 0:3,1:2"},
+      {.name = "tee",
+       .short_name = 't',
+       .group = G::output,
+       .metavar = "0-3|LR:V,...",
+       .default_text = "0",
+       .help = "copy worker streams to the log files as well as the console (values as -r)"},
+      {.name = "local_ranks_filter",
+       .group = G::output,
+       .metavar = "LIST",
+       .help = "show only these local ranks on the console, e.g. 0,3"},
+      {.name = "log_prefix",
+       .group = G::output,
+       .metavar = "TEMPLATE",
+       .help = "console line prefix; knows ${rank}, ${local_rank}, ${role_name}, ${node_rank}, "
+               "${host}. Default: $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, else '[rank${rank}]: '",
+       .shown = Spelling::dash},
+      {.name = "output",
+       .group = G::output,
+       .metavar = "MODE",
+       .default_text = "auto",
+       .choices = {"auto", "prefix", "inherit"},
+       .help = "prefix: workers' lines behind a prefix; inherit: workers write to the terminal "
+               "directly; auto: prefix for several workers, inherit for one"},
+
+      // ---- supervision
+      {.name = "term_timeout",
+       .group = G::supervision,
+       .metavar = "SECONDS",
+       .default_text = "30",
+       .help = "grace from SIGTERM to SIGKILL when workers are stopped",
+       .shown = Spelling::dash},
+      {.name = "signals_to_handle",
+       .group = G::supervision,
+       .metavar = "LIST",
+       .default_text = "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
+       .help = "signals that are forwarded to the workers and stop the gang"},
+
+      // ---- reporting
+      {.name = "dry_run",
+       .group = G::reporting,
+       .kind = K::flag,
+       .help = "print the launch plan and start nothing (with -v: where each value came from)",
+       .shown = Spelling::dash},
+      {.name = "json",
+       .group = G::reporting,
+       .kind = K::flag,
+       .help = "print machine-readable JSON instead of text"},
+      {.name = "report",
+       .group = G::reporting,
+       .metavar = "FILE",
+       .help = "write the whole run as JSON to FILE"},
+
+      // ---- general
+      {.name = "config",
+       .group = G::general,
+       .metavar = "FILE",
+       .help = "JSON object of option values (keys are long option names); the command line "
+               "and environment override it. Default: $GANGRUN_CONFIG, else $PET_CONFIG"},
+      {.name = "verbose",
+       .short_name = 'v',
+       .group = G::general,
+       .kind = K::counter,
+       .default_text = "0",
+       .help = "say more; repeat for more detail"},
+      {.name = "quiet",
+       .short_name = 'q',
+       .group = G::general,
+       .kind = K::flag,
+       .help = "print only errors"},
+      {.name = "color",
+       .group = G::general,
+       .metavar = "WHEN",
+       .default_text = "auto",
+       .choices = {"auto", "always", "never"},
+       .help = "color gangrun's own messages; when not given, a non-empty $NO_COLOR means never"},
+      {.name = "version",
+       .group = G::general,
+       .kind = K::flag,
+       .help = "print the version and exit",
+       .command_line_only = true},
+      {.name = "help",
+       .short_name = 'h',
+       .group = G::general,
+       .kind = K::flag,
+       .help = "print this help and exit",
+       .command_line_only = true},
+  };
+}
+
+}  // namespace
+
+const char* to_string(OptionGroup group) {
+  switch (group) {
+    case OptionGroup::process_counts:
+      return "Process counts (three spellings, three meanings)";
+    case OptionGroup::nodes:
+      return "Nodes and restarts";
+    case OptionGroup::program:
+      return "Program";
+    case OptionGroup::output:
+      return "Output";
+    case OptionGroup::supervision:
+      return "Supervision";
+    case OptionGroup::reporting:
+      return "Reporting";
+    case OptionGroup::general:
+      return "General";
+  }
+  return "Other";
+}
+
+const std::vector<OptionSpec>& option_table() {
+  static const std::vector<OptionSpec> table = make_table();
+  return table;
+}
+
+std::string dash_case(std::string_view snake_name) {
+  std::string out(snake_name);
+  std::replace(out.begin(), out.end(), '_', '-');
+  return out;
+}
+
+std::string snake_case(std::string_view name) {
+  std::string out(name);
+  std::replace(out.begin(), out.end(), '-', '_');
+  return out;
+}
+
+std::vector<std::string> long_spellings(const OptionSpec& spec) {
+  std::vector<std::string> out;
+  auto add_both = [&out](std::string_view snake_name) {
+    out.emplace_back(snake_name);
+    std::string dashed = dash_case(snake_name);
+    if (dashed != snake_name) out.push_back(std::move(dashed));
+  };
+  add_both(spec.name);
+  for (std::string_view alias : spec.aliases) add_both(alias);
+  return out;
+}
+
+std::string display_name(const OptionSpec& spec) {
+  return "--" + (spec.shown == Spelling::dash ? dash_case(spec.name) : std::string(spec.name));
+}
+
+const OptionSpec* find_option(std::string_view long_name) {
+  const std::string snake_name = snake_case(long_name);
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.name == snake_name) return &spec;
+    for (std::string_view alias : spec.aliases) {
+      if (alias == snake_name) return &spec;
+    }
+  }
+  return nullptr;
+}
+
+std::string closest_spelling(std::string_view typed) {
+  // Levenshtein distance, one row at a time.
+  auto distance = [](std::string_view a, std::string_view b) {
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= b.size(); ++j) {
+        std::size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        diagonal = above;
+      }
+    }
+    return row[b.size()];
+  };
+  std::string_view bare = typed.substr(0, typed.find('='));
+  while (bare.starts_with('-')) bare.remove_prefix(1);
+  std::string best;
+  std::size_t best_distance = bare.size() < 6 ? 1 : 2;  // short words: only one edit away
+  for (const OptionSpec& spec : option_table()) {
+    for (const std::string& spelling : long_spellings(spec)) {
+      std::size_t d = distance(bare, spelling);
+      if (d <= best_distance && (best.empty() || d < best_distance)) {
+        best = "--" + spelling;
+        best_distance = d;
+      }
+    }
+  }
+  return best;
+}
+
+const OptionSpec* find_option_by_name(std::string_view snake_name) {
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.name == snake_name) return &spec;
+  }
+  return nullptr;
+}
+
+}  // namespace gangrun::config

@@ -1,0 +1,68 @@
+// Every launch option, once, as plain data. The parser (cli.cpp), the layering
+// of environment and config file (layering.cpp), --help (help_text.cpp) and
+// later the completion generator and the man page all walk this one table, so
+// an option added here is parsed, layered, documented and completed alike.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gangrun::config {
+
+// The --help sections, in the order they are printed.
+enum class OptionGroup { process_counts, nodes, program, output, supervision, reporting, general };
+const char* to_string(OptionGroup group);
+
+enum class OptionKind {
+  value,    // takes one value: "--opt V" or "--opt=V"
+  flag,     // boolean; "--opt" is true, "--opt=false" is accepted
+  counter,  // repeatable flag whose occurrences add up (-v -v, -vv)
+};
+
+// Which long spelling --help shows first; both are always accepted.
+enum class Spelling { snake, dash };
+
+struct OptionSpec {
+  std::string_view name =
+      {};               // snake_case: Options field, origins key, GANGRUN_/PET_ suffix, config key
+  char short_name = 0;  // 0: none; else "-x"
+  std::vector<std::string_view> aliases = {};  // other snake_case names (each also in dash-case)
+  OptionGroup group = OptionGroup::general;
+  OptionKind kind = OptionKind::value;
+  std::string_view metavar = {};  // "N", "FILE"; empty for flags and counters
+  std::string_view default_text =
+      {};  // parsed like a user value when nothing else gives one; empty: unset
+  std::vector<std::string_view> choices = {};  // the complete set of values, when it is fixed
+  std::string_view help = {};
+  Spelling shown = Spelling::snake;
+  bool command_line_only = false;  // --help, --version: never read from environment or file
+};
+
+// All options, grouped by OptionGroup in printing order.
+const std::vector<OptionSpec>& option_table();
+
+// "nproc_per_node" -> "nproc-per-node".
+std::string dash_case(std::string_view snake_name);
+// "nproc-per-node" -> "nproc_per_node".
+std::string snake_case(std::string_view name);
+
+// Every long spelling of an option without the leading "--": its name and
+// aliases, each in snake_case and, where different, dash-case.
+std::vector<std::string> long_spellings(const OptionSpec& spec);
+
+// The name as --help shows it first, e.g. "--dry-run", "--nproc_per_node".
+std::string display_name(const OptionSpec& spec);
+
+// The option a long name (without "--", either spelling, alias or not) belongs
+// to; nullptr when there is none.
+const OptionSpec* find_option(std::string_view long_name);
+
+// The long spelling closest to a mistyped one ("--nproc_per_nod" ->
+// "--nproc_per_node"), or "" when none is close.
+std::string closest_spelling(std::string_view typed);
+
+// The option an exact snake_case name refers to; nullptr when there is none.
+const OptionSpec* find_option_by_name(std::string_view snake_name);
+
+}  // namespace gangrun::config

@@ -1,0 +1,247 @@
+#include "config/option_values.hpp"
+
+#include "util/strings.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <csignal>
+#include <limits>
+#include <string>
+
+namespace gangrun::config {
+
+namespace {
+
+tl::unexpected<Error> usage(std::string message) {
+  return fail(ErrorCode::usage, std::move(message));
+}
+
+std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
+// A whole-string integer in [low, high]; nullopt otherwise.
+std::optional<int> int_in_range(std::string_view text, int low, int high) {
+  std::optional<std::int64_t> value = strings::parse_int(strings::trim(text));
+  if (!value || *value < low || *value > high) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
+constexpr int k_int_max = std::numeric_limits<int>::max();
+
+struct SignalName {
+  std::string_view name;  // without "SIG"
+  int number;
+};
+
+// POSIX and Linux names, plus the aliases Python's signal module knows.
+constexpr std::array k_signal_names = {
+    SignalName{"HUP", SIGHUP},   SignalName{"INT", SIGINT},     SignalName{"QUIT", SIGQUIT},
+    SignalName{"ILL", SIGILL},   SignalName{"TRAP", SIGTRAP},   SignalName{"ABRT", SIGABRT},
+    SignalName{"IOT", SIGABRT},  SignalName{"BUS", SIGBUS},     SignalName{"FPE", SIGFPE},
+    SignalName{"KILL", SIGKILL}, SignalName{"USR1", SIGUSR1},   SignalName{"SEGV", SIGSEGV},
+    SignalName{"USR2", SIGUSR2}, SignalName{"PIPE", SIGPIPE},   SignalName{"ALRM", SIGALRM},
+    SignalName{"TERM", SIGTERM}, SignalName{"CHLD", SIGCHLD},   SignalName{"CLD", SIGCHLD},
+    SignalName{"CONT", SIGCONT}, SignalName{"STOP", SIGSTOP},   SignalName{"TSTP", SIGTSTP},
+    SignalName{"TTIN", SIGTTIN}, SignalName{"TTOU", SIGTTOU},   SignalName{"URG", SIGURG},
+    SignalName{"XCPU", SIGXCPU}, SignalName{"XFSZ", SIGXFSZ},   SignalName{"VTALRM", SIGVTALRM},
+    SignalName{"PROF", SIGPROF}, SignalName{"WINCH", SIGWINCH}, SignalName{"IO", SIGIO},
+    SignalName{"POLL", SIGPOLL}, SignalName{"PWR", SIGPWR},     SignalName{"SYS", SIGSYS},
+};
+
+Expected<int> parse_one_signal(std::string_view item) {
+  std::string_view word = strings::trim(item);
+  if (word.empty()) return usage("empty signal name in the list");
+  int number = 0;
+  if (std::optional<std::int64_t> value = strings::parse_int(word)) {
+    if (*value < 1 || *value > SIGRTMAX) {
+      return usage(quoted(word) + " is not a signal number (expected 1.." +
+                   std::to_string(SIGRTMAX) + ")");
+    }
+    number = static_cast<int>(*value);
+  } else {
+    std::string upper = strings::to_upper(word);
+    std::string_view bare = upper;
+    if (bare.starts_with("SIG")) bare.remove_prefix(3);
+    auto it = std::find_if(k_signal_names.begin(), k_signal_names.end(),
+                           [bare](const SignalName& entry) { return entry.name == bare; });
+    if (it == k_signal_names.end()) {
+      return usage(quoted(word) + " is not a signal name (e.g. SIGTERM, INT, 15)");
+    }
+    number = it->number;
+  }
+  if (number == SIGKILL || number == SIGSTOP) {
+    return usage(quoted(word) + " cannot be handled: SIGKILL and SIGSTOP cannot be caught");
+  }
+  return number;
+}
+
+Expected<Streams> parse_stream_digit(std::string_view text, std::string_view whole) {
+  std::optional<int> value = int_in_range(text, 0, 3);
+  if (!value) {
+    return usage(quoted(whole) +
+                 " is not a stream selection (expected 0 none, 1 stdout, "
+                 "2 stderr, 3 both, or LOCAL_RANK:VALUE,... such as 0:3,1:2)");
+  }
+  return Streams{.out = (*value & 1) != 0, .err = (*value & 2) != 0};
+}
+
+}  // namespace
+
+Expected<ProcCount> parse_proc_count(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "auto") return ProcCount{.kind = ProcCount::Kind::automatic};
+  if (word == "gpu") return ProcCount{.kind = ProcCount::Kind::gpu};
+  if (word == "xpu") return ProcCount{.kind = ProcCount::Kind::xpu};
+  if (word == "cpu") return ProcCount{.kind = ProcCount::Kind::cpu};
+  std::optional<int> number = int_in_range(word, 1, k_int_max);
+  if (!number) {
+    return usage(quoted(text) + " is not a positive number (expected N, auto, gpu, xpu or cpu)");
+  }
+  return ProcCount{.kind = ProcCount::Kind::number, .number = *number};
+}
+
+Expected<int> parse_positive_int(std::string_view text) {
+  std::optional<int> number = int_in_range(text, 1, k_int_max);
+  if (!number) return usage(quoted(text) + " is not a positive integer");
+  return *number;
+}
+
+Expected<int> parse_non_negative_int(std::string_view text) {
+  std::optional<int> number = int_in_range(text, 0, k_int_max);
+  if (!number) return usage(quoted(text) + " is not an integer >= 0");
+  return *number;
+}
+
+Expected<double> parse_non_negative_seconds(std::string_view text) {
+  std::optional<double> value = strings::parse_double(strings::trim(text));
+  if (!value || !std::isfinite(*value) || *value < 0) {
+    return usage(quoted(text) + " is not a number of seconds >= 0");
+  }
+  return *value;
+}
+
+Expected<int> parse_nnodes(std::string_view text) {
+  std::size_t colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    std::optional<int> count = int_in_range(text, 1, k_int_max);
+    if (!count) return usage(quoted(text) + " is not a node count (expected N or N:N, N >= 1)");
+    return *count;
+  }
+  std::optional<int> low = int_in_range(text.substr(0, colon), 1, k_int_max);
+  std::optional<int> high = int_in_range(text.substr(colon + 1), 1, k_int_max);
+  if (!low || !high) {
+    return usage(quoted(text) + " is not a node range (expected MIN:MAX with 1 <= MIN <= MAX)");
+  }
+  if (*low > *high) {
+    return usage("minimum " + std::to_string(*low) + " exceeds maximum " + std::to_string(*high) +
+                 " in " + quoted(text));
+  }
+  if (*low < *high) {
+    return usage(quoted(text) +
+                 " is an elastic range, which needs --rdzv_backend c10d; that is not available "
+                 "yet, so give a fixed node count such as " +
+                 std::to_string(*high));
+  }
+  return *low;
+}
+
+Expected<std::optional<int>> parse_port(std::string_view text) {
+  std::optional<int> port = int_in_range(text, 0, 65535);
+  if (!port) {
+    return usage(quoted(text) + " is not a port number (expected 1..65535, or 0 for a free port)");
+  }
+  if (*port == 0) return std::optional<int>();
+  return std::optional<int>(*port);
+}
+
+Expected<bool> parse_bool(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "1" || word == "true" || word == "yes" || word == "on") return true;
+  if (word.empty() || word == "0" || word == "false" || word == "no" || word == "off") {
+    return false;
+  }
+  return usage(quoted(text) + " is not a boolean (expected 1/true/yes/on or 0/false/no/off)");
+}
+
+Expected<int> parse_count(std::string_view text) {
+  if (std::optional<int> count = int_in_range(text, 0, k_int_max)) return *count;
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "true" || word == "yes" || word == "on") return 1;
+  if (word == "false" || word == "no" || word == "off") return 0;
+  return usage(quoted(text) + " is not a count (expected an integer >= 0, true or false)");
+}
+
+Expected<StreamsByLocalRank> parse_streams(std::string_view text) {
+  StreamsByLocalRank result;
+  if (text.find(':') == std::string_view::npos) {
+    Expected<Streams> all = parse_stream_digit(text, text);
+    if (!all) return tl::unexpected(all.error());
+    result.all = *all;
+    return result;
+  }
+  for (const std::string& item : strings::split(text, ',')) {
+    std::size_t colon = item.find(':');
+    std::optional<int> local_rank =
+        colon == std::string::npos
+            ? std::nullopt
+            : int_in_range(std::string_view(item).substr(0, colon), 0, k_int_max);
+    if (!local_rank) {
+      return usage(quoted(item) + " in " + quoted(text) +
+                   " is not LOCAL_RANK:VALUE (e.g. 0:3,1:2; LOCAL_RANK >= 0, VALUE 0..3)");
+    }
+    Expected<Streams> streams = parse_stream_digit(std::string_view(item).substr(colon + 1), text);
+    if (!streams) return tl::unexpected(streams.error());
+    if (!result.per_local_rank.emplace(*local_rank, *streams).second) {
+      return usage("local rank " + std::to_string(*local_rank) + " appears twice in " +
+                   quoted(text));
+    }
+  }
+  return result;
+}
+
+Expected<std::optional<std::set<int>>> parse_local_ranks(std::string_view text) {
+  if (strings::trim(text).empty()) return std::optional<std::set<int>>();
+  std::set<int> ranks;
+  for (const std::string& item : strings::split(text, ',')) {
+    std::optional<int> rank = int_in_range(item, 0, k_int_max);
+    if (!rank) {
+      return usage(quoted(item) + " in " + quoted(text) +
+                   " is not a local rank (expected integers >= 0 separated by commas, e.g. 0,3)");
+    }
+    ranks.insert(*rank);
+  }
+  return std::optional<std::set<int>>(std::move(ranks));
+}
+
+Expected<std::vector<int>> parse_signals(std::string_view text) {
+  if (strings::trim(text).empty()) {
+    return usage("empty signal list (expected names or numbers such as SIGTERM,SIGINT)");
+  }
+  std::vector<int> numbers;
+  for (const std::string& item : strings::split(text, ',')) {
+    Expected<int> number = parse_one_signal(item);
+    if (!number) return tl::unexpected(number.error());
+    if (std::find(numbers.begin(), numbers.end(), *number) == numbers.end()) {
+      numbers.push_back(*number);
+    }
+  }
+  return numbers;
+}
+
+Expected<OutputMode> parse_output_mode(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "auto") return OutputMode::automatic;
+  if (word == "prefix") return OutputMode::prefix;
+  if (word == "inherit") return OutputMode::inherit;
+  return usage(quoted(text) + " is not an output mode (expected auto, prefix or inherit)");
+}
+
+Expected<ColorMode> parse_color_mode(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "auto") return ColorMode::automatic;
+  if (word == "always") return ColorMode::always;
+  if (word == "never") return ColorMode::never;
+  return usage(quoted(text) + " is not a color mode (expected auto, always or never)");
+}
+
+}  // namespace gangrun::config

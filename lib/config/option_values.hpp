@@ -1,0 +1,56 @@
+// Text -> typed option values, one validator per kind of value. Each returns
+// an ErrorCode::usage error whose message says what is wrong with the text
+// ("'abc' is not a positive number ..."); the caller prefixes where the text
+// came from (the option as spelled, the environment variable, the config key).
+#pragma once
+
+#include "config/options.hpp"
+#include "util/error.hpp"
+
+#include <optional>
+#include <set>
+#include <string_view>
+#include <vector>
+
+namespace gangrun::config {
+
+// "N" (N >= 1), "auto", "gpu", "xpu" or "cpu".
+Expected<ProcCount> parse_proc_count(std::string_view text);
+
+// An integer >= 1.
+Expected<int> parse_positive_int(std::string_view text);
+
+// An integer >= 0.
+Expected<int> parse_non_negative_int(std::string_view text);
+
+// A finite number >= 0 (seconds).
+Expected<double> parse_non_negative_seconds(std::string_view text);
+
+// "N" or "N:N"; a MIN:MAX range with MIN < MAX is refused until elastic
+// (c10d) rendezvous exists.
+Expected<int> parse_nnodes(std::string_view text);
+
+// 1..65535, or 0 meaning "no port given: pick a free one" (nullopt).
+Expected<std::optional<int>> parse_port(std::string_view text);
+
+// 1/true/yes/on and 0/false/no/off/"" (any case).
+Expected<bool> parse_bool(std::string_view text);
+
+// A -v count: an integer >= 0, or true (1) / false (0).
+Expected<int> parse_count(std::string_view text);
+
+// torchrun's -r/-t: "0".."3" for every local rank, or "LR:V,LR:V,..." per
+// local rank (ranks not listed get 0).
+Expected<StreamsByLocalRank> parse_streams(std::string_view text);
+
+// "0,3": local ranks, each >= 0; "" means no filter (nullopt).
+Expected<std::optional<std::set<int>>> parse_local_ranks(std::string_view text);
+
+// "SIGTERM,int,1": names with or without SIG (any case) or numbers, in the
+// order given without duplicates. SIGKILL and SIGSTOP cannot be handled.
+Expected<std::vector<int>> parse_signals(std::string_view text);
+
+Expected<OutputMode> parse_output_mode(std::string_view text);
+Expected<ColorMode> parse_color_mode(std::string_view text);
+
+}  // namespace gangrun::config
