@@ -63,6 +63,7 @@ Expected<Options> type_each_value(const LayeredValues& values) {
   typer.set("master_addr", non_empty_text, o.master_addr);
   typer.set("master_port", parse_port, o.master_port);
   typer.set("standalone", parse_bool, o.standalone);
+  typer.set("rdzv_backend", parse_rdzv_backend, o.rdzv_backend);
   typer.set("rdzv_id", non_empty_text, o.rdzv_id);
   typer.set("max_restarts", parse_non_negative_int, o.max_restarts);
   typer.set("monitor_interval", parse_non_negative_seconds, o.monitor_interval);

@@ -57,6 +57,13 @@ std::vector<OptionSpec> make_table() {
        .group = G::nodes,
        .kind = K::flag,
        .help = "single node: a free port and a random run id"},
+      {.name = "rdzv_backend",
+       .group = G::nodes,
+       .metavar = "BACKEND",
+       .default_text = "static",
+       .choices = {"static", "c10d"},
+       .help = "how nodes meet: static (--node_rank with --master_addr/--master_port); c10d "
+               "(dynamic rendezvous) is not available yet"},
       {.name = "rdzv_id",
        .group = G::nodes,
        .metavar = "ID",

@@ -51,6 +51,8 @@ Expected<std::optional<std::set<int>>> parse_local_ranks(std::string_view text);
 Expected<std::vector<int>> parse_signals(std::string_view text);
 
 Expected<OutputMode> parse_output_mode(std::string_view text);
+// "static" is the only rendezvous backend so far; "c10d" is refused with a hint.
+Expected<std::string> parse_rdzv_backend(std::string_view text);
 Expected<ColorMode> parse_color_mode(std::string_view text);
 
 }  // namespace gangrun::config

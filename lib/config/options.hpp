@@ -56,6 +56,7 @@ struct Options {
   std::optional<std::string> master_addr;  // unset: 127.0.0.1
   std::optional<int> master_port;          // 1..65535; unset: a free port on one node, else 29500
   bool standalone = false;
+  std::string rdzv_backend = "static";  // the only backend so far
   std::string rdzv_id = "none";    // TORCHELASTIC_RUN_ID; --standalone makes a random one
   int max_restarts = 0;            // >= 0
   double monitor_interval = 0.1;   // accepted for compatibility; detection is event-driven

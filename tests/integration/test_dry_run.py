@@ -1,0 +1,107 @@
+"""--dry-run (and --dry-run --json) print the plan: per rank the command and every variable
+gangrun sets; nothing starts, no port opens (DESIGN.md sections 1, 2; STYLE.md point 2).
+The JSON schema the tests assume is in harness.py (SCHEMA)."""
+
+import json
+import os
+import shutil
+import subprocess
+
+import harness
+from harness import GangrunTestCase, TEST_PYTHON, expected_worker_env
+
+
+class DryRunJson(GangrunTestCase):
+    def test_lists_every_worker_with_argv_and_env_and_starts_nothing(self):
+        command = self.fake("--print-env", self.path("env.{rank}.json"))
+        workers = self.dry_run(["--nproc_per_node", 3, *command])
+        self.assertEqual([(w["rank"], w["local_rank"]) for w in workers], [(0, 0), (1, 1), (2, 2)])
+        allowed = set(harness.WORKER_VARIABLES) | set(harness.CONDITIONAL_WORKER_VARIABLES) | set(harness.VISIBILITY_VARIABLES)
+        ports = set()
+        for w in workers:
+            self.assertEqual(w["argv"], command, f"rank {w['rank']}: argv")
+            env = w["env"]
+            self.assertEqual(set(harness.WORKER_VARIABLES) - set(env), set(), "variables gangrun sets are missing")
+            self.assertEqual(set(env) - allowed, set(), "the env object should hold the variables gangrun sets")
+            expected = expected_worker_env(rank=w["rank"], local_rank=w["local_rank"], nproc_per_node=3,
+                                           launcher_env=harness.clean_env())
+            for name, value in expected.items():
+                self.assertEqual(env.get(name), value, f"rank {w['rank']}: {name}")
+            ports.add(env["MASTER_PORT"])
+        self.assertEqual(len(ports), 1)
+        self.assert_nothing_started()
+        self.assertFalse(os.path.exists(self.path("env.0.json")))
+
+    def test_python_program_module_and_local_rank_macro(self):
+        script = self.path("train.py")
+        with open(script, "w") as f:
+            f.write("print('never run')\n")
+        workers = self.dry_run(["--nproc_per_node", 2, "--python", TEST_PYTHON, script, "--lr", "0.1",
+                                "--out=dir_${local_rank}"])
+        for w in workers:
+            self.assertEqual(w["argv"], [TEST_PYTHON, "-u", script, "--lr", "0.1", f"--out=dir_{w['local_rank']}"])
+        workers = self.dry_run(["--nproc_per_node", 2, "--python", TEST_PYTHON, "-m", "some.module", "x"])
+        for w in workers:
+            self.assertEqual(w["argv"], [TEST_PYTHON, "-u", "-m", "some.module", "x"])
+
+    def test_no_python_runs_the_program_directly(self):
+        fake = os.path.abspath(harness.FAKE)
+        workers = self.dry_run(["--no_python", fake, "--exit", "0"])
+        self.assertEqual(workers[0]["argv"], [fake, "--exit", "0"])
+
+    def test_plan_matches_what_workers_get(self):
+        port = harness.free_port()
+        options = ["--nproc_per_node", 2, "--master_port", port, "--rdzv_id", "same", "--max_restarts", 1]
+        command = self.fake("--print-env", self.path("env.{rank}.json"))
+        planned = self.dry_run([*options, *command])
+        self.assert_nothing_started()
+        result = self.gangrun([*options, *command])
+        self.assertExit(result, 0)
+        for w in planned:
+            seen = self.read_json(self.path(f"env.{w['rank']}.json"))
+            self.assertEqual(seen["argv"], w["argv"])
+            for name, value in w["env"].items():
+                if name == "TORCHELASTIC_ERROR_FILE":
+                    continue  # may live in a directory made per run
+                self.assertEqual(seen["env"].get(name), value, f"rank {w['rank']}: {name} differs from the dry run")
+
+
+class DryRunText(GangrunTestCase):
+    def test_text_names_every_variable_and_command_per_rank(self):
+        port = harness.free_port()
+        result = self.gangrun(["--dry-run", "--nproc_per_node", 3, "--master_port", port,
+                               *self.fake("--print-env", self.path("env.{rank}.json"))], timeout=30)
+        self.assertExit(result, 0)
+        text = result.stdout + result.stderr
+        for name in harness.WORKER_VARIABLES:
+            self.assertIn(name, text)
+        self.assertIn(str(port), text)
+        self.assertGreaterEqual(text.count(harness.FAKE), 3, "the command of every rank")
+        for rank in range(3):
+            self.assertRegex(text, rf"(?i)rank\W{{0,3}}{rank}\b")
+        self.assert_nothing_started()
+
+
+class DryRunOpensNoPort(GangrunTestCase):
+    def test_no_bind_or_listen(self):
+        strace = shutil.which("strace")
+        if strace is None:
+            self.skipTest("strace is not installed")
+        trace = self.path("trace.txt")
+        argv = [strace, "-f", "-qq", "-o", trace, "-e", "trace=bind,listen", "-e", "signal=none",
+                harness.GANGRUN, "--dry-run", "--json", "--nproc_per_node", 2,
+                *self.fake("--exit", 0)]
+        proc = subprocess.run([str(a) for a in argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=harness.clean_env(), timeout=60, cwd=self.tmp)
+        if proc.returncode != 0 and b"ptrace" in proc.stderr:
+            self.skipTest(f"strace cannot trace here: {proc.stderr[-200:]!r}")
+        self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+        json.loads(proc.stdout)
+        with open(trace) as f:
+            calls = [line.strip() for line in f if ("bind(" in line and "AF_INET" in line) or "listen(" in line]
+        self.assertEqual(calls, [], "--dry-run touched the network")
+        self.assert_nothing_started()
+
+
+if __name__ == "__main__":
+    harness.main()

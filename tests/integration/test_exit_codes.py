@@ -1,0 +1,108 @@
+"""Every row of the exit-code table (DESIGN.md section 3, lib/util/exit_codes.hpp).
+
+The row "gangrun stopped by signal S" is covered by test_signals.py.
+"""
+
+import os
+import signal
+import socket
+
+import harness
+from harness import GangrunTestCase
+
+
+class WorkerOutcomes(GangrunTestCase):
+    def test_all_workers_exit_zero(self):
+        result = self.gangrun(["--nproc_per_node", 3, *self.fake("--exit", 0)])
+        self.assertExit(result, 0)
+        self.assertEqual(len(self.pid_files()), 3)
+
+    def test_single_worker_exit_code_is_returned(self):
+        self.assertExit(self.gangrun([*self.fake("--exit", 7)]), 7)
+
+    def test_exit_255(self):
+        self.assertExit(self.gangrun(["--nproc_per_node", 2, *self.fake("--only-rank", 1, "--exit", 255, "--sleep", 30)]), 255)
+
+    def test_root_cause_exit_code_with_others_torn_down(self):
+        # The others are stopped by gangrun (SIGTERM -> 143): that must not be the answer.
+        result = self.gangrun(["--nproc_per_node", 3, "--term-timeout", 2,
+                               *self.fake("--only-rank", 1, "--exit", 3, "--sleep", 30)])
+        self.assertExit(result, 3)
+        self.assertLess(result.elapsed, 15, "teardown after the failure took too long")
+
+    def test_first_failure_wins_over_later_failures(self):
+        # rank 1 fails with 9 as soon as rank 0 ignores SIGTERM; rank 0 then fails 0.4 s
+        # later with 5, well inside the grace period.
+        ready0 = self.path("rank0-ignores-term")
+        result = self.gangrun(["--nproc_per_node", 3, "--term-timeout", 5, *self.fake(
+            "--only-rank", 0, "--ignore-term",
+            "--only-rank", 0, "--touch", ready0,
+            "--only-rank", 1, "--wait-file", ready0, 20,
+            "--only-rank", 1, "--exit", 9,
+            "--only-rank", 0, "--sleep", 0.4,
+            "--only-rank", 0, "--exit", 5,
+            "--sleep", 30)])
+        self.assertExit(result, 9)
+
+    def test_killed_by_signal_gives_128_plus_signal(self):
+        for sig, name in ((signal.SIGKILL, "KILL"), (signal.SIGALRM, "ALRM"), (signal.SIGTERM, "TERM")):
+            with self.subTest(signal=name):
+                result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 2,
+                                       *self.fake("--only-rank", 1, "--signal", name, "--sleep", 30)])
+                self.assertExit(result, 128 + int(sig))
+
+    def test_single_worker_killed_by_signal(self):
+        self.assertExit(self.gangrun([*self.fake("--signal", "ALRM")]), 128 + int(signal.SIGALRM))
+
+
+class LauncherOutcomes(GangrunTestCase):
+    def test_usage_error_is_2_and_starts_nothing(self):
+        result = self.gangrun(["--nproc_per_node", 0, *self.fake("--exit", 0)])
+        self.assertExit(result, 2)
+        self.assert_nothing_started()
+
+    def test_program_not_executable_is_126(self):
+        program = self.path("not-executable")
+        with open(program, "w") as f:
+            f.write("#!/bin/sh\nexit 0\n")
+        os.chmod(program, 0o644)
+        result = self.gangrun(["--nproc_per_node", 2, "--no_python", program])
+        self.assertExit(result, 126)
+        self.assertIn(program, result.stderr, "the message should name the program")
+
+    def test_program_not_found_is_127_and_names_the_path(self):
+        program = self.path("no", "such", "program")
+        result = self.gangrun(["--nproc_per_node", 2, "--no_python", program])
+        self.assertExit(result, 127)
+        self.assertIn(program, result.stderr)
+
+    def test_program_not_on_path_is_127(self):
+        result = self.gangrun(["gangrun-test-no-such-program-4711", "arg"])
+        self.assertExit(result, 127)
+        self.assertIn("gangrun-test-no-such-program-4711", result.stderr)
+
+    def test_interpreter_not_found_is_127(self):
+        script = self.path("script.py")
+        with open(script, "w") as f:
+            f.write("print('hello')\n")
+        python = self.path("no", "python3")
+        result = self.gangrun(["--python", python, script])
+        self.assertExit(result, 127)
+        self.assertIn(python, result.stderr)
+
+    def test_store_port_in_use_is_3_and_starts_nothing(self):
+        # gangrun hosts the store on MASTER_ADDR:MASTER_PORT (DESIGN.md section 7); a port
+        # that is already taken on loopback is a store failure.
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen(1)
+            port = busy.getsockname()[1]
+            result = self.gangrun(["--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", port,
+                                   *self.fake("--exit", 0)], timeout=60)
+        self.assertExit(result, 3)
+        self.assertIn(str(port), result.stderr, "the message should name the port")
+        self.assert_nothing_started()
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,163 @@
+"""Failure reports (DESIGN.md section 5): the root-cause block on stderr, the worker's
+TORCHELASTIC_ERROR_FILE (fake and real torch @record), the copy into gangrun's own
+TORCHELASTIC_ERROR_FILE, and the --report JSON (schema in harness.py)."""
+
+import json
+import os
+import socket
+
+import harness
+from harness import GangrunTestCase, TEST_PYTHON
+
+
+class FailureBlock(GangrunTestCase):
+    def _fail_rank_2(self, *failing_actions, extra=()):
+        """3 workers; rank 2 runs FAILING_ACTIONS once everyone is ready; the others sleep."""
+        go = self.path("go")
+        proc = self.start(["--nproc_per_node", 3, "--term-timeout", 2, *extra, *self.fake(
+            "--touch", self.ready_file(),
+            "--only-rank", 2, "--wait-file", go, 20,
+            *failing_actions,
+            "--sleep", 30)])
+        self.wait_ready(3)
+        pids = self.pid_files()
+        with open(go, "w"):
+            pass
+        return self.finish(proc), pids
+
+    def test_block_names_rank_local_rank_pid_and_exit_code(self):
+        # The failing worker prints nothing, so whatever names it on the console is the report.
+        result, pids = self._fail_rank_2("--only-rank", 2, "--exit", 42)
+        self.assertExit(result, 42)
+        err = result.stderr
+        self.assertRegex(err, r"(?i)\brank\W{0,12}2\b", "the report should name rank 2")
+        self.assertRegex(err, r"(?i)local[_ ]rank\W{0,12}2\b", "the report should name local rank 2")
+        self.assertRegex(err, rf"\b{pids[2]}\b", "the report should name the pid of the root cause")
+        self.assertRegex(err, r"(?i)exit[^\n]*\b42\b", "the report should give the exit code")
+        self.assertIn(socket.gethostname().split(".")[0], err, "the report should name the host")
+        for rank in (0, 1):
+            self.assertRegex(err, rf"\b{pids[rank]}\b", f"the report should have a line for rank {rank} (stopped by gangrun)")
+
+    def test_block_names_the_signal(self):
+        result, pids = self._fail_rank_2("--only-rank", 2, "--signal", "ALRM")
+        self.assertExit(result, 128 + 14)
+        self.assertIn("SIGALRM", result.stderr)
+        self.assertRegex(result.stderr, rf"\b{pids[2]}\b")
+
+    def test_block_quotes_the_last_output_lines(self):
+        result, _ = self._fail_rank_2(
+            "--only-rank", 2, "--echo", "last-words-{rank}-out",
+            "--only-rank", 2, "--stream", "err",
+            "--only-rank", 2, "--echo", "last-words-{rank}-err",
+            "--only-rank", 2, "--exit", 1)
+        self.assertExit(result, 1)
+        console = result.stdout + result.stderr
+        for marker in ("last-words-2-out", "last-words-2-err"):
+            # once as the worker's own prefixed line, once more in the report's tail
+            self.assertGreaterEqual(console.count(marker), 2, f"{marker} is not quoted in the report" + result.describe())
+
+    def test_error_file_message_from_fake_worker(self):
+        # {rank} is expanded by the worker, so the text appears nowhere in any command line.
+        marker = "FakeError: written-only-to-the-error-file-of-rank-{rank}"
+        result, _ = self._fail_rank_2("--only-rank", 2, "--write-error-file", marker, "--only-rank", 2, "--exit", 1)
+        self.assertExit(result, 1)
+        self.assertIn("FakeError: written-only-to-the-error-file-of-rank-2", result.stderr)
+
+    def test_root_cause_is_copied_to_gangrun_error_file(self):
+        launcher_file = self.path("launcher-error.json")
+        marker = "FakeError: copied-to-launcher-file-5521"
+        env = harness.clean_env(TORCHELASTIC_ERROR_FILE=launcher_file)
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 2, *self.fake(
+            "--print-env", self.path("env.{rank}.json"),
+            "--only-rank", 1, "--wait-file", self.path("env.0.json"), 20,
+            "--only-rank", 1, "--write-error-file", marker,
+            "--only-rank", 1, "--exit", 1,
+            "--sleep", 30)], env=env)
+        self.assertExit(result, 1)
+        for rank in (0, 1):
+            worker_file = self.read_json(self.path(f"env.{rank}.json"))["env"].get("TORCHELASTIC_ERROR_FILE")
+            self.assertNotEqual(worker_file, launcher_file, "workers need their own error files")
+        self.assertTrue(os.path.isfile(launcher_file), "the root cause was not copied to gangrun's TORCHELASTIC_ERROR_FILE")
+        with open(launcher_file) as f:
+            doc = json.load(f)
+        self.assertIn("copied-to-launcher-file-5521", json.dumps(doc))
+        self.assertIn("copied-to-launcher-file-5521", doc["message"]["message"])
+
+
+class TorchRecord(GangrunTestCase):
+    def test_error_file_message_from_real_torch_record(self):
+        harness.require_torch()
+        marker = "torch-record-marker-3307"
+        script = os.path.join(harness.HERE, "torch_record_worker.py")
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 2, "--python", TEST_PYTHON,
+                               script, self.pid_dir, marker, 1], timeout=120)
+        self.assertExit(result, 1)
+        self.assertIn(f"{marker} raised by rank 1", result.stderr,
+                      "the message @record wrote is missing from the report")
+        self.assertIn("RuntimeError", result.stderr)
+
+
+class JsonReport(GangrunTestCase):
+    def test_report_of_a_failed_run(self):
+        report = self.path("report.json")
+        go = self.path("go")
+        proc = self.start(["--nproc_per_node", 3, "--term-timeout", 2, "--report", report, *self.fake(
+            "--only-rank", 0, "--alloc-mb", 64,
+            "--touch", self.ready_file(),
+            "--only-rank", 1, "--wait-file", go, 20,
+            "--only-rank", 1, "--exit", 3,
+            "--sleep", 30)])
+        self.wait_ready(3)
+        pids = self.pid_files()
+        with open(go, "w"):
+            pass
+        result = self.finish(proc)
+        self.assertExit(result, 3)
+        self.assertTrue(os.path.isfile(report), "--report wrote nothing" + result.describe())
+        doc = self.read_json(report)
+
+        root = harness.report_root_cause(doc)
+        self.assertTrue(root, f"no root cause in {json.dumps(doc)[:600]}")
+        self.assertEqual(int(root["rank"]), 1)
+
+        attempts = harness.report_attempts(doc)
+        self.assertEqual(len(attempts), 1)
+        workers = {int(w["rank"]): w for w in attempts[0]}
+        self.assertEqual(sorted(workers), [0, 1, 2])
+        for rank, worker in workers.items():
+            self.assertEqual(int(worker["pid"]), pids[rank], f"pid of rank {rank}")
+            self.assertEqual(int(worker["local_rank"]), rank)
+            self.assertIsNotNone(worker["start"])
+            self.assertIsNotNone(worker["end"])
+        self.assertEqual(workers[1]["exit_code"], 3)
+        for rank in (0, 2):
+            self.assertIn(workers[rank]["signal"], (15, "SIGTERM", "TERM"), f"rank {rank} was stopped by gangrun")
+        peak = float(workers[0]["peak_rss"]) * harness.REPORT_PEAK_RSS_BYTES_PER_UNIT
+        self.assertGreaterEqual(peak, 64 * 1024 * 1024, "peak RSS of rank 0 (allocated 64 MiB)")
+        self.assertEqual(harness.report_restarts(doc), 0)
+
+    def test_report_of_a_successful_run(self):
+        report = self.path("report.json")
+        result = self.gangrun(["--nproc_per_node", 2, "--report", report, *self.fake("--exit", 0)])
+        self.assertExit(result, 0)
+        doc = self.read_json(report)
+        self.assertFalse(harness.report_root_cause(doc), "a successful run has no root cause")
+        workers = harness.report_attempts(doc)[-1]
+        pids = self.pid_files()
+        self.assertEqual(sorted(int(w["pid"]) for w in workers), sorted(pids.values()))
+        self.assertTrue(all(w["exit_code"] == 0 for w in workers), workers)
+        self.assertEqual(harness.report_restarts(doc), 0)
+
+    def test_report_counts_restarts(self):
+        report = self.path("report.json")
+        result = self.gangrun(["--nproc_per_node", 2, "--max_restarts", 1, "--term-timeout", 2, "--report", report,
+                               *self.fake("--only-rank", 1, "--exit", 6, "--sleep", 30)], timeout=60)
+        self.assertExit(result, 6)
+        doc = self.read_json(report)
+        self.assertEqual(harness.report_restarts(doc), 1)
+        self.assertEqual(int(harness.report_root_cause(doc)["rank"]), 1)
+        self.assertEqual(len(harness.report_attempts(doc)), 2 if harness.REPORT_ATTEMPTS_KEY in doc else 1)
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,95 @@
+"""--max_restarts: a failure restarts the whole local gang (DESIGN.md section 3)."""
+
+import os
+import re
+import signal
+
+import harness
+from harness import GangrunTestCase
+
+
+def read_records(path):
+    """[{rank, local_rank, restart, max_restarts, pid}] from fake_worker --record lines."""
+    records = []
+    with open(path) as f:
+        for line in f:
+            fields = dict(item.split("=", 1) for item in line.split())
+            records.append({k: (int(v) if re.fullmatch(r"-?\d+", v) else v) for k, v in fields.items()})
+    return records
+
+
+class Restarts(GangrunTestCase):
+    def barrier(self, failing_rank, other_rank):
+        """Actions that make FAILING_RANK fail only after OTHER_RANK has recorded itself in
+        this attempt, so every attempt is recorded by both ranks."""
+        mark = self.path("recorded.{rank}.{restart}")
+        other = self.path(f"recorded.{other_rank}.{{restart}}")
+        return ["--touch", mark, "--only-rank", failing_rank, "--wait-file", other, 20]
+
+    def test_attempt_that_succeeds_after_failures_gives_0(self):
+        log = self.path("attempts.log")
+        result = self.gangrun(["--nproc_per_node", 2, "--max_restarts", 3, "--term-timeout", 2, *self.fake(
+            "--record", log, *self.barrier(1, 0),
+            "--only-rank", 1, "--restart-fail-until", 2,
+            "--sleep", 0.3,
+            "--exit", 0)], timeout=60)
+        self.assertExit(result, 0)
+        records = read_records(log)
+        for rank in (0, 1):
+            mine = [r for r in records if r["rank"] == rank]
+            self.assertEqual([r["restart"] for r in mine], [0, 1, 2], f"rank {rank}: attempts seen {mine}")
+            self.assertTrue(all(r["max_restarts"] == 3 for r in mine), f"TORCHELASTIC_MAX_RESTARTS: {mine}")
+            self.assertEqual(len({r["pid"] for r in mine}), 3, "every attempt should start fresh processes")
+        self.assert_dead([r["pid"] for r in records], what="workers of every attempt")
+
+    def test_restarts_exhausted_returns_the_failure_exit_code(self):
+        log = self.path("attempts.log")
+        result = self.gangrun(["--nproc_per_node", 2, "--max_restarts", 2, "--term-timeout", 2, *self.fake(
+            "--record", log, *self.barrier(0, 1),
+            "--only-rank", 0, "--exit", 7,
+            "--sleep", 30)], timeout=60)
+        self.assertExit(result, 7)
+        records = read_records(log)
+        self.assertEqual(sorted(r["restart"] for r in records if r["rank"] == 0), [0, 1, 2])
+        self.assertEqual(sorted(r["restart"] for r in records if r["rank"] == 1), [0, 1, 2])
+        self.assertLess(result.elapsed, 30)
+
+    def test_restarts_exhausted_by_signal_gives_128_plus_signal(self):
+        log = self.path("attempts.log")
+        result = self.gangrun(["--nproc_per_node", 2, "--max_restarts", 1, "--term-timeout", 2, *self.fake(
+            "--record", log, *self.barrier(1, 0),
+            "--only-rank", 1, "--signal", "ALRM",
+            "--sleep", 30)], timeout=60)
+        self.assertExit(result, 128 + 14)
+        self.assertEqual(sorted(r["restart"] for r in read_records(log) if r["rank"] == 1), [0, 1])
+
+    def test_signal_to_gangrun_ends_the_job_without_restart(self):
+        log = self.path("attempts.log")
+        proc = self.start(["--nproc_per_node", 2, "--max_restarts", 3, "--term-timeout", 2, *self.fake(
+            "--record", log, "--touch", self.ready_file(), "--sleep", 30)])
+        self.wait_ready(2)
+        os.kill(proc.pid, signal.SIGTERM)
+        result = self.finish(proc, timeout=20)
+        self.assertEqual(result.returncode, -int(signal.SIGTERM), result.describe())
+        self.assertEqual(sorted(r["restart"] for r in read_records(log)), [0, 0], "a stop by signal is no failure to restart")
+
+    def test_no_restart_by_default(self):
+        log = self.path("attempts.log")
+        result = self.gangrun(["--nproc_per_node", 2, *self.fake(
+            "--record", log, *self.barrier(1, 0), "--only-rank", 1, "--exit", 5, "--sleep", 30)], timeout=60)
+        self.assertExit(result, 5)
+        records = read_records(log)
+        self.assertEqual(sorted(r["restart"] for r in records), [0, 0])
+        self.assertTrue(all(r["max_restarts"] == 0 for r in records), records)
+
+    def test_restart_count_drives_the_failure(self):
+        # Only attempt 1 fails: attempt 0 succeeds outright, so no restart happens at all.
+        log = self.path("attempts.log")
+        result = self.gangrun(["--nproc_per_node", 2, "--max_restarts", 2, *self.fake(
+            "--record", log, "--if-restart-at-least", 1, "--exit", 3, "--exit", 0)], timeout=60)
+        self.assertExit(result, 0)
+        self.assertEqual(sorted(r["restart"] for r in read_records(log)), [0, 0])
+
+
+if __name__ == "__main__":
+    harness.main()

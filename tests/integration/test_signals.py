@@ -1,0 +1,115 @@
+"""Signals sent to gangrun itself (DESIGN.md section 3): TERM/INT/HUP tear the job down and
+gangrun dies of the same signal; USR1/USR2 are forwarded and the job goes on; a second
+TERM/INT during the grace period kills at once; SIGKILL to gangrun still kills its workers."""
+
+import os
+import signal
+import time
+
+import harness
+from harness import GangrunTestCase
+
+
+class StopSignals(GangrunTestCase):
+    def _start_sleepers(self, count, *extra_actions, term_timeout=5):
+        proc = self.start(["--nproc_per_node", count, "--term-timeout", term_timeout, *self.fake(
+            *extra_actions, "--touch", self.ready_file(), "--sleep", 60)])
+        self.wait_ready(count)
+        pids = self.pid_files()
+        self.assertEqual(sorted(pids), list(range(count)))
+        return proc, pids
+
+    def test_term_int_hup_stop_the_job_and_gangrun_dies_of_the_signal(self):
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            with self.subTest(signal=sig.name):
+                for name in os.listdir(self.tmp):
+                    if name.startswith(("ready.", "got.")):
+                        os.unlink(self.path(name))
+                label = sig.name[3:]
+                proc, pids = self._start_sleepers(3, "--on-signal", label, self.path("got.{rank}"))
+                os.kill(proc.pid, sig)
+                result = self.finish(proc, timeout=20)
+                self.assertEqual(result.returncode, -int(sig),
+                                 f"gangrun should re-raise {sig.name} (a shell shows {128 + int(sig)})" + result.describe())
+                self.assertLess(result.elapsed, 15)
+                for rank in range(3):
+                    path = self.path(f"got.{rank}")
+                    self.assertTrue(os.path.exists(path), f"{sig.name} was not forwarded to rank {rank}")
+                    with open(path) as f:
+                        self.assertEqual(f.read().split()[0], label.lower())
+                self.assert_dead(pids.values(), what=f"workers after {sig.name} to gangrun")
+
+    def test_single_worker_term(self):
+        proc, pids = self._start_sleepers(1)
+        os.kill(proc.pid, signal.SIGTERM)
+        result = self.finish(proc, timeout=20)
+        self.assertEqual(result.returncode, -int(signal.SIGTERM), result.describe())
+        self.assert_dead(pids.values(), what="worker")
+
+    def test_term_also_kills_setsid_grandchildren(self):
+        proc, pids = self._start_sleepers(2, "--spawn-grandchild", "--spawn-setsid-grandchild")
+        grandchildren = list(self.pid_files("grandchild").values()) + list(self.pid_files("setsid_grandchild").values())
+        self.assertEqual(len(grandchildren), 4)
+        os.kill(proc.pid, signal.SIGTERM)
+        result = self.finish(proc, timeout=20)
+        self.assertEqual(result.returncode, -int(signal.SIGTERM), result.describe())
+        self.assert_dead(pids.values(), what="workers")
+        self.assert_dead(grandchildren, what="grandchildren")
+
+    def test_second_signal_during_grace_period_kills_at_once(self):
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with self.subTest(signal=sig.name):
+                for name in os.listdir(self.tmp):
+                    if name.startswith("ready."):
+                        os.unlink(self.path(name))
+                # The workers ignore both TERM and INT; only SIGKILL ends them.
+                proc, pids = self._start_sleepers(2, "--ignore-term", "--ignore-int", term_timeout=30)
+                os.kill(proc.pid, sig)
+                time.sleep(0.5)
+                self.assertIsNone(proc.poll(), "gangrun ended before the grace period although the workers ignore it")
+                os.kill(proc.pid, sig)
+                result = self.finish(proc, timeout=20)
+                self.assertLess(result.elapsed, 10, "the second signal did not end the grace period")
+                self.assertEqual(result.returncode, -int(sig), result.describe())
+                self.assert_dead(pids.values(), what="workers after the second signal")
+
+    def test_sigkill_to_gangrun_kills_direct_workers(self):
+        # Only direct workers are promised here (PR_SET_PDEATHSIG); setsid'd grandchildren
+        # may be left to init when gangrun cannot run its teardown.
+        proc, pids = self._start_sleepers(3)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        self.assert_dead(pids.values(), what="direct workers after SIGKILL to gangrun")
+
+
+class ForwardedSignals(GangrunTestCase):
+    def test_usr1_and_usr2_are_forwarded_and_the_job_goes_on(self):
+        go = self.path("go")
+        proc = self.start(["--nproc_per_node", 3, *self.fake(
+            "--on-usr1", self.path("sig.{rank}"), "--on-usr2", self.path("sig.{rank}"),
+            "--touch", self.ready_file(),
+            "--wait-file", go, 30,
+            "--exit", 0)])
+        self.wait_ready(3)
+
+        def labels(rank):
+            try:
+                with open(self.path(f"sig.{rank}")) as f:
+                    return [line.split()[0] for line in f if line.strip()]
+            except FileNotFoundError:
+                return []
+
+        os.kill(proc.pid, signal.SIGUSR1)
+        harness.wait_for(lambda: all(labels(r) == ["usr1"] for r in range(3)), 5, "SIGUSR1 at every worker")
+        self.assertIsNone(proc.poll(), "gangrun ended on SIGUSR1")
+        os.kill(proc.pid, signal.SIGUSR2)
+        harness.wait_for(lambda: all(labels(r) == ["usr1", "usr2"] for r in range(3)), 5, "SIGUSR2 at every worker")
+        self.assertIsNone(proc.poll(), "gangrun ended on SIGUSR2")
+        with open(go, "w"):
+            pass
+        result = self.finish(proc)
+        self.assertExit(result, 0)
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,153 @@
+"""Gang supervision when a worker fails (DESIGN.md section 3): sessions, SIGTERM to every
+other worker's group, SIGKILL after --term-timeout, grandchildren, the subreaper."""
+
+import os
+import time
+
+import harness
+from harness import GangrunTestCase
+
+
+def read_signal_record(path):
+    """[(label, unix_time)] from a fake_worker --on-signal file."""
+    with open(path) as f:
+        return [(label, float(stamp)) for label, stamp in (line.split() for line in f if line.strip())]
+
+
+class Teardown(GangrunTestCase):
+    def test_each_worker_runs_in_its_own_session(self):
+        result = self.gangrun(["--nproc_per_node", 3, *self.fake("--print-env", self.path("env.{rank}.json"))])
+        self.assertExit(result, 0)
+        sessions = set()
+        for rank in range(3):
+            info = self.read_json(self.path(f"env.{rank}.json"))
+            self.assertEqual(info["sid"], info["pid"], f"rank {rank} is not a session leader")
+            self.assertEqual(info["pgid"], info["pid"], f"rank {rank} does not lead its process group")
+            sessions.add(info["sid"])
+        self.assertEqual(len(sessions), 3)
+        self.assertNotIn(os.getsid(0), sessions)
+
+    def test_failure_sends_sigterm_to_every_other_worker_promptly(self):
+        go = self.path("go")
+        fail_time = self.path("fail-time")
+        proc = self.start(["--nproc_per_node", 4, "--term-timeout", 10, *self.fake(
+            "--on-term", self.path("term.{rank}"),
+            "--touch", self.ready_file(),
+            "--only-rank", 2, "--wait-file", go, 20,
+            "--only-rank", 2, "--stamp", fail_time,
+            "--only-rank", 2, "--exit", 1,
+            "--sleep", 30)])
+        self.wait_ready(4)
+        pids = self.pid_files()
+        with open(go, "w"):
+            pass
+        result = self.finish(proc)
+        self.assertExit(result, 1)
+        with open(fail_time) as f:
+            failed_at = float(f.read())
+        for rank in (0, 1, 3):
+            record = read_signal_record(self.path(f"term.{rank}"))
+            self.assertEqual([label for label, _ in record], ["term"], f"rank {rank}")
+            latency = record[0][1] - failed_at
+            self.assertLess(latency, 1.0, f"SIGTERM reached rank {rank} {latency:.3f}s after the failure")
+        self.assert_dead(pids.values(), what="workers")
+
+    def test_workers_ignoring_sigterm_are_killed_after_term_timeout(self):
+        go = self.path("go")
+        fail_time = self.path("fail-time")
+        proc = self.start(["--nproc_per_node", 3, "--term-timeout", 1, *self.fake(
+            "--ignore-term", "--on-term", self.path("term.{rank}"),
+            "--touch", self.ready_file(),
+            "--only-rank", 1, "--wait-file", go, 20,
+            "--only-rank", 1, "--stamp", fail_time,
+            "--only-rank", 1, "--exit", 4,
+            "--sleep", 60)])
+        self.wait_ready(3)
+        pids = self.pid_files()
+        with open(go, "w"):
+            pass
+        result = self.finish(proc, timeout=20)
+        ended_at = time.time()
+        self.assertExit(result, 4)
+        with open(fail_time) as f:
+            failed_at = float(f.read())
+        for rank in (0, 2):
+            self.assertTrue(os.path.exists(self.path(f"term.{rank}")), f"rank {rank} never got SIGTERM")
+        self.assertGreater(ended_at - failed_at, 0.8, "gangrun did not give the grace period before SIGKILL")
+        self.assertLess(ended_at - failed_at, 6.0, "workers ignoring SIGTERM were not killed after --term-timeout 1")
+        self.assert_dead(pids.values(), what="workers")
+
+    def test_teardown_is_prompt_while_others_flood_output(self):
+        # rank 0 writes far more than the console can take in the time allowed; the failure of
+        # rank 1 must still stop it at once rather than after its output drains.
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 1, *self.fake(
+            "--only-rank", 0, "--lines", 100_000_000,
+            "--only-rank", 1, "--sleep", 0.5,
+            "--only-rank", 1, "--exit", 1)], timeout=60, binary_output=True)
+        self.assertExit(result, 1)
+        self.assertLess(result.elapsed, 8, "teardown waited for a flooding worker")
+
+    def test_grandchildren_die_when_a_worker_fails(self):
+        go = self.path("go")
+        proc = self.start(["--nproc_per_node", 2, "--term-timeout", 1, *self.fake(
+            "--spawn-grandchild", "--spawn-setsid-grandchild",
+            "--touch", self.ready_file(),
+            "--only-rank", 1, "--wait-file", go, 20,
+            "--only-rank", 1, "--exit", 1,
+            "--sleep", 30)])
+        self.wait_ready(2)
+        workers = self.pid_files()
+        grandchildren = self.pid_files("grandchild")
+        setsid_grandchildren = self.pid_files("setsid_grandchild")
+        self.assertEqual(len(grandchildren), 2)
+        self.assertEqual(len(setsid_grandchildren), 2)
+        with open(go, "w"):
+            pass
+        result = self.finish(proc, timeout=20)
+        self.assertExit(result, 1)
+        self.assert_dead(workers.values(), what="workers")
+        self.assert_dead(grandchildren.values(), what="grandchildren in the workers' groups")
+        self.assert_dead(setsid_grandchildren.values(), what="grandchildren that called setsid()")
+
+    def test_grandchildren_die_when_the_job_succeeds(self):
+        # The grandchildren keep the workers' stdout/stderr open, as data-loader processes do.
+        result = self.gangrun(["--nproc_per_node", 2, *self.fake(
+            "--spawn-grandchild", "--spawn-setsid-grandchild", "--echo", "done", "--exit", 0)], timeout=30)
+        self.assertExit(result, 0)
+        grandchildren, setsid_grandchildren = self.pid_files("grandchild"), self.pid_files("setsid_grandchild")
+        self.assertEqual((len(grandchildren), len(setsid_grandchildren)), (2, 2))
+        self.assert_dead(grandchildren.values(), what="grandchildren in the workers' groups")
+        self.assert_dead(setsid_grandchildren.values(), what="grandchildren that called setsid()")
+
+    def test_single_worker_grandchild_dies_when_the_job_succeeds(self):
+        result = self.gangrun([*self.fake("--spawn-setsid-grandchild", "--exit", 0)], timeout=30)
+        self.assertExit(result, 0)
+        grandchildren = self.pid_files("setsid_grandchild")
+        self.assertEqual(len(grandchildren), 1)
+        self.assert_dead(grandchildren.values(), what="grandchild that called setsid()")
+
+    def test_orphaned_grandchild_is_reparented_to_gangrun(self):
+        go = self.path("go")
+        proc = self.start(["--nproc_per_node", 2, *self.fake(
+            "--only-rank", 0, "--spawn-setsid-grandchild",
+            "--only-rank", 0, "--exit", 0,
+            "--wait-file", go, 20)])
+        grandchild = self.wait_pid_files(1, "setsid_grandchild")[0]
+        rank0 = self.wait_pid_files(2)[0]
+        self.assert_dead([rank0], what="rank 0 (exits at once)")
+
+        def parent_of(pid):
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read()
+            return int(stat[stat.rindex(")") + 2:].split()[1])
+        harness.wait_for(lambda: parent_of(grandchild) == proc.pid, 5,
+                         f"the orphaned grandchild to be reparented to gangrun (pid {proc.pid})")
+        with open(go, "w"):
+            pass
+        result = self.finish(proc)
+        self.assertExit(result, 0)
+        self.assert_dead([grandchild], what="orphaned grandchild")
+
+
+if __name__ == "__main__":
+    harness.main()
