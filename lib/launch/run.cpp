@@ -125,6 +125,14 @@ RunResult run(const LaunchPlan& plan) {
   std::string master_port;
   if (plan.master_port) {
     master_port = std::to_string(*plan.master_port);
+    // Rank 0 will host the store here: a taken port would only show up as a
+    // worker's bind error, after every worker started.
+    if (plan.node_rank == 0) {
+      if (auto free = check_port_free(plan.master_addr, *plan.master_port); !free) {
+        spdlog::error("{}", free.error().describe());
+        return {free.error().exit_code(), std::nullopt};
+      }
+    }
   } else {
     auto port = pick_free_port(plan.master_addr);
     if (!port) {
