@@ -1,11 +1,11 @@
 // The command line of a launch, and the only user of CLI11.
 #pragma once
 
-#include <string>
-
 #include "config/options.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
+
+#include <string>
 
 namespace gangrun::config {
 

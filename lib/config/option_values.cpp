@@ -240,8 +240,9 @@ Expected<std::string> parse_rdzv_backend(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "static") return word;
   if (word == "c10d") {
-    return usage("dynamic rendezvous (c10d) is not available yet; use the static backend with "
-                 "--nnodes, --node_rank, --master_addr and --master_port");
+    return usage(
+        "dynamic rendezvous (c10d) is not available yet; use the static backend with "
+        "--nnodes, --node_rank, --master_addr and --master_port");
   }
   return usage(quoted(text) + " is not a rendezvous backend (expected static or c10d)");
 }

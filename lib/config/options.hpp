@@ -35,7 +35,7 @@ struct Streams {
 
 // torchrun's "-r 3" or "-r 0:1,1:2": one value for all local ranks, or per local rank.
 struct StreamsByLocalRank {
-  Streams all;                           // used for local ranks not listed below
+  Streams all;                            // used for local ranks not listed below
   std::map<int, Streams> per_local_rank;  // set by the "lr:v,..." form
   Streams for_local_rank(int local_rank) const {
     auto it = per_local_rank.find(local_rank);
@@ -51,33 +51,33 @@ struct Options {
   std::optional<int> num_gpus;              // per node + first N devices (deepspeed), >= 1
 
   // ---- nodes and rendezvous
-  int nnodes = 1;                  // "N" or "N:N"; an elastic MIN:MAX range is refused for now
-  int node_rank = 0;               // 0 <= node_rank < nnodes
+  int nnodes = 1;     // "N" or "N:N"; an elastic MIN:MAX range is refused for now
+  int node_rank = 0;  // 0 <= node_rank < nnodes
   std::optional<std::string> master_addr;  // unset: 127.0.0.1
   std::optional<int> master_port;          // 1..65535; unset: a free port on one node, else 29500
   bool standalone = false;
   std::string rdzv_backend = "static";  // the only backend so far
-  std::string rdzv_id = "none";    // TORCHELASTIC_RUN_ID; --standalone makes a random one
-  int max_restarts = 0;            // >= 0
-  double monitor_interval = 0.1;   // accepted for compatibility; detection is event-driven
-  std::string role = "default";    // ROLE_NAME
+  std::string rdzv_id = "none";         // TORCHELASTIC_RUN_ID; --standalone makes a random one
+  int max_restarts = 0;                 // >= 0
+  double monitor_interval = 0.1;        // accepted for compatibility; detection is event-driven
+  std::string role = "default";         // ROLE_NAME
 
   // ---- program
-  bool module = false;                // -m: PYTHON -u -m MODULE ARGS
-  bool no_python = false;             // execute PROGRAM directly
-  std::optional<std::string> python;  // --python; else PYTHON_EXEC; else python3 on PATH
+  bool module = false;                        // -m: PYTHON -u -m MODULE ARGS
+  bool no_python = false;                     // execute PROGRAM directly
+  std::optional<std::string> python;          // --python; else PYTHON_EXEC; else python3 on PATH
   std::vector<std::string> program_and_args;  // PROGRAM (or MODULE) then its arguments
 
   // ---- output
   std::optional<std::string> log_dir;
-  StreamsByLocalRank redirects;                  // -r
-  StreamsByLocalRank tee;                        // -t
+  StreamsByLocalRank redirects;                     // -r
+  StreamsByLocalRank tee;                           // -t
   std::optional<std::set<int>> local_ranks_filter;  // console shows only these local ranks
-  std::optional<std::string> log_prefix;         // template; else TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
+  std::optional<std::string> log_prefix;  // template; else TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE
   OutputMode output = OutputMode::automatic;
 
   // ---- supervision
-  double term_timeout = 30.0;        // seconds from SIGTERM to SIGKILL, >= 0
+  double term_timeout = 30.0;          // seconds from SIGTERM to SIGKILL, >= 0
   std::vector<int> signals_to_handle;  // signal numbers; default TERM, INT, HUP, QUIT
 
   // ---- reporting and misc

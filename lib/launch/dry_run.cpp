@@ -1,8 +1,8 @@
 #include "launch/dry_run.hpp"
 
-#include <fmt/format.h>
-
 #include "util/strings.hpp"
+
+#include <fmt/format.h>
 
 namespace gangrun::launch {
 namespace {
@@ -66,20 +66,23 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
       "gangrun dry run: {} worker(s) on {} (node {} of {}), world size {}, run id {}\n",
       plan.local_world_size, plan.host, plan.node_rank, plan.nnodes, plan.world_size, plan.run_id);
   out += fmt::format("  executable: {}\n", plan.program.executable);
-  out += fmt::format("  store:      {}:{} (hosted by rank 0)\n", plan.master_addr, planned_port(plan));
+  out +=
+      fmt::format("  store:      {}:{} (hosted by rank 0)\n", plan.master_addr, planned_port(plan));
   out += fmt::format("  output:     {}\n", plan.prefix_output ? "prefix" : "inherit");
   out += fmt::format("  files:      {}\n", run_dir);
   for (const WorkerPlan& worker : plan.workers) {
     out += fmt::format("rank {} (local_rank {}):\n", worker.rank, worker.local_rank);
     out += fmt::format("  command: {}\n", quoted_command(worker.argv));
-    for (const auto& [name, value] : worker_variables(plan, worker, 0, run_dir, planned_port(plan))) {
+    for (const auto& [name, value] :
+         worker_variables(plan, worker, 0, run_dir, planned_port(plan))) {
       out += fmt::format("  {}={}\n", name, value);
     }
   }
   if (verbose) {
     out += "option values and where they came from:\n";
     for (const auto& [name, origin] : plan.options.origins) {
-      out += fmt::format("  {:<22} {:<24} {}\n", name, origin.text, config::to_string(origin.source));
+      out +=
+          fmt::format("  {:<22} {:<24} {}\n", name, origin.text, config::to_string(origin.source));
     }
   }
   return out;

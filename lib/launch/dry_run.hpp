@@ -1,11 +1,11 @@
 // --dry-run: the plan, per rank, as text or JSON. Starts nothing, opens no port.
 #pragma once
 
-#include <string>
+#include "launch/plan.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include "launch/plan.hpp"
+#include <string>
 
 namespace gangrun::launch {
 

@@ -1,18 +1,18 @@
 #include "launch/entry.hpp"
 
-#include <csignal>
-#include <cstdio>
-#include <exception>
-#include <iostream>
-
-#include <spdlog/spdlog.h>
-
 #include "config/cli.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/logging.hpp"
 #include "launch/plan.hpp"
 #include "launch/run.hpp"
 #include "util/exit_codes.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
+#include <exception>
+#include <iostream>
 
 namespace gangrun {
 namespace {
@@ -58,9 +58,10 @@ int launch_main(int argc, char** argv) {
     return exit_codes::k_success;
   }
   if (plan->local_world_size > 1 && !env.count("OMP_NUM_THREADS")) {
-    spdlog::info("OMP_NUM_THREADS is unset; setting it to 1 for each of the {} workers (set it "
-                 "yourself to tune)",
-                 plan->local_world_size);
+    spdlog::info(
+        "OMP_NUM_THREADS is unset; setting it to 1 for each of the {} workers (set it "
+        "yourself to tune)",
+        plan->local_world_size);
   }
   launch::RunResult result = launch::run(*plan);
   if (result.die_by_signal) die_by_signal(*result.die_by_signal);

@@ -1,5 +1,8 @@
 #include "launch/files.hpp"
 
+#include "launch/plan.hpp"
+#include "util/fd.hpp"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -10,9 +13,6 @@
 #include <filesystem>
 #include <system_error>
 #include <vector>
-
-#include "launch/plan.hpp"
-#include "util/fd.hpp"
 
 namespace gangrun::launch {
 namespace fs = std::filesystem;
@@ -32,7 +32,8 @@ Expected<RunDirectory> RunDirectory::create(const std::optional<std::string>& lo
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (::mkdtemp(buffer.data()) == nullptr) {
-    return fail(ErrorCode::io, "cannot create a directory in " + tmp_root + ": " + errno_text(errno));
+    return fail(ErrorCode::io,
+                "cannot create a directory in " + tmp_root + ": " + errno_text(errno));
   }
   return RunDirectory(buffer.data(), true);
 }
@@ -80,7 +81,8 @@ Expected<void> resolve(const std::string& host, int port, AddressList& out) {
   hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
   int status = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &out.first);
   if (status != 0) {
-    return fail(ErrorCode::store, "cannot resolve --master_addr " + host + ": " + gai_strerror(status));
+    return fail(ErrorCode::store,
+                "cannot resolve --master_addr " + host + ": " + gai_strerror(status));
   }
   return {};
 }
@@ -97,7 +99,8 @@ int bound_port(int socket_fd) {
 
 Expected<int> pick_free_port(const std::string& host) {
   AddressList addresses;
-  if (auto resolved = resolve(host, 0, addresses); !resolved) return tl::unexpected(resolved.error());
+  if (auto resolved = resolve(host, 0, addresses); !resolved)
+    return tl::unexpected(resolved.error());
   std::string last_error = "no address";
   for (addrinfo* entry = addresses.first; entry != nullptr; entry = entry->ai_next) {
     UniqueFd socket_fd(::socket(entry->ai_family, entry->ai_socktype | SOCK_CLOEXEC, 0));

@@ -3,10 +3,10 @@
 // that is removed when the run ends.
 #pragma once
 
+#include "util/error.hpp"
+
 #include <optional>
 #include <string>
-
-#include "util/error.hpp"
 
 namespace gangrun::launch {
 

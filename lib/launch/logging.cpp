@@ -1,10 +1,10 @@
 #include "launch/logging.hpp"
 
-#include <unistd.h>
-
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+
+#include <unistd.h>
 
 namespace gangrun::launch {
 namespace {

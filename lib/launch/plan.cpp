@@ -1,14 +1,14 @@
 #include "launch/plan.hpp"
 
+#include "logmux/prefix.hpp"
+
+#include <fmt/format.h>
+
 #include <sched.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <random>
-
-#include <fmt/format.h>
-
-#include "logmux/prefix.hpp"
 
 namespace gangrun::launch {
 namespace {
@@ -57,7 +57,9 @@ std::string host_name() {
   return buffer;
 }
 
-config::Streams either(config::Streams a, config::Streams b) { return {a.out || b.out, a.err || b.err}; }
+config::Streams either(config::Streams a, config::Streams b) {
+  return {a.out || b.out, a.err || b.err};
+}
 
 }  // namespace
 
@@ -104,11 +106,10 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   if (plan.teardown_signals.empty()) plan.teardown_signals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   plan.parent_error_file = env_lookup(host_env, "TORCHELASTIC_ERROR_FILE");
 
-  std::string prefix_template =
-      options.log_prefix
-          ? *options.log_prefix
-          : env_lookup(host_env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")
-                .value_or(std::string(logmux::k_default_prefix_template));
+  std::string prefix_template = options.log_prefix
+                                    ? *options.log_prefix
+                                    : env_lookup(host_env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")
+                                          .value_or(std::string(logmux::k_default_prefix_template));
 
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     WorkerPlan worker;

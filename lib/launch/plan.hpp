@@ -3,15 +3,15 @@
 // effects (no process, no port, no directory).
 #pragma once
 
-#include <optional>
-#include <set>
-#include <string>
-#include <vector>
-
 #include "config/options.hpp"
 #include "launch/program.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 namespace gangrun::launch {
 
@@ -38,7 +38,7 @@ struct LaunchPlan {
   std::optional<int> master_port;  // nullopt: a free port is picked at launch
 
   ResolvedProgram program;
-  bool prefix_output = false;  // prefix mode (pipes) rather than inherit
+  bool prefix_output = false;          // prefix mode (pipes) rather than inherit
   std::optional<std::string> log_dir;  // DIR/<run_id> when --log_dir was given
   std::set<int> teardown_signals;
   std::optional<std::string> parent_error_file;  // gangrun's own TORCHELASTIC_ERROR_FILE

@@ -1,9 +1,9 @@
 #include "launch/program.hpp"
 
+#include "util/strings.hpp"
+
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include "util/strings.hpp"
 
 namespace gangrun::launch {
 namespace {
@@ -60,9 +60,9 @@ bool ends_with(const std::string& text, std::string_view suffix) {
 
 Expected<ResolvedProgram> through_python(const config::Options& options, const EnvMap& env,
                                          std::vector<std::string> python_args) {
-  std::string python = options.python ? *options.python
-                                      : env_lookup(env, "PYTHON_EXEC").value_or("python3");
-  std::string what = options.python ? "--python interpreter"
+  std::string python =
+      options.python ? *options.python : env_lookup(env, "PYTHON_EXEC").value_or("python3");
+  std::string what = options.python             ? "--python interpreter"
                      : env.count("PYTHON_EXEC") ? "Python interpreter (PYTHON_EXEC)"
                                                 : "Python interpreter";
   auto executable = find_executable(python, env, what);

@@ -2,19 +2,19 @@
 // execute, decided before anything starts.
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "config/options.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
+#include <string>
+#include <vector>
+
 namespace gangrun::launch {
 
 struct ResolvedProgram {
-  std::string executable;            // the file execve() gets
-  std::vector<std::string> argv;     // argv[0] and the user's arguments, before ${local_rank}
-  std::string entrypoint;            // what the user named (the script, module or program)
+  std::string executable;         // the file execve() gets
+  std::vector<std::string> argv;  // argv[0] and the user's arguments, before ${local_rank}
+  std::string entrypoint;         // what the user named (the script, module or program)
   bool uses_python = false;
 };
 
@@ -27,6 +27,7 @@ struct ResolvedProgram {
 Expected<ResolvedProgram> resolve_program(const config::Options& options, const EnvMap& env);
 
 // Replaces torchrun's ${local_rank} macro in every argument after argv[0].
-std::vector<std::string> substitute_local_rank(const std::vector<std::string>& argv, int local_rank);
+std::vector<std::string> substitute_local_rank(const std::vector<std::string>& argv,
+                                               int local_rank);
 
 }  // namespace gangrun::launch

@@ -1,11 +1,5 @@
 #include "launch/run.hpp"
 
-#include <csignal>
-#include <cstdio>
-
-#include <boost/asio/io_context.hpp>
-#include <spdlog/spdlog.h>
-
 #include "launch/dry_run.hpp"
 #include "launch/files.hpp"
 #include "logmux/console.hpp"
@@ -15,6 +9,12 @@
 #include "supervise/gang.hpp"
 #include "util/exit_codes.hpp"
 #include "util/signals.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdio>
 
 namespace gangrun::launch {
 namespace {
@@ -107,7 +107,8 @@ void report_failure(const LaunchPlan& plan, const report::RunRecord& run,
   std::fflush(stdout);
   std::fputs(summary.c_str(), stderr);
   if (plan.parent_error_file && root_error) {
-    auto written = report::write_parent_error(*plan.parent_error_file, *root_error, root.shell_code);
+    auto written =
+        report::write_parent_error(*plan.parent_error_file, *root_error, root.shell_code);
     if (!written) spdlog::warn("{}", written.error().describe());
   }
 }
@@ -142,9 +143,8 @@ RunResult run(const LaunchPlan& plan) {
     master_port = std::to_string(*port);
   }
 
-  auto run_dir = RunDirectory::create(plan.log_dir,
-                                      env_lookup(plan.host_env, "TMPDIR").value_or("/tmp"),
-                                      plan.run_id);
+  auto run_dir = RunDirectory::create(
+      plan.log_dir, env_lookup(plan.host_env, "TMPDIR").value_or("/tmp"), plan.run_id);
   if (!run_dir) {
     spdlog::error("{}", run_dir.error().describe());
     return {run_dir.error().exit_code(), std::nullopt};
@@ -159,9 +159,10 @@ RunResult run(const LaunchPlan& plan) {
 
   boost::asio::io_context io;
   logmux::Console console;
-  supervise::Gang gang(io, console,
-                       {std::chrono::milliseconds(static_cast<long>(plan.options.term_timeout * 1000)),
-                        plan.teardown_signals});
+  supervise::Gang gang(
+      io, console,
+      {std::chrono::milliseconds(static_cast<long>(plan.options.term_timeout * 1000)),
+       plan.teardown_signals});
 
   for (int attempt = 0; attempt <= plan.options.max_restarts; ++attempt) {
     if (auto prepared = run_dir->prepare_attempt(attempt, plan.local_world_size); !prepared) {

@@ -2,9 +2,9 @@
 // restarts it while restarts are left, reports, and says how gangrun ends.
 #pragma once
 
-#include <optional>
-
 #include "launch/plan.hpp"
+
+#include <optional>
 
 namespace gangrun::launch {
 

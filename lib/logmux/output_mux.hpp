@@ -3,25 +3,25 @@
 // Only the event-loop thread may call it.
 #pragma once
 
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-
-#include <boost/asio/io_context.hpp>
-
 #include "logmux/console.hpp"
 #include "logmux/tail_buffer.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
 
 namespace gangrun::logmux {
 
 // Where one worker stream (its stdout or its stderr) goes.
 struct StreamRoute {
   bool to_console = true;  // false when redirected only, or filtered out by --local_ranks_filter
-  bool console_is_err = false;  // write to gangrun's stderr instead of stdout
-  std::string prefix;           // put before every console line (file lines get none)
+  bool console_is_err = false;           // write to gangrun's stderr instead of stdout
+  std::string prefix;                    // put before every console line (file lines get none)
   std::optional<std::string> file_path;  // log file, created/truncated by add_stream
 };
 

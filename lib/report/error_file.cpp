@@ -48,7 +48,8 @@ Expected<std::optional<WorkerError>> read_worker_error(const std::string& path) 
   return std::optional<WorkerError>(std::move(error));
 }
 
-Expected<void> write_parent_error(const std::string& path, const WorkerError& error, int exit_code) {
+Expected<void> write_parent_error(const std::string& path, const WorkerError& error,
+                                  int exit_code) {
   nlohmann::json document = error.raw;
   if (document["message"].is_object()) {
     document["message"]["errorCode"] = exit_code;

@@ -2,12 +2,12 @@
 // @record decorator (TORCHELASTIC_ERROR_FILE).
 #pragma once
 
-#include <optional>
-#include <string>
+#include "util/error.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include "util/error.hpp"
+#include <optional>
+#include <string>
 
 namespace gangrun::report {
 

@@ -1,15 +1,14 @@
 #include "report/failure_summary.hpp"
 
-#include <fmt/format.h>
-
 #include "util/signals.hpp"
 #include "util/strings.hpp"
+
+#include <fmt/format.h>
 
 namespace gangrun::report {
 namespace {
 
-constexpr std::string_view k_rule =
-    "============================================================";
+constexpr std::string_view k_rule = "============================================================";
 
 std::string describe_end(const WorkerRecord& worker) {
   if (worker.spawn_error) return "could not start: " + *worker.spawn_error;
@@ -53,8 +52,9 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
       append_indented(out, *root_error->traceback, "    ");
     }
   } else {
-    out += "  error:      not recorded (a Python entry point decorated with torch.distributed."
-           "elastic.multiprocessing.errors.record reports its exception here)\n";
+    out +=
+        "  error:      not recorded (a Python entry point decorated with torch.distributed."
+        "elastic.multiprocessing.errors.record reports its exception here)\n";
   }
   if (!root.last_lines.empty()) {
     out += "  last output:\n";

@@ -2,11 +2,11 @@
 // other worker.
 #pragma once
 
-#include <optional>
-#include <string>
-
 #include "report/error_file.hpp"
 #include "report/run_record.hpp"
+
+#include <optional>
+#include <string>
 
 namespace gangrun::report {
 

@@ -2,12 +2,12 @@
 // JSON report. launch/ fills it from the supervisor's outcomes.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace gangrun::report {
 
@@ -42,8 +42,8 @@ struct AttemptRecord {
 struct RunRecord {
   std::string run_id;
   std::string host;
-  std::string entrypoint;   // the program as the user named it
-  nlohmann::json plan;      // the launch plan, as --dry-run --json prints it
+  std::string entrypoint;  // the program as the user named it
+  nlohmann::json plan;     // the launch plan, as --dry-run --json prints it
   TimePoint started_at;
   TimePoint ended_at;
   std::vector<AttemptRecord> attempts;

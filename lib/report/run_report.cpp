@@ -1,11 +1,11 @@
 #include "report/run_report.hpp"
 
-#include <ctime>
-#include <fstream>
+#include "util/signals.hpp"
 
 #include <fmt/format.h>
 
-#include "util/signals.hpp"
+#include <ctime>
+#include <fstream>
 
 namespace gangrun::report {
 namespace {

@@ -1,12 +1,12 @@
 // The --report FILE document: the whole run as JSON.
 #pragma once
 
-#include <string>
+#include "report/run_record.hpp"
+#include "util/error.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include "report/run_record.hpp"
-#include "util/error.hpp"
+#include <string>
 
 namespace gangrun::report {
 

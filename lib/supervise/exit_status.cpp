@@ -1,9 +1,9 @@
 #include "supervise/exit_status.hpp"
 
-#include <sys/wait.h>
-
 #include "util/exit_codes.hpp"
 #include "util/signals.hpp"
+
+#include <sys/wait.h>
 
 namespace gangrun::supervise {
 

@@ -1,20 +1,20 @@
 #include "supervise/gang.hpp"
 
-#include <fcntl.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <csignal>
+#include "logmux/tail_buffer.hpp"
+#include "supervise/orphans.hpp"
+#include "util/signals.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
-#include "logmux/tail_buffer.hpp"
-#include "supervise/orphans.hpp"
-#include "util/signals.hpp"
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 namespace gangrun::supervise {
 namespace asio = boost::asio;
@@ -171,13 +171,15 @@ struct Gang::Impl {
       out_pipe->write_end.reset();
       auto added = mux->add_stream(std::move(out_pipe->read_end), *launch.stdout_route,
                                    &tails[index], [this] { on_stream_closed(); });
-      if (!added) spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
+      if (!added)
+        spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
     }
     if (err_pipe) {
       err_pipe->write_end.reset();
       auto added = mux->add_stream(std::move(err_pipe->read_end), *launch.stderr_route,
                                    &tails[index], [this] { on_stream_closed(); });
-      if (!added) spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
+      if (!added)
+        spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
     }
     return {};
   }
@@ -217,7 +219,8 @@ struct Gang::Impl {
     outcome.root_cause = index;
     root_cause_exit = exited_at;
     const WorkerOutcome& worker = outcome.workers[index];
-    spdlog::debug("rank {} failed ({}); stopping the others", worker.rank, worker.status.describe());
+    spdlog::debug("rank {} failed ({}); stopping the others", worker.rank,
+                  worker.status.describe());
     start_teardown(SIGTERM);
     if (alive_count > 0) {
       outcome.teardown_latency_ms = milliseconds_between(root_cause_exit, Clock::now());
@@ -341,7 +344,9 @@ Gang::Gang(asio::io_context& io, logmux::Console& console, GangSettings settings
 
 Gang::~Gang() = default;
 
-AttemptOutcome Gang::run(std::vector<WorkerLaunch> workers) { return impl_->run(std::move(workers)); }
+AttemptOutcome Gang::run(std::vector<WorkerLaunch> workers) {
+  return impl_->run(std::move(workers));
+}
 
 std::optional<int> Gang::stop_signal() const { return impl_->stop_signal; }
 

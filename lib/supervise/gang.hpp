@@ -3,6 +3,13 @@
 // must be driven only by Gang::run while an attempt is running.
 #pragma once
 
+#include "logmux/console.hpp"
+#include "logmux/output_mux.hpp"
+#include "supervise/exit_status.hpp"
+#include "supervise/process.hpp"
+
+#include <boost/asio/io_context.hpp>
+
 #include <sys/types.h>
 
 #include <chrono>
@@ -11,13 +18,6 @@
 #include <set>
 #include <string>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-
-#include "logmux/console.hpp"
-#include "logmux/output_mux.hpp"
-#include "supervise/exit_status.hpp"
-#include "supervise/process.hpp"
 
 namespace gangrun::supervise {
 
@@ -37,8 +37,8 @@ struct WorkerOutcome {
   ExitStatus status;
   std::chrono::system_clock::time_point started_at;
   std::chrono::system_clock::time_point ended_at;
-  long peak_rss_kib = 0;            // ru_maxrss from wait4
-  bool stopped_by_gangrun = false;  // it ended after gangrun had signalled it
+  long peak_rss_kib = 0;                // ru_maxrss from wait4
+  bool stopped_by_gangrun = false;      // it ended after gangrun had signalled it
   std::vector<std::string> last_lines;  // the tail of its captured output
   std::optional<std::string> spawn_error;
 };
@@ -55,7 +55,7 @@ struct AttemptOutcome {
 
 struct GangSettings {
   std::chrono::milliseconds term_timeout{30000};  // stop signal to SIGKILL
-  std::set<int> teardown_signals;  // forwarded, then the gang is torn down
+  std::set<int> teardown_signals;                 // forwarded, then the gang is torn down
 };
 
 class Gang {

@@ -11,13 +11,14 @@
 #include <csignal>
 #include <filesystem>
 
-// Boost 1.81's Process v2 headers use these without including them.
+// clang-format off
+// Boost 1.81's Process v2 headers use these two without including them.
 #include <boost/optional.hpp>
 #include <boost/type_traits/decay.hpp>
-
 #include <boost/asio/io_context.hpp>
-#include <boost/process/v2/process.hpp>
 #include <boost/process/v2/posix/default_launcher.hpp>
+#include <boost/process/v2/process.hpp>
+// clang-format on
 
 namespace gangrun::supervise {
 namespace bp = boost::process::v2;
@@ -106,8 +107,8 @@ Expected<Child> spawn(const SpawnSpec& spec) {
   if (pidfd < 0) {
     int saved = errno;
     ::kill(pid, SIGKILL);
-    return fail(ErrorCode::internal, "pidfd_open(" + std::to_string(pid) +
-                                         ") failed: " + errno_text(saved));
+    return fail(ErrorCode::internal,
+                "pidfd_open(" + std::to_string(pid) + ") failed: " + errno_text(saved));
   }
   ::fcntl(pidfd, F_SETFD, FD_CLOEXEC);
   return Child{pid, UniqueFd(pidfd)};

@@ -3,14 +3,14 @@
 // The only user of Boost.Process.
 #pragma once
 
+#include "util/env.hpp"
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
 #include <sys/types.h>
 
 #include <string>
 #include <vector>
-
-#include "util/env.hpp"
-#include "util/error.hpp"
-#include "util/fd.hpp"
 
 namespace gangrun::supervise {
 

@@ -1,8 +1,8 @@
 #include "util/error.hpp"
 
-#include <cstring>
-
 #include "util/exit_codes.hpp"
+
+#include <cstring>
 
 namespace gangrun {
 

@@ -3,10 +3,10 @@
 // exit code. Nothing below it calls exit().
 #pragma once
 
+#include <tl/expected.hpp>
+
 #include <string>
 #include <vector>
-
-#include <tl/expected.hpp>
 
 namespace gangrun {
 

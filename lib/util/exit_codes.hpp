@@ -4,15 +4,15 @@
 
 namespace gangrun::exit_codes {
 
-inline constexpr int k_success = 0;          // every worker exited 0
+inline constexpr int k_success = 0;  // every worker exited 0
 // root-cause worker exited with N        -> N
 // root-cause worker killed by signal S   -> 128 + S
 // gangrun stopped by signal S            -> 128 + S
 inline constexpr int k_signal_base = 128;
-inline constexpr int k_usage = 2;            // usage or configuration error; nothing was started
-inline constexpr int k_store = 3;            // store, rendezvous or network failure
-inline constexpr int k_not_executable = 126; // program or interpreter not executable
-inline constexpr int k_not_found = 127;      // program or interpreter not found
+inline constexpr int k_usage = 2;             // usage or configuration error; nothing was started
+inline constexpr int k_store = 3;             // store, rendezvous or network failure
+inline constexpr int k_not_executable = 126;  // program or interpreter not executable
+inline constexpr int k_not_found = 127;       // program or interpreter not found
 
 inline constexpr int for_signal(int signal_number) { return k_signal_base + signal_number; }
 

@@ -1,9 +1,9 @@
 #include "util/signals.hpp"
 
+#include "util/strings.hpp"
+
 #include <csignal>
 #include <cstring>
-
-#include "util/strings.hpp"
 
 namespace gangrun::signals {
 namespace {
@@ -16,17 +16,14 @@ struct Entry {
 // The standard Linux signals; sigabbrev_np() is glibc 2.32+, and its absence
 // elsewhere is not worth a build check for 31 rows.
 constexpr Entry k_signals[] = {
-    {"SIGHUP", SIGHUP},     {"SIGINT", SIGINT},       {"SIGQUIT", SIGQUIT},
-    {"SIGILL", SIGILL},     {"SIGTRAP", SIGTRAP},     {"SIGABRT", SIGABRT},
-    {"SIGBUS", SIGBUS},     {"SIGFPE", SIGFPE},       {"SIGKILL", SIGKILL},
-    {"SIGUSR1", SIGUSR1},   {"SIGSEGV", SIGSEGV},     {"SIGUSR2", SIGUSR2},
-    {"SIGPIPE", SIGPIPE},   {"SIGALRM", SIGALRM},     {"SIGTERM", SIGTERM},
-    {"SIGSTKFLT", SIGSTKFLT}, {"SIGCHLD", SIGCHLD},   {"SIGCONT", SIGCONT},
-    {"SIGSTOP", SIGSTOP},   {"SIGTSTP", SIGTSTP},     {"SIGTTIN", SIGTTIN},
-    {"SIGTTOU", SIGTTOU},   {"SIGURG", SIGURG},       {"SIGXCPU", SIGXCPU},
-    {"SIGXFSZ", SIGXFSZ},   {"SIGVTALRM", SIGVTALRM}, {"SIGPROF", SIGPROF},
-    {"SIGWINCH", SIGWINCH}, {"SIGIO", SIGIO},         {"SIGPWR", SIGPWR},
-    {"SIGSYS", SIGSYS},
+    {"SIGHUP", SIGHUP},   {"SIGINT", SIGINT},       {"SIGQUIT", SIGQUIT}, {"SIGILL", SIGILL},
+    {"SIGTRAP", SIGTRAP}, {"SIGABRT", SIGABRT},     {"SIGBUS", SIGBUS},   {"SIGFPE", SIGFPE},
+    {"SIGKILL", SIGKILL}, {"SIGUSR1", SIGUSR1},     {"SIGSEGV", SIGSEGV}, {"SIGUSR2", SIGUSR2},
+    {"SIGPIPE", SIGPIPE}, {"SIGALRM", SIGALRM},     {"SIGTERM", SIGTERM}, {"SIGSTKFLT", SIGSTKFLT},
+    {"SIGCHLD", SIGCHLD}, {"SIGCONT", SIGCONT},     {"SIGSTOP", SIGSTOP}, {"SIGTSTP", SIGTSTP},
+    {"SIGTTIN", SIGTTIN}, {"SIGTTOU", SIGTTOU},     {"SIGURG", SIGURG},   {"SIGXCPU", SIGXCPU},
+    {"SIGXFSZ", SIGXFSZ}, {"SIGVTALRM", SIGVTALRM}, {"SIGPROF", SIGPROF}, {"SIGWINCH", SIGWINCH},
+    {"SIGIO", SIGIO},     {"SIGPWR", SIGPWR},       {"SIGSYS", SIGSYS},
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "launch/plan.hpp"
+
+#include <catch2/catch.hpp>
 
 using gangrun::config::Options;
 using gangrun::config::ProcCount;
@@ -87,8 +87,8 @@ TEST_CASE("launch::worker_variables leaves OMP_NUM_THREADS alone for one worker"
 
 TEST_CASE("launch::make_plan routes redirects, tees and the console filter", "[launch]") {
   Options options = job(3);
-  options.redirects.all = {true, false};                 // -r 1
-  options.tee.per_local_rank[1] = {true, true};          // -t 1:3
+  options.redirects.all = {true, false};         // -r 1
+  options.tee.per_local_rank[1] = {true, true};  // -t 1:3
   options.local_ranks_filter = std::set<int>{0, 1};
   auto plan = make_plan(options, {});
   REQUIRE(plan);

@@ -1,12 +1,12 @@
+#include "launch/program.hpp"
+
+#include <catch2/catch.hpp>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <catch2/catch.hpp>
-
-#include "launch/program.hpp"
 
 namespace fs = std::filesystem;
 using gangrun::ErrorCode;
@@ -78,8 +78,7 @@ TEST_CASE("launch::resolve_program runs .py files and plain files through Python
   REQUIRE(program);
   CHECK(program->uses_python);
   CHECK(program->executable == python.string());
-  CHECK(program->argv ==
-        std::vector<std::string>{"python3", "-u", script.string(), "--lr", "0.1"});
+  CHECK(program->argv == std::vector<std::string>{"python3", "-u", script.string(), "--lr", "0.1"});
 
   fs::path plain = dir.file("job", false);
   auto through_python = resolve_program(with_program({plain.string()}), env);
@@ -99,7 +98,8 @@ TEST_CASE("launch::resolve_program honours -m, --python and PYTHON_EXEC", "[laun
     CHECK(program->argv == std::vector<std::string>{python.string(), "-u", "-m", "pkg.train", "x"});
   }
   SECTION("PYTHON_EXEC") {
-    auto program = resolve_program(options, {{"PATH", "/nonexistent"}, {"PYTHON_EXEC", python.string()}});
+    auto program =
+        resolve_program(options, {{"PATH", "/nonexistent"}, {"PYTHON_EXEC", python.string()}});
     REQUIRE(program);
     CHECK(program->executable == python.string());
   }
@@ -118,6 +118,7 @@ TEST_CASE("launch::resolve_program reports a missing script", "[launch]") {
 }
 
 TEST_CASE("launch::substitute_local_rank replaces the macro in arguments", "[launch]") {
-  auto argv = gangrun::launch::substitute_local_rank({"p", "--out=r${local_rank}.log", "${local_rank}${local_rank}"}, 3);
+  auto argv = gangrun::launch::substitute_local_rank(
+      {"p", "--out=r${local_rank}.log", "${local_rank}${local_rank}"}, 3);
   CHECK(argv == std::vector<std::string>{"p", "--out=r3.log", "33"});
 }

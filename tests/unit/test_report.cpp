@@ -1,13 +1,13 @@
+#include "report/error_file.hpp"
+#include "report/failure_summary.hpp"
+#include "report/run_report.hpp"
+
+#include <catch2/catch.hpp>
+
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <catch2/catch.hpp>
-
-#include "report/error_file.hpp"
-#include "report/failure_summary.hpp"
-#include "report/run_report.hpp"
 
 namespace fs = std::filesystem;
 using namespace gangrun::report;
@@ -62,7 +62,8 @@ TEST_CASE("report::read_worker_error reads torch's @record layout", "[report]") 
   fs::remove(file);
 }
 
-TEST_CASE("report::read_worker_error reads the flat layout and tells missing from bad", "[report]") {
+TEST_CASE("report::read_worker_error reads the flat layout and tells missing from bad",
+          "[report]") {
   fs::path flat = temp_file(R"({"message": "oops", "timestamp": 17})");
   auto read = read_worker_error(flat.string());
   REQUIRE(read);

@@ -1,11 +1,11 @@
+#include "supervise/exit_status.hpp"
+
+#include <catch2/catch.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
-
-#include <catch2/catch.hpp>
-
-#include "supervise/exit_status.hpp"
 
 using gangrun::supervise::ExitStatus;
 

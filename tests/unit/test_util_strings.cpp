@@ -1,7 +1,7 @@
-#include <catch2/catch.hpp>
-
 #include "util/signals.hpp"
 #include "util/strings.hpp"
+
+#include <catch2/catch.hpp>
 
 namespace strings = gangrun::strings;
 
