@@ -1,5 +1,6 @@
 #include "config/option_values.hpp"
 
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -28,51 +29,17 @@ std::optional<int> int_in_range(std::string_view text, int low, int high) {
 
 constexpr int k_int_max = std::numeric_limits<int>::max();
 
-struct SignalName {
-  std::string_view name;  // without "SIG"
-  int number;
-};
-
-// POSIX and Linux names, plus the aliases Python's signal module knows.
-constexpr std::array k_signal_names = {
-    SignalName{"HUP", SIGHUP},   SignalName{"INT", SIGINT},     SignalName{"QUIT", SIGQUIT},
-    SignalName{"ILL", SIGILL},   SignalName{"TRAP", SIGTRAP},   SignalName{"ABRT", SIGABRT},
-    SignalName{"IOT", SIGABRT},  SignalName{"BUS", SIGBUS},     SignalName{"FPE", SIGFPE},
-    SignalName{"KILL", SIGKILL}, SignalName{"USR1", SIGUSR1},   SignalName{"SEGV", SIGSEGV},
-    SignalName{"USR2", SIGUSR2}, SignalName{"PIPE", SIGPIPE},   SignalName{"ALRM", SIGALRM},
-    SignalName{"TERM", SIGTERM}, SignalName{"CHLD", SIGCHLD},   SignalName{"CLD", SIGCHLD},
-    SignalName{"CONT", SIGCONT}, SignalName{"STOP", SIGSTOP},   SignalName{"TSTP", SIGTSTP},
-    SignalName{"TTIN", SIGTTIN}, SignalName{"TTOU", SIGTTOU},   SignalName{"URG", SIGURG},
-    SignalName{"XCPU", SIGXCPU}, SignalName{"XFSZ", SIGXFSZ},   SignalName{"VTALRM", SIGVTALRM},
-    SignalName{"PROF", SIGPROF}, SignalName{"WINCH", SIGWINCH}, SignalName{"IO", SIGIO},
-    SignalName{"POLL", SIGPOLL}, SignalName{"PWR", SIGPWR},     SignalName{"SYS", SIGSYS},
-};
-
 Expected<int> parse_one_signal(std::string_view item) {
   std::string_view word = strings::trim(item);
   if (word.empty()) return usage("empty signal name in the list");
-  int number = 0;
-  if (std::optional<std::int64_t> value = strings::parse_int(word)) {
-    if (*value < 1 || *value > SIGRTMAX) {
-      return usage(quoted(word) + " is not a signal number (expected 1.." +
-                   std::to_string(SIGRTMAX) + ")");
-    }
-    number = static_cast<int>(*value);
-  } else {
-    std::string upper = strings::to_upper(word);
-    std::string_view bare = upper;
-    if (bare.starts_with("SIG")) bare.remove_prefix(3);
-    auto it = std::find_if(k_signal_names.begin(), k_signal_names.end(),
-                           [bare](const SignalName& entry) { return entry.name == bare; });
-    if (it == k_signal_names.end()) {
-      return usage(quoted(word) + " is not a signal name (e.g. SIGTERM, INT, 15)");
-    }
-    number = it->number;
+  std::optional<int> number = signals::from_text(word);
+  if (!number) {
+    return usage(quoted(word) + " is not a signal name or number (e.g. SIGTERM, INT, 15)");
   }
-  if (number == SIGKILL || number == SIGSTOP) {
+  if (*number == SIGKILL || *number == SIGSTOP) {
     return usage(quoted(word) + " cannot be handled: SIGKILL and SIGSTOP cannot be caught");
   }
-  return number;
+  return *number;
 }
 
 Expected<Streams> parse_stream_digit(std::string_view text, std::string_view whole) {

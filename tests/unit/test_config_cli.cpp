@@ -1,6 +1,7 @@
 // parse_command_line end to end: spellings, program passthrough, process
 // counts, node options, and every usage error a user can hit on the command line.
 #include "config/cli.hpp"
+#include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -18,28 +19,9 @@ using gangrun::config::Options;
 using gangrun::config::ProcCount;
 using gangrun::config::Source;
 
-Expected<Command> parse(const std::vector<std::string>& args, const EnvMap& env = {}) {
-  std::vector<const char*> argv = {"gangrun"};
-  for (const std::string& arg : args) argv.push_back(arg.c_str());
-  argv.push_back(nullptr);
-  return gangrun::config::parse_command_line(static_cast<int>(argv.size() - 1), argv.data(), env);
-}
-
-Options launch(std::vector<std::string> args, const EnvMap& env = {}) {
-  Expected<Command> command = parse(std::move(args), env);
-  if (!command) FAIL("unexpected error: " << command.error().message());
-  REQUIRE(command->kind == Command::Kind::launch);
-  return command->options;
-}
-
-// The usage error's message; fails the test if parsing succeeded.
-std::string usage_error(std::vector<std::string> args, const EnvMap& env = {}) {
-  Expected<Command> command = parse(std::move(args), env);
-  if (command) FAIL("expected a usage error");
-  CHECK(command.error().code() == ErrorCode::usage);
-  CHECK_FALSE(command.error().message().starts_with("gangrun:"));
-  return command.error().message();
-}
+using gangrun::config::test::launch;
+using gangrun::config::test::parse;
+using gangrun::config::test::usage_error;
 
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
@@ -287,7 +269,7 @@ TEST_CASE("config::parse_command_line reads --signals_to_handle", "[config]") {
   CHECK_THAT(usage_error({"--signals_to_handle", "SIGFOO", "x"}),
              StartsWith("--signals_to_handle: 'SIGFOO' is not a signal name"));
   CHECK_THAT(usage_error({"--signals_to_handle", "999", "x"}),
-             StartsWith("--signals_to_handle: '999' is not a signal number"));
+             StartsWith("--signals_to_handle: '999' is not a signal name or number"));
 }
 
 TEST_CASE("config::parse_command_line reads output, color and verbosity", "[config]") {

@@ -3,6 +3,7 @@
 // every way a config file can be wrong.
 #include "config/cli.hpp"
 #include "config/config_file.hpp"
+#include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -25,26 +26,9 @@ using gangrun::config::Command;
 using gangrun::config::Options;
 using gangrun::config::Source;
 
-Expected<Command> parse(const std::vector<std::string>& args, const EnvMap& env = {}) {
-  std::vector<const char*> argv = {"gangrun"};
-  for (const std::string& arg : args) argv.push_back(arg.c_str());
-  argv.push_back(nullptr);
-  return gangrun::config::parse_command_line(static_cast<int>(argv.size() - 1), argv.data(), env);
-}
-
-Options launch(std::vector<std::string> args, const EnvMap& env = {}) {
-  Expected<Command> command = parse(std::move(args), env);
-  if (!command) FAIL("unexpected error: " << command.error().message());
-  REQUIRE(command->kind == Command::Kind::launch);
-  return command->options;
-}
-
-std::string usage_error(std::vector<std::string> args, const EnvMap& env = {}) {
-  Expected<Command> command = parse(std::move(args), env);
-  if (command) FAIL("expected a usage error");
-  CHECK(command.error().code() == ErrorCode::usage);
-  return command.error().message();
-}
+using gangrun::config::test::launch;
+using gangrun::config::test::parse;
+using gangrun::config::test::usage_error;
 
 // A file in a fresh directory, removed with it at the end of the test.
 class TempFile {
