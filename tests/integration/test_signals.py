@@ -111,5 +111,27 @@ class ForwardedSignals(GangrunTestCase):
         self.assertExit(result, 0)
 
 
+def process_state(pid):
+    """The state letter of /proc/<pid>/stat ('T' stopped, 'S' sleeping, ...)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+class JobControl(GangrunTestCase):
+    def test_tstp_stops_workers_and_gangrun_and_cont_resumes_them(self):
+        proc = self.start(["--nproc_per_node", 2, *self.fake("--touch", self.ready_file(), "--sleep", 2)])
+        self.wait_ready(2)
+        pids = list(self.pid_files().values())
+        os.kill(proc.pid, signal.SIGTSTP)
+        harness.wait_for(lambda: all(process_state(p) == "T" for p in pids + [proc.pid]), 5,
+                         "workers and gangrun stopped after SIGTSTP")
+        time.sleep(2.5)  # longer than the workers' sleep: stopped, they cannot finish
+        self.assertTrue(all(process_state(p) == "T" for p in pids), "workers resumed on their own")
+        os.kill(proc.pid, signal.SIGCONT)
+        result = self.finish(proc, timeout=20)
+        self.assertEqual(result.returncode, 0, result.describe())
+        self.assert_dead(pids, what="workers after the job finished")
+
+
 if __name__ == "__main__":
     harness.main()
