@@ -2,6 +2,7 @@
 
 #include "logmux/tail_buffer.hpp"
 #include "supervise/orphans.hpp"
+#include "util/pipe.hpp"
 #include "util/signals.hpp"
 
 #include <boost/asio/posix/stream_descriptor.hpp>
@@ -26,19 +27,6 @@ namespace {
 // drained; a pipe that some unkillable process still holds open is cut off
 // after this long.
 constexpr std::chrono::milliseconds k_drain_limit{2000};
-
-struct Pipe {
-  UniqueFd read_end;
-  UniqueFd write_end;
-};
-
-Expected<Pipe> make_pipe() {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) < 0) {
-    return fail(ErrorCode::internal, "pipe2 failed: " + errno_text(errno));
-  }
-  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
-}
 
 double milliseconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();

@@ -1,5 +1,6 @@
 #include "logmux/console.hpp"
 #include "util/fd.hpp"
+#include "util/pipe.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -14,17 +15,14 @@
 using gangrun::UniqueFd;
 using gangrun::logmux::Console;
 
+using gangrun::Pipe;
+
 namespace {
 
-struct Pipe {
-  UniqueFd read_end;
-  UniqueFd write_end;
-};
-
-Pipe make_pipe() {
-  int fds[2];
-  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+gangrun::Pipe test_pipe() {
+  auto pipe = gangrun::make_pipe();
+  REQUIRE(pipe);
+  return std::move(*pipe);
 }
 
 // Whatever the pipe holds now, without waiting.
@@ -43,8 +41,8 @@ std::string read_available(int fd) {
 }  // namespace
 
 TEST_CASE("logmux::Console writes buffered lines only on flush", "[logmux]") {
-  Pipe out = make_pipe();
-  Pipe err = make_pipe();
+  Pipe out = test_pipe();
+  Pipe err = test_pipe();
   Console console(out.write_end.get(), err.write_end.get());
   console.append_line(false, "[rank0]: ", "hello\n");
   console.append_line(true, "[rank1]: ", "oops\n");
@@ -60,8 +58,8 @@ TEST_CASE("logmux::Console writes buffered lines only on flush", "[logmux]") {
 TEST_CASE("logmux::Console goes silent on a stream nobody reads", "[logmux]") {
   // gangrun ignores SIGPIPE; so must this test, or EPIPE never arrives.
   std::signal(SIGPIPE, SIG_IGN);
-  Pipe out = make_pipe();
-  Pipe err = make_pipe();
+  Pipe out = test_pipe();
+  Pipe err = test_pipe();
   Console console(out.write_end.get(), err.write_end.get());
   out.read_end.reset();
   console.append_line(false, "", "lost\n");
@@ -73,8 +71,8 @@ TEST_CASE("logmux::Console goes silent on a stream nobody reads", "[logmux]") {
 }
 
 TEST_CASE("logmux::Console waits out a full non-blocking pipe", "[logmux]") {
-  Pipe out = make_pipe();
-  Pipe err = make_pipe();
+  Pipe out = test_pipe();
+  Pipe err = test_pipe();
   int flags = ::fcntl(out.write_end.get(), F_GETFL);
   REQUIRE(::fcntl(out.write_end.get(), F_SETFL, flags | O_NONBLOCK) == 0);
 

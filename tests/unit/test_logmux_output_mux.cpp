@@ -3,6 +3,7 @@
 #include "logmux/tail_buffer.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
+#include "util/pipe.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
@@ -29,6 +30,8 @@ using gangrun::logmux::StreamRoute;
 using gangrun::logmux::TailBuffer;
 using Lines = std::vector<std::string>;
 
+using gangrun::Pipe;
+
 namespace {
 
 class TempDir {
@@ -48,15 +51,10 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-struct Pipe {
-  UniqueFd read_end;
-  UniqueFd write_end;
-};
-
-Pipe make_pipe() {
-  int fds[2];
-  REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
-  return {UniqueFd(fds[0]), UniqueFd(fds[1])};
+gangrun::Pipe test_pipe() {
+  auto pipe = gangrun::make_pipe();
+  REQUIRE(pipe);
+  return std::move(*pipe);
 }
 
 UniqueFd create_file(const std::string& path) {
@@ -112,9 +110,9 @@ TEST_CASE("logmux::OutputMux routes lines to console, file and tail", "[logmux]"
   boost::asio::io_context io;
   OutputMux mux(io, screen.console);
 
-  Pipe p0 = make_pipe();
-  Pipe p1 = make_pipe();
-  Pipe p2 = make_pipe();
+  Pipe p0 = test_pipe();
+  Pipe p1 = test_pipe();
+  Pipe p2 = test_pipe();
   TailBuffer tail0;
   TailBuffer tail1;
   int closed0 = 0;
@@ -162,7 +160,7 @@ TEST_CASE("logmux::OutputMux flushes a fragment when the worker goes quiet", "[l
   ConsoleFiles screen(dir);
   boost::asio::io_context io;
   OutputMux mux(io, screen.console);
-  Pipe pipe = make_pipe();
+  Pipe pipe = test_pipe();
   TailBuffer tail;
   int closed = 0;
   StreamRoute r = route("[p] ");
@@ -190,7 +188,7 @@ TEST_CASE("logmux::OutputMux with a negative quiet time keeps a fragment until E
   ConsoleFiles screen(dir);
   boost::asio::io_context io;
   OutputMux mux(io, screen.console);
-  Pipe pipe = make_pipe();
+  Pipe pipe = test_pipe();
   REQUIRE(mux.add_stream(std::move(pipe.read_end), route("[p] "), nullptr, {}, -1));
 
   write_text(pipe.write_end.get(), "abc");
@@ -220,7 +218,7 @@ TEST_CASE("logmux::OutputMux keeps lines whole and in order under volume", "[log
       raw[static_cast<std::size_t>(s)] +=
           "s" + std::to_string(s) + " line " + std::to_string(i) + " some payload to widen it\n";
     }
-    pipes.push_back(make_pipe());
+    pipes.push_back(test_pipe());
     StreamRoute r = route("[rank" + std::to_string(s) + "]: ");
     r.file_path = dir / ("s" + std::to_string(s) + ".log");
     REQUIRE(mux.add_stream(std::move(pipes.back().read_end), r, &tails[static_cast<std::size_t>(s)],
@@ -279,8 +277,8 @@ TEST_CASE("logmux::OutputMux close_all drains, flushes and calls back at once", 
   ConsoleFiles screen(dir);
   boost::asio::io_context io;
   OutputMux mux(io, screen.console);
-  Pipe a = make_pipe();
-  Pipe b = make_pipe();
+  Pipe a = test_pipe();
+  Pipe b = test_pipe();
   int closed_a = 0;
   int closed_b = 0;
   REQUIRE(mux.add_stream(std::move(a.read_end), route("[a] "), nullptr, [&] { ++closed_a; }));
@@ -310,8 +308,8 @@ TEST_CASE("logmux::OutputMux destroyed with open streams calls nothing back", "[
   TempDir dir;
   ConsoleFiles screen(dir);
   boost::asio::io_context io;
-  Pipe open_pipe = make_pipe();
-  Pipe done_pipe = make_pipe();
+  Pipe open_pipe = test_pipe();
+  Pipe done_pipe = test_pipe();
   int closed = 0;
   {
     auto tail = std::make_unique<TailBuffer>();
@@ -340,7 +338,7 @@ TEST_CASE("logmux::OutputMux reports a log file it cannot open", "[logmux]") {
   boost::asio::io_context io;
   OutputMux mux(io, screen.console);
   create_file(dir / "plain");
-  Pipe pipe = make_pipe();
+  Pipe pipe = test_pipe();
   StreamRoute r = route("");
   r.file_path = dir / "plain/stdout.log";  // parent is a file
   gangrun::Expected<void> added = mux.add_stream(std::move(pipe.read_end), r, nullptr, {});

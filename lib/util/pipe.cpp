@@ -1,0 +1,18 @@
+#include "util/pipe.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace gangrun {
+
+Expected<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) < 0) {
+    return fail(ErrorCode::internal, "pipe2 failed: " + errno_text(errno));
+  }
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
+}
+
+}  // namespace gangrun

@@ -1,0 +1,17 @@
+// An anonymous pipe whose two ends close themselves.
+#pragma once
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+namespace gangrun {
+
+struct Pipe {
+  UniqueFd read_end;
+  UniqueFd write_end;
+};
+
+// Both ends close-on-exec: a child gets one only through an explicit dup2.
+Expected<Pipe> make_pipe();
+
+}  // namespace gangrun
