@@ -10,7 +10,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -335,7 +334,5 @@ Gang::~Gang() = default;
 AttemptOutcome Gang::run(std::vector<WorkerLaunch> workers) {
   return impl_->run(std::move(workers));
 }
-
-std::optional<int> Gang::stop_signal() const { return impl_->stop_signal; }
 
 }  // namespace gangrun::supervise

@@ -76,9 +76,6 @@ class Gang {
   // workers and gangrun, CONT resumes them.
   AttemptOutcome run(std::vector<WorkerLaunch> workers);
 
-  // The teardown signal received so far, if any.
-  std::optional<int> stop_signal() const;
-
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

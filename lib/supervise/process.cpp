@@ -3,7 +3,6 @@
 #define BOOST_PROCESS_V2_HEADER_ONLY 1
 #define BOOST_PROCESS_USE_STD_FS 1
 
-#include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -110,7 +109,6 @@ Expected<Child> spawn(const SpawnSpec& spec) {
     return fail(ErrorCode::internal,
                 "pidfd_open(" + std::to_string(pid) + ") failed: " + errno_text(saved));
   }
-  ::fcntl(pidfd, F_SETFD, FD_CLOEXEC);
   return Child{pid, UniqueFd(pidfd)};
 }
 
