@@ -1,0 +1,85 @@
+// The vocabulary of PyTorch's c10d TCPStore wire protocol, shared by the
+// codec, the server and the client. PROTOCOL.md beside this file describes
+// the bytes; this header names them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gangrun::store {
+
+// How a connection numbers its opcodes; decided once per connection from its
+// first bytes (codec.hpp) and never changed.
+enum class Dialect {
+  // PyTorch 1.x/2.0 numbering (SET=0 .. WATCH_KEY=7, DELETE_KEY=8) plus the
+  // 2.1-era APPEND=9, MULTI_GET=10, MULTI_SET=11, CANCEL_WAIT=12.
+  legacy,
+  // The same numbering, but every request is preceded by the 4 magic bytes
+  // (a short-lived 2023 variant; accepted, never produced by our client).
+  magic_prefixed,
+  // PyTorch 2.x: VALIDATE=0 + magic first, then SET=1 .. BARRIER=18.
+  validated,
+};
+
+// One operation, independent of its number in either dialect.
+enum class Op {
+  validate,
+  set,
+  compare_set,
+  get,
+  add,
+  check,
+  wait,
+  num_keys,
+  watch_key,
+  delete_key,
+  append,
+  multi_get,
+  multi_set,
+  cancel_wait,
+  ping,
+  queue_push,
+  queue_pop,
+  queue_len,
+  list_keys,
+  barrier,
+};
+
+// The opcode byte's meaning in a dialect; nullopt for a byte that names
+// nothing there (the connection is then closed).
+std::optional<Op> op_from_byte(Dialect dialect, std::uint8_t byte);
+// The byte that names op in dialect; nullopt when the dialect lacks it
+// (watch_key in validated; validate, ping, queues, list_keys, barrier in legacy).
+std::optional<std::uint8_t> byte_for_op(Dialect dialect, Op op);
+// "SET", "MULTI_GET", ... for log lines and errors.
+std::string_view op_name(Op op);
+
+// VALIDATE's argument; on the wire (little-endian) CE F7 85 3C.
+inline constexpr std::uint32_t k_validate_magic = 0x3C85F7CEu;
+
+// One-byte reply values.
+inline constexpr std::uint8_t k_check_ready = 0;
+inline constexpr std::uint8_t k_check_not_ready = 1;
+inline constexpr std::uint8_t k_wait_stop_waiting = 0;
+inline constexpr std::uint8_t k_wait_canceled = 1;
+inline constexpr std::uint8_t k_watch_callback_registered = 3;
+
+// Bounds that keep one misbehaving client from hurting the others. Breaking
+// a per-request bound closes that connection; the store-wide bounds refuse
+// the write that would cross them (and close its connection).
+struct Limits {
+  std::size_t max_key_bytes = 8 * 1024;               // one key
+  std::size_t max_value_bytes = 8 * 1024 * 1024;      // one value, expected or desired
+  std::size_t max_keys_per_request = 128 * 1024;      // CHECK, WAIT, MULTI_GET, MULTI_SET
+  std::size_t max_request_bytes = 64 * 1024 * 1024;   // one whole request as encoded
+  std::size_t max_total_bytes = 1024 * 1024 * 1024;   // keys + values + queued items
+  std::size_t max_connections = 16 * 1024;            // open client connections
+  // Replies queued for a client that does not read them; past this the server
+  // stops reading that connection's requests until the client catches up.
+  std::size_t max_pending_reply_bytes = 16 * 1024 * 1024;
+};
+
+}  // namespace gangrun::store
