@@ -1,7 +1,7 @@
-// The only file that includes CLI11. CLI11 splits argv into option values and
-// the program; everything it finds is handed on as plain text (layering.cpp,
-// build_options.cpp), so the same checks apply to values from the
-// environment and the config file.
+// With store_cli.cpp, the only file that includes CLI11. CLI11 splits argv
+// into option values and the program; everything it finds is handed on as
+// plain text (layering.cpp, build_options.cpp), so the same checks apply to
+// values from the environment and the config file.
 #include "config/cli.hpp"
 
 #include "config/build_options.hpp"
@@ -124,10 +124,22 @@ Command text_command(Command::Kind kind, std::string text) {
 }  // namespace
 
 Expected<Command> parse_command_line(int argc, const char* const* argv, const EnvMap& env) {
+  if (argc < 1 || argv == nullptr) return usage("empty argument vector");
+  if (argc > 1 && std::string_view(argv[1]) == "store") {
+    Expected<StoreCommand> store =
+        parse_store_command(std::vector<std::string>(argv + 2, argv + argc), env);
+    if (!store) return tl::unexpected(store.error());
+    if (store->action == StoreAction::help) {
+      return text_command(Command::Kind::help, std::move(store->help_text));
+    }
+    Command command;
+    command.kind = Command::Kind::store;
+    command.store = std::move(*store);
+    return command;
+  }
   CLI::App app("gangrun", "gangrun");
   Registry registry;
   build_app(app, registry);
-  if (argc < 1 || argv == nullptr) return usage("empty argument vector");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ArgumentMismatch&) {

@@ -1,7 +1,9 @@
-// The command line of a launch, and the only user of CLI11.
+// The command line of a launch (and the dispatch to `gangrun store`); with
+// store_cli.cpp, the only user of CLI11.
 #pragma once
 
 #include "config/options.hpp"
+#include "config/store_cli.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -11,10 +13,11 @@ namespace gangrun::config {
 
 // What the command line asked for.
 struct Command {
-  enum class Kind { launch, help, version };
+  enum class Kind { launch, help, version, store };
   Kind kind = Kind::launch;
-  Options options;   // valid when kind == launch
-  std::string text;  // help or version text when kind != launch
+  Options options;     // valid when kind == launch
+  StoreCommand store;  // valid when kind == store
+  std::string text;    // help or version text when kind != launch
 };
 
 // Parses argv (argv[0] is the program name) and layers every option value:

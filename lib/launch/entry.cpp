@@ -5,6 +5,7 @@
 #include "launch/logging.hpp"
 #include "launch/plan.hpp"
 #include "launch/run.hpp"
+#include "launch/store_command.hpp"
 #include "util/exit_codes.hpp"
 
 #include <spdlog/spdlog.h>
@@ -39,6 +40,12 @@ int launch_main(int argc, char** argv) {
   EnvMap env = current_environment();
   auto command = config::parse_command_line(argc, argv, env);
   if (!command) return report_error(command.error());
+  if (command->kind == config::Command::Kind::store) {
+    launch::setup_logging(0, config::ColorMode::automatic);
+    auto code = launch::run_store_command(command->store);
+    if (!code) return report_error(code.error());
+    return *code;
+  }
   if (command->kind != config::Command::Kind::launch) {
     std::cout << command->text;
     if (!command->text.empty() && command->text.back() != '\n') std::cout << '\n';

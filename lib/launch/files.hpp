@@ -33,13 +33,4 @@ class RunDirectory {
   bool temporary_ = false;
 };
 
-// A TCP port on host that nothing listens on right now (bind to port 0, read
-// the port, close). Fails with ErrorCode::store naming the address.
-Expected<int> pick_free_port(const std::string& host);
-
-// Fails with ErrorCode::store when host is an address of this machine and
-// something already listens on port there (the store would not start);
-// succeeds when the port is free or host is not local (another node hosts it).
-Expected<void> check_port_free(const std::string& host, int port);
-
 }  // namespace gangrun::launch

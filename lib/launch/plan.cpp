@@ -151,8 +151,8 @@ EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker, int at
       {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)},
       {"TORCHELASTIC_MAX_RESTARTS", std::to_string(plan.options.max_restarts)},
       {"TORCHELASTIC_RUN_ID", plan.run_id},
-      // Until gangrun hosts the store itself, rank 0 hosts PyTorch's.
-      {"TORCHELASTIC_USE_AGENT_STORE", "False"},
+      // Workers are clients of the store gangrun hosts (launch/agent_store.hpp).
+      {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_ERROR_FILE", worker_dir(run_dir, attempt, worker.local_rank) + "/error.json"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", inherited_or("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")},
       {"NCCL_ASYNC_ERROR_HANDLING", inherited_or("NCCL_ASYNC_ERROR_HANDLING", "1")},

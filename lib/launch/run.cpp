@@ -1,5 +1,6 @@
 #include "launch/run.hpp"
 
+#include "launch/agent_store.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/files.hpp"
 #include "logmux/console.hpp"
@@ -123,24 +124,19 @@ RunResult run(const LaunchPlan& plan) {
                  subreaper.error().describe());
   }
 
-  std::string master_port;
-  if (plan.master_port) {
-    master_port = std::to_string(*plan.master_port);
-    // Rank 0 will host the store here: a taken port would only show up as a
-    // worker's bind error, after every worker started.
-    if (plan.node_rank == 0) {
-      if (auto free = check_port_free(plan.master_addr, *plan.master_port); !free) {
-        spdlog::error("{}", free.error().describe());
-        return {free.error().exit_code(), std::nullopt};
-      }
+  boost::asio::io_context io;
+  // Node 0 hosts the store every worker meets through, inside this event
+  // loop, from before the first worker starts until after the last one ends.
+  std::unique_ptr<store::Server> agent_store;
+  std::string master_port = plan.master_port ? std::to_string(*plan.master_port) : "";
+  if (plan.node_rank == 0) {
+    auto started = start_agent_store(io, plan);
+    if (!started) {
+      spdlog::error("{}", started.error().describe());
+      return {started.error().exit_code(), std::nullopt};
     }
-  } else {
-    auto port = pick_free_port(plan.master_addr);
-    if (!port) {
-      spdlog::error("{}", port.error().describe());
-      return {exit_codes::k_store, std::nullopt};
-    }
-    master_port = std::to_string(*port);
+    agent_store = std::move(*started);
+    master_port = std::to_string(agent_store->port());
   }
 
   auto run_dir = RunDirectory::create(
@@ -157,7 +153,6 @@ RunResult run(const LaunchPlan& plan) {
   record.plan = plan_to_json(plan);
   record.started_at = std::chrono::system_clock::now();
 
-  boost::asio::io_context io;
   logmux::Console console;
   supervise::Gang gang(
       io, console,
@@ -165,6 +160,10 @@ RunResult run(const LaunchPlan& plan) {
        plan.teardown_signals});
 
   for (int attempt = 0; attempt <= plan.options.max_restarts; ++attempt) {
+    // Keys of one attempt must not leak into the next: 1.13 workers prefix
+    // their keys with the attempt, newer ones do not. Every worker of the
+    // last attempt is gone, so nobody loses a connection it still needs.
+    if (attempt > 0 && agent_store) agent_store->reset();
     if (auto prepared = run_dir->prepare_attempt(attempt, plan.local_world_size); !prepared) {
       spdlog::error("{}", prepared.error().describe());
       return {prepared.error().exit_code(), std::nullopt};

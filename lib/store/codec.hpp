@@ -45,7 +45,8 @@ class RequestDecoder {
  public:
   explicit RequestDecoder(Limits limits) : limits_(limits) {}
 
-  // Appends bytes received from the connection.
+  // Appends bytes received from the connection; once the decoder has failed
+  // they are dropped (the connection is being closed anyway).
   void feed(std::string_view bytes);
 
   // The next whole request, nullopt when more bytes are needed. An error
@@ -61,15 +62,37 @@ class RequestDecoder {
   std::size_t buffered_bytes() const { return buffer_.size() - consumed_; }
 
  private:
+  // The request being reassembled. It is kept between calls, field by field,
+  // so that a large request arriving in small pieces is parsed once rather
+  // than once per piece. Offsets count from the request's first byte, which
+  // is buffer_[consumed_].
+  struct Pending {
+    Request request;
+    std::size_t parsed = 0;   // bytes already decoded into request
+    std::size_t field = 0;    // index of the next field after the opcode
+    std::uint64_t count = 0;  // keys announced by CHECK, WAIT, MULTI_GET, MULTI_SET
+  };
+
+  Expected<std::optional<Request>> decode();
+  Expected<bool> detect_dialect();
+  Expected<bool> start_request();
+  Expected<bool> read_fields();
+
   Limits limits_;
   std::optional<Dialect> dialect_;
   std::string buffer_;
   std::size_t consumed_ = 0;
   std::optional<Error> failed_;
+  std::optional<Pending> pending_;
+  // Buffered bytes the pending request needs before decoding can go on.
+  std::size_t needed_ = 0;
+  std::size_t requests_returned_ = 0;
 };
 
 // The bytes of request in dialect (legacy or validated), as a PyTorch client
-// would send them. Fails with ErrorCode::usage if the dialect lacks the op.
+// would send them; magic_prefixed puts the 4 magic bytes in front. Fails with
+// ErrorCode::usage if the dialect lacks the op or the request's keys and
+// values do not have the shape the op takes (see Request).
 Expected<std::string> encode_request(Dialect dialect, const Request& request);
 
 // Reply writers: append one field to out.

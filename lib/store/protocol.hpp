@@ -71,12 +71,12 @@ inline constexpr std::uint8_t k_watch_callback_registered = 3;
 // a per-request bound closes that connection; the store-wide bounds refuse
 // the write that would cross them (and close its connection).
 struct Limits {
-  std::size_t max_key_bytes = 8 * 1024;               // one key
-  std::size_t max_value_bytes = 8 * 1024 * 1024;      // one value, expected or desired
-  std::size_t max_keys_per_request = 128 * 1024;      // CHECK, WAIT, MULTI_GET, MULTI_SET
-  std::size_t max_request_bytes = 64 * 1024 * 1024;   // one whole request as encoded
-  std::size_t max_total_bytes = 1024 * 1024 * 1024;   // keys + values + queued items
-  std::size_t max_connections = 16 * 1024;            // open client connections
+  std::size_t max_key_bytes = 8 * 1024;              // one key
+  std::size_t max_value_bytes = 8 * 1024 * 1024;     // one value, expected or desired
+  std::size_t max_keys_per_request = 128 * 1024;     // CHECK, WAIT, MULTI_GET, MULTI_SET
+  std::size_t max_request_bytes = 64 * 1024 * 1024;  // one whole request as encoded
+  std::size_t max_total_bytes = 1024 * 1024 * 1024;  // keys + values + queued items
+  std::size_t max_connections = 16 * 1024;           // open client connections
   // Replies queued for a client that does not read them; past this the server
   // stops reading that connection's requests until the client catches up.
   std::size_t max_pending_reply_bytes = 16 * 1024 * 1024;

@@ -31,10 +31,10 @@ struct ServerSettings {
 };
 
 struct ServerStats {
-  std::size_t connections = 0;        // open now
-  std::size_t keys = 0;               // GETNUMKEYS
-  std::size_t stored_bytes = 0;       // against limits.max_total_bytes
-  std::uint64_t requests = 0;         // served since start
+  std::size_t connections = 0;            // open now
+  std::size_t keys = 0;                   // GETNUMKEYS
+  std::size_t stored_bytes = 0;           // against limits.max_total_bytes
+  std::uint64_t requests = 0;             // served since start
   std::uint64_t connections_refused = 0;  // over max_connections
   std::uint64_t connections_closed_for_errors = 0;
 };

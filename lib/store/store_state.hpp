@@ -12,9 +12,9 @@
 
 #include <cstdint>
 #include <deque>
-#include <map>
-#include <set>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -25,10 +25,10 @@ using ConnectionId = std::uint64_t;
 
 // What handling one request asks the server to do.
 struct Effects {
-  // Bytes for connections that were waiting (WAIT, BARRIER, a blocked queue
-  // pop) and are now released, in the order they were released. A wakeup may
-  // be for the requesting connection itself; the server sends wakeups before
-  // reply, which keeps each connection's replies in request order.
+  // Bytes for connections that were waiting (WAIT, BARRIER; a blocked queue
+  // pop is a WAIT on the queue's key) and are now released, in the order they were released. A
+  // wakeup may be for the requesting connection itself; the server sends wakeups before reply,
+  // which keeps each connection's replies in request order.
   std::vector<std::pair<ConnectionId, std::string>> wakeups;
   // Bytes to send to the requesting connection (empty for SET and friends,
   // and for a WAIT that now waits).
@@ -62,19 +62,61 @@ class StoreState {
   bool is_waiting(ConnectionId connection) const;
 
  private:
-  // Implementation state; see store_state.cpp.
-  struct Waiter {
-    std::size_t missing = 0;        // keys still absent (WAIT) 
-    std::int64_t barrier_target = 0;  // BARRIER: release when the counter reaches it
-    std::vector<std::string> keys;  // the keys it is registered under
-    bool queue_pop = false;         // a blocked pop: released by one QUEUE_PUSH
+  // Waiting, in short (store_state.cpp has the details): a pending WAIT or
+  // BARRIER is one Waiter per connection, counting the keys it still needs,
+  // plus one Registration in the list of each of those keys. A write of a key
+  // moves its whole list out and decrements each live waiter once, so
+  // releasing K waiters costs O(K). Cancelling erases only the Waiter; the
+  // Registrations it leaves behind are recognised as stale by their ticket
+  // and compacted away once they are half of a key's list.
+  struct Registration {
+    ConnectionId connection = 0;
+    std::uint64_t ticket = 0;  // the Waiter it belongs to, unless stale
   };
+  struct KeyWaiters {
+    std::deque<Registration> registrations;  // oldest first
+    std::size_t stale = 0;                   // at most this many are stale
+  };
+  struct Waiter {
+    std::uint64_t ticket = 0;
+    std::size_t missing = 0;        // writes of its keys still needed
+    std::vector<std::string> keys;  // distinct keys it is registered under
+  };
+
+  // One handler per operation family; each appends to effects.
+  void handle_write(const Request& request, Effects& effects);
+  void handle_read(const Request& request, Effects& effects);
+  void handle_counter(ConnectionId from, const Request& request, Effects& effects);
+  void handle_queue(const Request& request, Effects& effects);
+  void handle_wait(ConnectionId from, const Request& request, Effects& effects);
+
+  bool exists(const std::string& key) const;
+  // True when `after` (stored_bytes_ once the write is done) is within
+  // max_total_bytes; otherwise sets effects.close_reason.
+  bool admit(std::size_t after, Effects& effects) const;
+  // Stores value at key, keeping stored_bytes_ exact; no limit check, no wakeups.
+  void put_value(const std::string& key, std::string_view value);
+  // The counter at key plus delta, stored as decimal text (ADD, BARRIER);
+  // nullopt with close_reason set when the value is not a number, the sum
+  // overflows, or the store is full.
+  std::optional<std::int64_t> add_to_counter(const std::string& key, std::int64_t delta,
+                                             Effects& effects);
+
+  void register_waiter(ConnectionId connection, std::vector<std::string> keys);
+  void cancel_wait(ConnectionId connection);
+  void wake_all(const std::string& key, Effects& effects);
+  void wake_oldest(const std::string& key, Effects& effects);
+  void release(std::unordered_map<ConnectionId, Waiter>::iterator waiter, Effects& effects);
+  bool is_live(const Registration& registration) const;
+  void drop_stale(std::unordered_map<std::string, KeyWaiters>::iterator key_waiters);
 
   Limits limits_;
   std::unordered_map<std::string, std::string> values_;
+  // Only non-empty queues are kept, so "a queue exists" means it has items.
   std::unordered_map<std::string, std::deque<std::string>> queues_;
-  std::unordered_map<std::string, std::vector<ConnectionId>> waiters_by_key_;
+  std::unordered_map<std::string, KeyWaiters> waiters_by_key_;
   std::unordered_map<ConnectionId, Waiter> waiters_;
+  std::uint64_t next_ticket_ = 0;
   std::size_t stored_bytes_ = 0;
 };
 

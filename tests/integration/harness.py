@@ -84,9 +84,8 @@ CONDITIONAL_WORKER_VARIABLES = ("OMP_NUM_THREADS",)
 VISIBILITY_VARIABLES = (
     "CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
 )
-# The brief says "False" until gangrun hosts the store for its workers (DESIGN.md 7 says
-# "True" then).
-EXPECTED_USE_AGENT_STORE = "False"
+# gangrun hosts the store its workers meet through (DESIGN.md section 7).
+EXPECTED_USE_AGENT_STORE = "True"
 
 # --dry-run --json: {"workers": [{"rank", "local_rank", "argv": [...], "env": {...}}, ...]}
 DRY_RUN_WORKERS_KEY = "workers"

@@ -69,7 +69,7 @@ TEST_CASE("launch::worker_variables sets torchrun's contract", "[launch]") {
   CHECK(vars.at("TORCHELASTIC_RESTART_COUNT") == "1");
   CHECK(vars.at("TORCHELASTIC_MAX_RESTARTS") == "2");
   CHECK(vars.at("TORCHELASTIC_RUN_ID") == "job7");
-  CHECK(vars.at("TORCHELASTIC_USE_AGENT_STORE") == "False");
+  CHECK(vars.at("TORCHELASTIC_USE_AGENT_STORE") == "True");
   CHECK(vars.at("TORCHELASTIC_ERROR_FILE") == "/run/attempt_1/3/error.json");
   CHECK(vars.at("NCCL_ASYNC_ERROR_HANDLING") == "0");
   CHECK(vars.at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");

@@ -1,0 +1,32 @@
+#include "launch/agent_store.hpp"
+
+#include "util/strings.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace gangrun::launch {
+
+std::string agent_store_bind_host(const LaunchPlan& plan) {
+  return plan.nnodes > 1 ? "::" : plan.master_addr;
+}
+
+Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_context& io,
+                                                           const LaunchPlan& plan) {
+  store::ServerSettings settings;
+  settings.host = agent_store_bind_host(plan);
+  settings.port = plan.master_port.value_or(0);
+  auto server = store::Server::start(io, settings);
+  if (!server) {
+    std::string message = "cannot host the workers' store: " + server.error().message();
+    if (plan.master_port) {
+      message +=
+          "; choose another --master_port, or leave it out on a single node to get a "
+          "free one";
+    }
+    return fail(ErrorCode::store, message);
+  }
+  spdlog::debug("store: listening on {}", strings::join((*server)->endpoints(), ", "));
+  return server;
+}
+
+}  // namespace gangrun::launch

@@ -1,0 +1,185 @@
+"""The store survives bad clients (issue: TCP store, must show 4): garbage, truncated
+requests, absurd lengths, silent clients, ten thousand idle connections, clients that
+stop reading, and every limit. In each case the bad connection (only) is closed or left
+alone, other clients keep being served, and the server's memory stays bounded."""
+
+import random
+import resource
+import socket
+import time
+
+import harness
+import store_wire
+from harness import GangrunTestCase
+from store_wire import LEGACY, Legacy, Validated, blob, i64, u64
+
+MIB = 1024
+
+
+def served(store):
+    """A fresh client gets correct answers right now."""
+    with Legacy(store.port, timeout=10) as c:
+        c.set("/probe", b"ok")
+        return c.get("/probe") == b"ok" and c.add("/probe_count", 1) >= 1
+
+
+class Robustness(GangrunTestCase):
+    def test_random_bytes_close_only_the_sender(self):
+        with store_wire.ServedStore(self) as store, Legacy(store.port) as bystander:
+            bystander.set("/kept", b"v")
+            rng = random.Random(1234)
+            for round_ in range(50):
+                with store_wire.Wire(store.port) as noisy:
+                    noisy.send(bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 4096))))
+                    noisy.closed_within(0.05)  # closed, or waiting for more bytes: both fine
+                self.assertEqual(bystander.get("/kept"), b"v", f"round {round_}")
+            self.assertTrue(served(store))
+
+    def test_truncated_requests_then_disconnect(self):
+        full = bytes([LEGACY["SET"]]) + blob("/trunc") + blob(b"x" * 1000)
+        with store_wire.ServedStore(self) as store:
+            for cut in (1, 5, 9, 15, 17, 500, len(full) - 1):
+                with store_wire.Wire(store.port) as c:
+                    c.send(full[:cut])
+            self.assertTrue(served(store))
+            with Legacy(store.port) as c:
+                self.assertEqual(c.num_keys(), 2, "a truncated SET must store nothing")  # probe keys only
+
+    def test_oversized_length_fields_close_at_once(self):
+        with store_wire.ServedStore(self) as store:
+            for length in (2**63, 2**64 - 1, 2**40):
+                for prefix in (bytes([LEGACY["SET"]]), bytes([LEGACY["GET"]])):
+                    with store_wire.Wire(store.port) as c:
+                        c.send(prefix + u64(length))
+                        self.assertTrue(c.closed_within(5), f"length {length} was not refused")
+            with store_wire.Wire(store.port) as c:  # a key count of 2^63 in WAIT
+                c.send(bytes([LEGACY["WAIT"]]) + u64(2**63))
+                self.assertTrue(c.closed_within(5))
+            self.assertTrue(served(store))
+            self.assertLess(store_wire.vm_rss_kib(store.pid), 64 * MIB)
+            self.assertIn("over the", store.log())
+
+    def test_a_client_that_never_sends_is_left_alone(self):
+        with store_wire.ServedStore(self) as store, store_wire.Wire(store.port) as silent:
+            self.assertTrue(served(store))
+            self.assertTrue(silent.nothing_within(1.0), "the silent connection was closed or answered")
+            self.assertTrue(served(store))
+
+    def test_ten_thousand_idle_connections(self):
+        wanted = 10_000
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < wanted + 200:
+            self.skipTest(f"the open-file hard limit is {hard}; this test needs {wanted + 200}")
+        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, wanted + 200), hard))
+        try:
+            with store_wire.ServedStore(self) as store:
+                rss_before = store_wire.vm_rss_kib(store.pid)
+                sockets = []
+                try:
+                    for _ in range(wanted):
+                        sockets.append(socket.create_connection(("127.0.0.1", store.port), timeout=30))
+                    harness.wait_for(lambda: self.open_sockets(store.pid) >= wanted, 60,
+                                     f"the server to hold {wanted} connections")
+                    self.assertTrue(served(store))
+                    rss = store_wire.vm_rss_kib(store.pid)
+                    per_connection = (rss - rss_before) * 1024 / wanted
+                    self.assertLess(per_connection, 4096, f"{per_connection:.0f} bytes per idle connection")
+                finally:
+                    for s in sockets:
+                        s.close()
+                harness.wait_for(lambda: self.open_sockets(store.pid) < 10, 60, "the server to let go")
+                self.assertTrue(served(store))
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    @staticmethod
+    def open_sockets(pid):
+        import os
+        count = 0
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                    count += 1
+            except OSError:
+                pass
+        return count
+
+    def test_a_client_that_stops_reading_replies(self):
+        value = b"v" * (1 << 20)
+        with store_wire.ServedStore(self) as store:
+            with Validated(store.port) as writer:
+                writer.set("/big", value)
+                writer.ping(1)
+            greedy = store_wire.Wire(store.port)
+            greedy.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            request = bytes([LEGACY["GET"]]) + blob("/big")
+            greedy.sock.setblocking(False)
+            sent = 0
+            deadline = time.monotonic() + 10
+            # Ask for 1 MiB a hundred times over (100 MiB of replies) and read none of it.
+            while sent < 100 * len(request) and time.monotonic() < deadline:
+                try:
+                    sent += greedy.sock.send(request)
+                except BlockingIOError:
+                    time.sleep(0.01)
+            time.sleep(1.0)
+            self.assertTrue(served(store), "other clients must be served while one does not read")
+            # Default --max-pending-reply-bytes is 16 MiB; the rest of the replies are never made.
+            self.assertLess(store_wire.vm_rss_kib(store.pid), 80 * MIB)
+            greedy.close()
+            self.assertTrue(served(store))
+
+    def test_limits_close_the_offending_connection(self):
+        with store_wire.ServedStore(self, "--max-key-bytes", 16, "--max-value-bytes", 64,
+                                    "--max-keys-per-request", 4, "--max-store-bytes", 4096) as store:
+            cases = {
+                "long key": bytes([LEGACY["SET"]]) + blob("k" * 17) + blob("v"),
+                "long value": bytes([LEGACY["SET"]]) + blob("/k") + blob("v" * 65),
+                "too many keys": bytes([LEGACY["CHECK"]]) + u64(5) + b"".join(blob(f"/{i}") for i in range(5)),
+            }
+            for what, request in cases.items():
+                with store_wire.Wire(store.port) as c:
+                    c.send(request)
+                    self.assertTrue(c.closed_within(5), what)
+            with Legacy(store.port) as c:
+                try:
+                    for i in range(100):  # 100 * (3 + 64) bytes > 4096: the store fills up
+                        c.set(f"/{i:02}", b"v" * 64)
+                        time.sleep(0.001)
+                except OSError:
+                    pass  # closed by the server part way: what we want
+                self.assertTrue(c.closed_within(5), "a write past --max-store-bytes must be refused")
+            with Legacy(store.port) as c:
+                stored = c.num_keys()
+                self.assertTrue(0 < stored < 100, stored)
+                c.op("GET", blob("/00"))
+                self.assertEqual(c.blob(), b"v" * 64)
+            self.assertIn("--max-key-bytes", store.log())
+            self.assertIn("full", store.log())
+
+    def test_connection_limit(self):
+        with store_wire.ServedStore(self, "--max-connections", 3) as store:
+            held = [Legacy(store.port) for _ in range(3)]
+            try:
+                for i, c in enumerate(held):
+                    c.set(f"/h{i}", b"x")
+                    self.assertEqual(c.get(f"/h{i}"), b"x")
+                with store_wire.Wire(store.port) as extra:
+                    self.assertTrue(extra.closed_within(5), "a fourth connection should be refused")
+                self.assertEqual(held[0].num_keys(), 3)
+            finally:
+                for c in held:
+                    c.close()
+            harness.wait_for(lambda: served_or_none(store), 10, "a new connection after others closed")
+            self.assertIn("refusing", store.log())
+
+
+def served_or_none(store):
+    try:
+        return served(store)
+    except OSError:
+        return None
+
+
+if __name__ == "__main__":
+    harness.main()
