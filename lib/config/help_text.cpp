@@ -87,7 +87,10 @@ void append_option(std::string& out, const OptionSpec& spec, std::size_t width) 
 }  // namespace
 
 std::string help_text(std::size_t width) {
-  std::string out = "Usage: gangrun [OPTIONS] [--] PROGRAM [ARGS...]\n\n";
+  std::string out =
+      "Usage: gangrun [OPTIONS] [--] PROGRAM [ARGS...]\n"
+      "       gangrun store serve|get|set|add|wait|check|delete|keys|num-keys ...  "
+      "(gangrun store --help)\n\n";
   append_paragraph(out, k_intro, width);
   const std::vector<OptionSpec>& table = option_table();
   for (std::size_t i = 0; i < table.size(); ++i) {

@@ -16,6 +16,12 @@ Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_conte
   settings.host = agent_store_bind_host(plan);
   settings.port = plan.master_port.value_or(0);
   auto server = store::Server::start(io, settings);
+  if (!server && settings.host == "::") {
+    // A host without IPv6 cannot bind "::"; serve every IPv4 interface then,
+    // as PyTorch's server does.
+    settings.host = "0.0.0.0";
+    server = store::Server::start(io, settings);
+  }
   if (!server) {
     std::string message = "cannot host the workers' store: " + server.error().message();
     if (plan.master_port) {

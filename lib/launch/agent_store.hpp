@@ -15,7 +15,8 @@ namespace gangrun::launch {
 
 // The address the agent store listens on: the master address on a single
 // node (loopback by default, so nothing outside the machine can reach it),
-// every interface when other nodes must reach it.
+// every interface ("::", or "0.0.0.0" where IPv6 is off) when other nodes
+// must reach it.
 std::string agent_store_bind_host(const LaunchPlan& plan);
 
 // Starts the agent store on io (gangrun's event loop) at the plan's master

@@ -2,8 +2,9 @@
 // the io_context given to start(), which the owner drives (gangrun's one
 // event loop during a launch, or `gangrun store serve`'s own loop).
 //
-// Each connection is read into one shared scratch buffer when the socket is
-// readable, so an idle connection costs a socket and a few hundred bytes.
+// Each connection reads into a 256-byte inbox, and through one shared scratch
+// buffer when more is waiting, so an idle connection costs a socket and well
+// under a kilobyte.
 // A connection that breaks a limit or sends bytes that are not a request is
 // closed and logged (spdlog warning) and nothing else happens; one that stops
 // reading its replies stops being read once max_pending_reply_bytes are

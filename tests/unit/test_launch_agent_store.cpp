@@ -1,0 +1,48 @@
+#include "launch/agent_store.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+using gangrun::ErrorCode;
+using gangrun::launch::agent_store_bind_host;
+using gangrun::launch::LaunchPlan;
+using gangrun::launch::start_agent_store;
+
+namespace {
+
+LaunchPlan plan_for(int nnodes, std::optional<int> port) {
+  LaunchPlan plan;
+  plan.nnodes = nnodes;
+  plan.master_addr = "127.0.0.1";
+  plan.master_port = port;
+  return plan;
+}
+
+}  // namespace
+
+TEST_CASE("the agent store listens on the master address on one node, everywhere on several",
+          "[launch][store]") {
+  CHECK(agent_store_bind_host(plan_for(1, std::nullopt)) == "127.0.0.1");
+  CHECK(agent_store_bind_host(plan_for(2, 29500)) == "::");
+}
+
+TEST_CASE("the agent store takes a free port unless one is given", "[launch][store]") {
+  boost::asio::io_context io;
+  auto first = start_agent_store(io, plan_for(1, std::nullopt));
+  REQUIRE(first);
+  int port = (*first)->port();
+  CHECK(port > 0);
+
+  SECTION("another store gets another free port") {
+    auto second = start_agent_store(io, plan_for(1, std::nullopt));
+    REQUIRE(second);
+    CHECK((*second)->port() != port);
+  }
+  SECTION("a taken port is a store error that names it and says what to do") {
+    auto clash = start_agent_store(io, plan_for(1, port));
+    REQUIRE_FALSE(clash);
+    CHECK(clash.error().code() == ErrorCode::store);
+    CHECK_THAT(clash.error().message(), Catch::Contains("127.0.0.1:" + std::to_string(port)));
+    CHECK_THAT(clash.error().message(), Catch::Contains("--master_port"));
+  }
+}
