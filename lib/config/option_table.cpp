@@ -1,5 +1,7 @@
 #include "config/option_table.hpp"
 
+#include "util/strings.hpp"
+
 #include <algorithm>
 
 namespace gangrun::config {
@@ -268,28 +270,13 @@ const OptionSpec* find_option(std::string_view long_name) {
 }
 
 std::string closest_spelling(std::string_view typed) {
-  // Levenshtein distance, one row at a time.
-  auto distance = [](std::string_view a, std::string_view b) {
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-      std::size_t diagonal = row[0];
-      row[0] = i;
-      for (std::size_t j = 1; j <= b.size(); ++j) {
-        std::size_t above = row[j];
-        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-        diagonal = above;
-      }
-    }
-    return row[b.size()];
-  };
   std::string_view bare = typed.substr(0, typed.find('='));
   while (bare.starts_with('-')) bare.remove_prefix(1);
   std::string best;
   std::size_t best_distance = bare.size() < 6 ? 1 : 2;  // short words: only one edit away
   for (const OptionSpec& spec : option_table()) {
     for (const std::string& spelling : long_spellings(spec)) {
-      std::size_t d = distance(bare, spelling);
+      std::size_t d = strings::edit_distance(bare, spelling);
       if (d <= best_distance && (best.empty() || d < best_distance)) {
         best = "--" + spelling;
         best_distance = d;

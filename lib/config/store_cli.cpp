@@ -195,27 +195,12 @@ void build_app(CLI::App& app, Words& words, Parsed& parsed) {
 
 // ---- did you mean ------------------------------------------------------------
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      std::size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 // The candidate closest to typed, if it is close enough to be a typo.
 std::string closest(std::string_view typed, const std::vector<std::string>& candidates) {
   std::string best;
   std::size_t best_distance = std::max<std::size_t>(2, typed.size() / 3) + 1;
   for (const std::string& candidate : candidates) {
-    std::size_t distance = edit_distance(typed, candidate);
+    std::size_t distance = strings::edit_distance(typed, candidate);
     if (distance < best_distance) {
       best = candidate;
       best_distance = distance;

@@ -78,20 +78,6 @@ std::string keys_text(const std::vector<std::string>& keys) {
   return out;
 }
 
-// Request's fields, in its order (designated initializers that skip fields
-// trip -Wmissing-field-initializers).
-Request make_request(Op op, std::vector<std::string> keys = {},
-                     std::vector<std::string> values = {}, std::int64_t number = 0,
-                     std::uint32_t word = 0) {
-  Request r;
-  r.op = op;
-  r.keys = std::move(keys);
-  r.values = std::move(values);
-  r.number = number;
-  r.word = word;
-  return r;
-}
-
 enum class Io { ok, timed_out, closed, failed };
 struct IoResult {
   Io status = Io::ok;

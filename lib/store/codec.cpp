@@ -23,6 +23,17 @@ void put_raw(std::string& out, T value) {
 
 }  // namespace
 
+Request make_request(Op op, std::vector<std::string> keys, std::vector<std::string> values,
+                     std::int64_t number, std::uint32_t word) {
+  Request request;
+  request.op = op;
+  request.keys = std::move(keys);
+  request.values = std::move(values);
+  request.number = number;
+  request.word = word;
+  return request;
+}
+
 void put_u8(std::string& out, std::uint8_t value) { out.push_back(static_cast<char>(value)); }
 void put_u32(std::string& out, std::uint32_t value) { put_raw(out, value); }
 void put_i64(std::string& out, std::int64_t value) { put_raw(out, value); }

@@ -41,6 +41,12 @@ struct Request {
   bool operator==(const Request&) const = default;
 };
 
+// A Request with its fields in declaration order (the struct has no
+// constructor so that it stays an aggregate).
+Request make_request(Op op, std::vector<std::string> keys = {},
+                     std::vector<std::string> values = {}, std::int64_t number = 0,
+                     std::uint32_t word = 0);
+
 class RequestDecoder {
  public:
   explicit RequestDecoder(Limits limits) : limits_(limits) {}

@@ -1,6 +1,7 @@
 // Small string helpers shared by every module.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -44,6 +45,10 @@ std::string expand_template(std::string_view text, Lookup&& lookup) {
   out.append(text.substr(pos));
   return out;
 }
+
+// Levenshtein distance: the fewest single-character insertions, deletions
+// and substitutions that turn a into b (for "did you mean" suggestions).
+std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // Quotes a word for a POSIX shell only when it needs it (for printing commands).
 std::string shell_quote(std::string_view word);

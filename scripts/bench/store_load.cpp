@@ -46,12 +46,8 @@ using Clock = std::chrono::steady_clock;
 
 std::string request(store::Op op, std::vector<std::string> keys, std::vector<std::string> values,
                     std::int64_t number = 0) {
-  store::Request r;
-  r.op = op;
-  r.keys = std::move(keys);
-  r.values = std::move(values);
-  r.number = number;
-  auto bytes = store::encode_request(store::Dialect::legacy, r);
+  auto bytes = store::encode_request(
+      store::Dialect::legacy, store::make_request(op, std::move(keys), std::move(values), number));
   if (!bytes) {
     std::fprintf(stderr, "store_load: %s\n", bytes.error().describe().c_str());
     std::exit(1);

@@ -114,38 +114,12 @@ class Wire:
         return False
 
 
-class Validated(Wire):
-    """A connection speaking the 2.x dialect: VALIDATE + PING sent on connect."""
+    # ---- requests by name, in the numbering of the subclass's dialect
 
-    def __init__(self, port, host="127.0.0.1", timeout=10.0):
-        super().__init__(port, host, timeout)
-        self.send(VALIDATE_BYTES + bytes([VALIDATED["PING"]]) + u32(4242))
-        assert self.u32() == 4242, "PING was not echoed"
+    OPCODES = {}
 
     def op(self, name, payload=b""):
-        self.send(bytes([VALIDATED[name]]) + payload)
-
-    def ping(self, nonce):
-        self.op("PING", u32(nonce))
-        return self.u32()
-
-    def set(self, key, value):
-        self.op("SET", blob(key) + blob(value))
-
-    def get(self, key):
-        self.op("GET", blob(key))
-        return self.blob()
-
-    def add(self, key, delta):
-        self.op("ADD", blob(key) + i64(delta))
-        return self.i64()
-
-
-class Legacy(Wire):
-    """A connection speaking the 1.13 dialect."""
-
-    def op(self, name, payload=b""):
-        self.send(bytes([LEGACY[name]]) + payload)
+        self.send(bytes([self.OPCODES[name]]) + payload)
 
     def set(self, key, value):
         self.op("SET", blob(key) + blob(value))
@@ -161,6 +135,27 @@ class Legacy(Wire):
     def num_keys(self):
         self.op("GETNUMKEYS")
         return self.i64()
+
+
+class Validated(Wire):
+    """A connection speaking the 2.x dialect: VALIDATE + PING sent on connect."""
+
+    OPCODES = VALIDATED
+
+    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+        super().__init__(port, host, timeout)
+        self.send(VALIDATE_BYTES + bytes([VALIDATED["PING"]]) + u32(4242))
+        assert self.u32() == 4242, "PING was not echoed"
+
+    def ping(self, nonce):
+        self.op("PING", u32(nonce))
+        return self.u32()
+
+
+class Legacy(Wire):
+    """A connection speaking the 1.13 dialect."""
+
+    OPCODES = LEGACY
 
 
 def vm_rss_kib(pid):

@@ -19,6 +19,7 @@ using gangrun::store::byte_for_op;
 using gangrun::store::Dialect;
 using gangrun::store::encode_request;
 using gangrun::store::Limits;
+using gangrun::store::make_request;
 using gangrun::store::Op;
 using gangrun::store::op_name;
 using gangrun::store::put_bytes;
@@ -69,45 +70,36 @@ std::string u64_bytes(std::uint64_t value) {
   return out;
 }
 
-Request make(Op op, std::vector<std::string> keys = {}, std::vector<std::string> values = {},
-             std::int64_t number = 0, std::uint32_t word = 0) {
-  Request request;
-  request.op = op;
-  request.keys = std::move(keys);
-  request.values = std::move(values);
-  request.number = number;
-  request.word = word;
-  return request;
+Request validate() {
+  return make_request(Op::validate, {}, {}, 0, gangrun::store::k_validate_magic);
 }
-
-Request validate() { return make(Op::validate, {}, {}, 0, gangrun::store::k_validate_magic); }
 
 // One request of every op, with keys and values that exercise empty strings,
 // binary bytes and negative numbers.
 Requests one_of_each_op() {
   const std::string binary("\x00\xff\xce\xf7\x85\x3c\n", 7);
   return {
-      make(Op::set, {"/a"}, {"value"}),
-      make(Op::compare_set, {"/cas"}, {"", "Y2FuaW1hZGFt"}),
-      make(Op::get, {"/a"}),
-      make(Op::add, {"init/"}, {}, 1),
-      make(Op::add, {"/counter"}, {}, -42),
-      make(Op::check, {"/a", "/b", ""}),
-      make(Op::wait, {"/worker/attempt_0/default_pg/0/0/rank_0"}),
-      make(Op::num_keys),
-      make(Op::watch_key, {"/watched"}),
-      make(Op::delete_key, {binary}),
-      make(Op::append, {"/log"}, {binary}),
-      make(Op::multi_get, {"/x", "/y"}),
-      make(Op::multi_get, {}),
-      make(Op::multi_set, {"/x", "/y"}, {"1", ""}),
-      make(Op::cancel_wait),
-      make(Op::ping, {}, {}, 0, 0xDEADBEEFu),
-      make(Op::queue_push, {"/q"}, {"item"}),
-      make(Op::queue_pop, {"/q"}),
-      make(Op::queue_len, {"/q"}),
-      make(Op::list_keys),
-      make(Op::barrier, {"/barrier"}, {}, 8),
+      make_request(Op::set, {"/a"}, {"value"}),
+      make_request(Op::compare_set, {"/cas"}, {"", "Y2FuaW1hZGFt"}),
+      make_request(Op::get, {"/a"}),
+      make_request(Op::add, {"init/"}, {}, 1),
+      make_request(Op::add, {"/counter"}, {}, -42),
+      make_request(Op::check, {"/a", "/b", ""}),
+      make_request(Op::wait, {"/worker/attempt_0/default_pg/0/0/rank_0"}),
+      make_request(Op::num_keys),
+      make_request(Op::watch_key, {"/watched"}),
+      make_request(Op::delete_key, {binary}),
+      make_request(Op::append, {"/log"}, {binary}),
+      make_request(Op::multi_get, {"/x", "/y"}),
+      make_request(Op::multi_get, {}),
+      make_request(Op::multi_set, {"/x", "/y"}, {"1", ""}),
+      make_request(Op::cancel_wait),
+      make_request(Op::ping, {}, {}, 0, 0xDEADBEEFu),
+      make_request(Op::queue_push, {"/q"}, {"item"}),
+      make_request(Op::queue_pop, {"/q"}),
+      make_request(Op::queue_len, {"/q"}),
+      make_request(Op::list_keys),
+      make_request(Op::barrier, {"/barrier"}, {}, 8),
   };
 }
 
@@ -254,12 +246,14 @@ TEST_CASE("store::codec decodes requests split at every point", "[store][codec]"
   };
   const std::vector<Case> cases = {
       {Dialect::validated,
-       {validate(), make(Op::ping, {}, {}, 0, 4242), make(Op::multi_set, {"/a", "/b"}, {"1", "22"}),
-        make(Op::compare_set, {"/c"}, {"old", "new"})}},
+       {validate(), make_request(Op::ping, {}, {}, 0, 4242),
+        make_request(Op::multi_set, {"/a", "/b"}, {"1", "22"}),
+        make_request(Op::compare_set, {"/c"}, {"old", "new"})}},
       {Dialect::legacy,
-       {make(Op::add, {"init/"}, {}, 1), make(Op::wait, {"init/", "/k"}), make(Op::get, {"init/"}),
-        make(Op::num_keys)}},
-      {Dialect::magic_prefixed, {make(Op::set, {"/k"}, {"v"}), make(Op::check, {"/k"})}},
+       {make_request(Op::add, {"init/"}, {}, 1), make_request(Op::wait, {"init/", "/k"}),
+        make_request(Op::get, {"init/"}), make_request(Op::num_keys)}},
+      {Dialect::magic_prefixed,
+       {make_request(Op::set, {"/k"}, {"v"}), make_request(Op::check, {"/k"})}},
   };
   for (const Case& c : cases) {
     const std::string bytes = encode_all(c.dialect, c.requests);
@@ -269,7 +263,7 @@ TEST_CASE("store::codec decodes requests split at every point", "[store][codec]"
     }
   }
   // Two cuts, for a short stream.
-  const Requests short_stream = {make(Op::add, {"k"}, {}, 7), make(Op::get, {"k"})};
+  const Requests short_stream = {make_request(Op::add, {"k"}, {}, 7), make_request(Op::get, {"k"})};
   const std::string bytes = encode_all(Dialect::legacy, short_stream);
   for (std::size_t first = 0; first <= bytes.size(); ++first) {
     for (std::size_t second = 0; first + second <= bytes.size(); ++second) {
@@ -281,7 +275,7 @@ TEST_CASE("store::codec decodes requests split at every point", "[store][codec]"
 
 TEST_CASE("store::codec decodes many pipelined requests from one feed", "[store][codec]") {
   Requests requests;
-  for (int i = 0; i < 5000; ++i) requests.push_back(make(Op::add, {"/n"}, {}, i));
+  for (int i = 0; i < 5000; ++i) requests.push_back(make_request(Op::add, {"/n"}, {}, i));
   const std::string bytes = encode_all(Dialect::legacy, requests);
   CHECK(decode_in_pieces(bytes, {}) == requests);
   // And in pieces that never line up with request boundaries.
@@ -292,12 +286,12 @@ TEST_CASE("store::codec reassembles large requests arriving in small pieces", "[
   // A value at the limit in 1 KiB pieces, and a MULTI_SET of many small
   // entries in 64-byte pieces: both must parse without rescanning.
   const std::string big(Limits{}.max_value_bytes, 'x');
-  const Requests set = {make(Op::set, {"/big"}, {big})};
+  const Requests set = {make_request(Op::set, {"/big"}, {big})};
   const std::string set_bytes = encode_all(Dialect::legacy, set);
   CHECK(decode_in_pieces(set_bytes, std::vector<std::size_t>(set_bytes.size() / 1024, 1024)) ==
         set);
 
-  Request multi = make(Op::multi_set);
+  Request multi = make_request(Op::multi_set);
   for (int i = 0; i < 100000; ++i) {
     multi.keys.push_back("/key/" + std::to_string(i));
     multi.values.push_back(std::to_string(i));
@@ -315,26 +309,27 @@ TEST_CASE("store::codec writes the bytes PyTorch clients write", "[store][codec]
   };
   const std::vector<Case> cases = {
       {Dialect::validated, validate(), "00 ce f7 85 3c"},
-      {Dialect::validated, make(Op::ping, {}, {}, 0, 12345), "0d 39 30 00 00"},
-      {Dialect::legacy, make(Op::add, {"init/"}, {}, 1),
+      {Dialect::validated, make_request(Op::ping, {}, {}, 0, 12345), "0d 39 30 00 00"},
+      {Dialect::legacy, make_request(Op::add, {"init/"}, {}, 1),
        "03 05 00 00 00 00 00 00 00 69 6e 69 74 2f 01 00 00 00 00 00 00 00"},
-      {Dialect::validated, make(Op::add, {"init/"}, {}, -1),
+      {Dialect::validated, make_request(Op::add, {"init/"}, {}, -1),
        "04 05 00 00 00 00 00 00 00 69 6e 69 74 2f ff ff ff ff ff ff ff ff"},
-      {Dialect::legacy, make(Op::num_keys), "06"},
-      {Dialect::validated, make(Op::num_keys), "07"},
-      {Dialect::legacy, make(Op::set, {"/k"}, {"v"}),
+      {Dialect::legacy, make_request(Op::num_keys), "06"},
+      {Dialect::validated, make_request(Op::num_keys), "07"},
+      {Dialect::legacy, make_request(Op::set, {"/k"}, {"v"}),
        "00 02 00 00 00 00 00 00 00 2f 6b 01 00 00 00 00 00 00 00 76"},
-      {Dialect::validated, make(Op::set, {"/k"}, {"v"}),
+      {Dialect::validated, make_request(Op::set, {"/k"}, {"v"}),
        "01 02 00 00 00 00 00 00 00 2f 6b 01 00 00 00 00 00 00 00 76"},
-      {Dialect::legacy, make(Op::wait, {"/a", "/b"}),
+      {Dialect::legacy, make_request(Op::wait, {"/a", "/b"}),
        "05 02 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 2f 61 02 00 00 00 00 00 00 00 2f 62"},
-      {Dialect::validated, make(Op::multi_set, {"/a"}, {""}),
+      {Dialect::validated, make_request(Op::multi_set, {"/a"}, {""}),
        "0b 01 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 2f 61 00 00 00 00 00 00 00 00"},
-      {Dialect::validated, make(Op::barrier, {"b"}, {}, 4),
+      {Dialect::validated, make_request(Op::barrier, {"b"}, {}, 4),
        "12 01 00 00 00 00 00 00 00 62 04 00 00 00 00 00 00 00"},
-      {Dialect::validated, make(Op::cancel_wait), "0c"},
-      {Dialect::legacy, make(Op::watch_key, {"k"}), "07 01 00 00 00 00 00 00 00 6b"},
-      {Dialect::magic_prefixed, make(Op::get, {"k"}), "ce f7 85 3c 02 01 00 00 00 00 00 00 00 6b"},
+      {Dialect::validated, make_request(Op::cancel_wait), "0c"},
+      {Dialect::legacy, make_request(Op::watch_key, {"k"}), "07 01 00 00 00 00 00 00 00 6b"},
+      {Dialect::magic_prefixed, make_request(Op::get, {"k"}),
+       "ce f7 85 3c 02 01 00 00 00 00 00 00 00 6b"},
   };
   for (const Case& c : cases) {
     INFO(op_name(c.request.op) << " in dialect " << static_cast<int>(c.dialect));
@@ -348,13 +343,14 @@ TEST_CASE("store::codec writes the bytes PyTorch clients write", "[store][codec]
   decoder.feed(from_hex("00 ce f7 85 3c 0d 39 30 00 00"));
   Requests decoded;
   drain(decoder, decoded);
-  CHECK(decoded == Requests{validate(), make(Op::ping, {}, {}, 0, 12345)});
+  CHECK(decoded == Requests{validate(), make_request(Op::ping, {}, {}, 0, 12345)});
   CHECK(decoder.dialect() == Dialect::validated);
 
   // A 1.13 client's first request is often ADD "init/" 1.
   CHECK(decode_in_pieces(from_hex("03 05 00 00 00 00 00 00 00 69 6e 69 74 2f 01 00 00 00 00 00 00 "
                                   "00 06"),
-                         {}) == Requests{make(Op::add, {"init/"}, {}, 1), make(Op::num_keys)});
+                         {}) ==
+        Requests{make_request(Op::add, {"init/"}, {}, 1), make_request(Op::num_keys)});
 }
 
 TEST_CASE("store::codec detects the dialect from as few bytes as possible", "[store][codec]") {
@@ -368,7 +364,7 @@ TEST_CASE("store::codec detects the dialect from as few bytes as possible", "[st
     decoder.feed("\x06");
     auto next = decoder.next();
     REQUIRE(next);
-    CHECK(*next == make(Op::num_keys));
+    CHECK(*next == make_request(Op::num_keys));
     CHECK(decoder.dialect() == Dialect::legacy);
   }
   SECTION("any first byte but 00 and ce decides legacy at once") {
@@ -400,7 +396,7 @@ TEST_CASE("store::codec detects the dialect from as few bytes as possible", "[st
       CHECK(decoder.dialect() == Dialect::legacy);
     }
     CHECK(decode_in_pieces(from_hex("00 01 00 00 00 00 00 00 00 6b 00 00 00 00 00 00 00 00"),
-                           {2}) == Requests{make(Op::set, {"k"}, {""})});
+                           {2}) == Requests{make_request(Op::set, {"k"}, {""})});
   }
   SECTION("ce starts the magic-prefixed dialect") {
     RequestDecoder decoder{Limits{}};
@@ -415,7 +411,7 @@ TEST_CASE("store::codec detects the dialect from as few bytes as possible", "[st
     decoder.feed(u64_bytes(1) + "k" + std::string(k_magic) + "\x06");
     Requests decoded;
     drain(decoder, decoded);
-    CHECK(decoded == Requests{make(Op::get, {"k"}), make(Op::num_keys)});
+    CHECK(decoded == Requests{make_request(Op::get, {"k"}), make_request(Op::num_keys)});
   }
   SECTION("ce without the magic is an error as soon as a byte differs") {
     CHECK(error_after(from_hex("ce 00")) ==
@@ -423,12 +419,12 @@ TEST_CASE("store::codec detects the dialect from as few bytes as possible", "[st
     CHECK(still_waiting(from_hex("ce f7 85")));
   }
   SECTION("in the magic-prefixed dialect every request needs the magic") {
-    const std::string first = *encode_request(Dialect::magic_prefixed, make(Op::num_keys));
+    const std::string first = *encode_request(Dialect::magic_prefixed, make_request(Op::num_keys));
     RequestDecoder decoder{Limits{}};
     decoder.feed(first + "\x06");
     auto next = decoder.next();
     REQUIRE(next);
-    CHECK(*next == make(Op::num_keys));
+    CHECK(*next == make_request(Op::num_keys));
     auto second = decoder.next();
     REQUIRE_FALSE(second);
     CHECK(second.error().message() ==
@@ -467,7 +463,7 @@ TEST_CASE("store::codec rejects unknown opcodes in each dialect", "[store][codec
 }
 
 TEST_CASE("store::codec knows WATCH_KEY in the legacy dialects only", "[store][codec]") {
-  const Request watch = make(Op::watch_key, {"/k"});
+  const Request watch = make_request(Op::watch_key, {"/k"});
   CHECK(encode_request(Dialect::legacy, watch));
   CHECK(encode_request(Dialect::magic_prefixed, watch));
   auto refused = encode_request(Dialect::validated, watch);
@@ -476,10 +472,10 @@ TEST_CASE("store::codec knows WATCH_KEY in the legacy dialects only", "[store][c
   CHECK(refused.error().message() == "the validated dialect has no WATCH_KEY request");
 
   CHECK(decode_in_pieces(from_hex("07 01 00 00 00 00 00 00 00 6b"), {}) ==
-        Requests{make(Op::watch_key, {"k"})});
+        Requests{make_request(Op::watch_key, {"k"})});
   // Byte 07 is GETNUMKEYS once a connection is validated.
   CHECK(decode_in_pieces(from_hex("00 ce f7 85 3c 07"), {}) ==
-        Requests{validate(), make(Op::num_keys)});
+        Requests{validate(), make_request(Op::num_keys)});
 
   for (Op op :
        {Op::ping, Op::queue_push, Op::queue_pop, Op::queue_len, Op::list_keys, Op::barrier}) {
@@ -488,12 +484,12 @@ TEST_CASE("store::codec knows WATCH_KEY in the legacy dialects only", "[store][c
 }
 
 TEST_CASE("store::codec refuses requests of the wrong shape", "[store][codec]") {
-  auto refused = encode_request(Dialect::legacy, make(Op::set, {"/k"}));
+  auto refused = encode_request(Dialect::legacy, make_request(Op::set, {"/k"}));
   REQUIRE_FALSE(refused);
   CHECK(refused.error().code() == ErrorCode::usage);
   CHECK(refused.error().message() == "a SET request has 1 key and 1 value, not 1 key and 0 values");
-  CHECK_FALSE(encode_request(Dialect::legacy, make(Op::multi_set, {"/a", "/b"}, {"1"})));
-  CHECK_FALSE(encode_request(Dialect::legacy, make(Op::num_keys, {"/a"})));
+  CHECK_FALSE(encode_request(Dialect::legacy, make_request(Op::multi_set, {"/a", "/b"}, {"1"})));
+  CHECK_FALSE(encode_request(Dialect::legacy, make_request(Op::num_keys, {"/a"})));
 }
 
 TEST_CASE("store::codec enforces the key and value limits on the length field", "[store][codec]") {
@@ -504,8 +500,8 @@ TEST_CASE("store::codec enforces the key and value limits on the length field", 
         "key of 9000 bytes in SET is over the 8192-byte limit (--max-key-bytes)");
   CHECK(still_waiting("\x02" + u64_bytes(8192)));
   const std::string at_limit(8192, 'k');
-  CHECK(decode_in_pieces(*encode_request(Dialect::legacy, make(Op::get, {at_limit})), {}) ==
-        Requests{make(Op::get, {at_limit})});
+  CHECK(decode_in_pieces(*encode_request(Dialect::legacy, make_request(Op::get, {at_limit})), {}) ==
+        Requests{make_request(Op::get, {at_limit})});
 
   const std::string set_head = std::string(1, '\0') + u64_bytes(1) + "k";
   CHECK(error_after(set_head + u64_bytes(8 * 1024 * 1024 + 1)) ==
@@ -528,10 +524,12 @@ TEST_CASE("store::codec enforces the key and value limits on the length field", 
   Limits small;
   small.max_key_bytes = 3;
   small.max_value_bytes = 5;
-  CHECK(error_after(
-            *encode_request(Dialect::legacy, make(Op::multi_set, {"abc", "abcd"}, {"", ""})),
-            small) == "key of 4 bytes in MULTI_SET is over the 3-byte limit (--max-key-bytes)");
-  CHECK(error_after(*encode_request(Dialect::legacy, make(Op::append, {"a"}, {"123456"})), small) ==
+  CHECK(
+      error_after(
+          *encode_request(Dialect::legacy, make_request(Op::multi_set, {"abc", "abcd"}, {"", ""})),
+          small) == "key of 4 bytes in MULTI_SET is over the 3-byte limit (--max-key-bytes)");
+  CHECK(error_after(*encode_request(Dialect::legacy, make_request(Op::append, {"a"}, {"123456"})),
+                    small) ==
         "value of 6 bytes in APPEND is over the 5-byte limit (--max-value-bytes)");
 }
 
@@ -557,17 +555,17 @@ TEST_CASE("store::codec enforces the key-count limit on the count field", "[stor
 
   Limits small;
   small.max_keys_per_request = 2;
-  const Request two = make(Op::check, {"a", "b"});
+  const Request two = make_request(Op::check, {"a", "b"});
   CHECK(decode_in_pieces(*encode_request(Dialect::legacy, two), {}, small) == Requests{two});
-  CHECK(error_after(*encode_request(Dialect::legacy, make(Op::check, {"a", "b", "c"})), small) ==
-        "CHECK with 3 keys is over the 2-key limit (--max-keys-per-request)");
+  CHECK(error_after(*encode_request(Dialect::legacy, make_request(Op::check, {"a", "b", "c"})),
+                    small) == "CHECK with 3 keys is over the 2-key limit (--max-keys-per-request)");
 }
 
 TEST_CASE("store::codec enforces the request-size limit as early as it can", "[store][codec]") {
   Limits small;
   small.max_request_bytes = 40;
   // SET: 1 + 8 + key + 8 + value bytes; 1 + 8 + 3 + 8 + 20 = 40 fits exactly.
-  const Request fits = make(Op::set, {"abc"}, {std::string(20, 'v')});
+  const Request fits = make_request(Op::set, {"abc"}, {std::string(20, 'v')});
   CHECK(decode_in_pieces(*encode_request(Dialect::legacy, fits), {}, small) == Requests{fits});
   // One byte more is refused when the value's length arrives.
   CHECK(error_after(std::string(1, '\0') + u64_bytes(3) + "abc" + u64_bytes(21), small) ==
@@ -581,7 +579,7 @@ TEST_CASE("store::codec enforces the request-size limit as early as it can", "[s
   CHECK(error_after("\x0b" + u64_bytes(2), small) ==
         "MULTI_SET of at least 41 bytes is over the 40-byte request limit");
   // The magic prefix is part of the request.
-  const Request get = make(Op::get, {std::string(27, 'k')});  // 4 + 1 + 8 + 27 = 40
+  const Request get = make_request(Op::get, {std::string(27, 'k')});  // 4 + 1 + 8 + 27 = 40
   CHECK(decode_in_pieces(*encode_request(Dialect::magic_prefixed, get), {}, small) ==
         Requests{get});
   CHECK(error_after(std::string(k_magic) + "\x02" + u64_bytes(28), small) ==
@@ -622,7 +620,8 @@ TEST_CASE("store::codec stays failed after an error", "[store][codec]") {
 }
 
 TEST_CASE("store::codec counts buffered bytes until a request is whole", "[store][codec]") {
-  const std::string bytes = *encode_request(Dialect::legacy, make(Op::set, {"/k"}, {"value"}));
+  const std::string bytes =
+      *encode_request(Dialect::legacy, make_request(Op::set, {"/k"}, {"value"}));
   RequestDecoder decoder{Limits{}};
   decoder.feed(bytes.substr(0, 12));
   CHECK(waiting(decoder));
@@ -631,7 +630,7 @@ TEST_CASE("store::codec counts buffered bytes until a request is whole", "[store
   auto next = decoder.next();
   REQUIRE(next);
   CHECK(decoder.buffered_bytes() == 1);
-  CHECK(next_request(decoder) == make(Op::num_keys));
+  CHECK(next_request(decoder) == make_request(Op::num_keys));
   CHECK(decoder.buffered_bytes() == 0);
 }
 

@@ -43,3 +43,14 @@ TEST_CASE("util::signals maps names and numbers both ways", "[util]") {
   CHECK_FALSE(gangrun::signals::from_text("SIGNOPE"));
   CHECK_FALSE(gangrun::signals::from_text("0"));
 }
+
+TEST_CASE("util::strings::edit_distance counts single-character edits", "[util]") {
+  using gangrun::strings::edit_distance;
+  CHECK(edit_distance("", "") == 0);
+  CHECK(edit_distance("abc", "") == 3);
+  CHECK(edit_distance("", "abc") == 3);
+  CHECK(edit_distance("nproc_per_node", "nproc_per_node") == 0);
+  CHECK(edit_distance("nproc_per_nod", "nproc_per_node") == 1);   // insertion
+  CHECK(edit_distance("nproc_pre_node", "nproc_per_node") == 2);  // swapped letters
+  CHECK(edit_distance("kitten", "sitting") == 3);
+}
