@@ -68,7 +68,7 @@ def script(host, port, out, late_set):
     if late_set:
         # The key of the abandoned wait appears: the server must not send the
         # abandoned STOP_WAITING into this client's next reply. (PyTorch's own
-        # 1.13 server does, and its client then misreads a reply.)
+        # 1.13 server still sends it, and the client may take it for a reply.)
         client(host, port).set("never_set", "late")
         time.sleep(0.3)
         r["get_after_late_set"] = store.get("after_timeout").decode()
