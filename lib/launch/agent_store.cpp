@@ -15,6 +15,9 @@ Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_conte
   store::ServerSettings settings;
   settings.host = agent_store_bind_host(plan);
   settings.port = plan.master_port.value_or(0);
+  // Workers inherit gangrun's limits; the store for one node's workers needs
+  // no more descriptors than the user's soft limit gives.
+  settings.raise_open_file_limit = false;
   auto server = store::Server::start(io, settings);
   if (!server && settings.host == "::") {
     // A host without IPv6 cannot bind "::"; serve every IPv4 interface then,

@@ -362,7 +362,7 @@ struct Server::Impl {
 };
 
 Expected<std::unique_ptr<Server>> Server::start(asio::io_context& io, ServerSettings settings) {
-  raise_open_file_limit();
+  if (settings.raise_open_file_limit) raise_open_file_limit();
   auto impl = std::make_unique<Impl>(io, std::move(settings));
   if (auto bound = impl->bind(); !bound) return tl::unexpected(bound.error());
   for (tcp::acceptor& acceptor : impl->acceptors) impl->arm_accept(acceptor);

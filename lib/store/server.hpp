@@ -29,6 +29,10 @@ struct ServerSettings {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: an ephemeral port, the same one on every address
   Limits limits;
+  // Raise this process's open-file soft limit to its hard limit, so that
+  // max_connections can be reached. Off where children inherit the limit
+  // (a launch's workers must get the user's limits, not the store's).
+  bool raise_open_file_limit = true;
 };
 
 struct ServerStats {
@@ -43,9 +47,9 @@ struct ServerStats {
 class Server {
  public:
   // Binds and listens (SO_REUSEADDR, backlog SOMAXCONN, TCP_NODELAY on
-  // accepted sockets). Raises this process's open-file soft limit to its hard
-  // limit so max_connections can be reached. Fails with ErrorCode::store
-  // whose message names host:port and the reason (in use, not local, ...).
+  // accepted sockets), raising the open-file limit if settings ask. Fails
+  // with ErrorCode::store whose message names host:port and the reason (in
+  // use, not local, ...).
   static Expected<std::unique_ptr<Server>> start(boost::asio::io_context& io,
                                                  ServerSettings settings);
   ~Server();  // closes the listeners and every connection

@@ -3,6 +3,8 @@ as torchrun's agent does: real PyTorch (gloo) workers join through it, it outliv
 and a restart attempt starts with an empty store (issue: TCP store, must show 2)."""
 
 import os
+import resource
+import subprocess
 
 import harness
 from harness import GangrunTestCase, TEST_PYTHON
@@ -57,6 +59,25 @@ class AgentStore(GangrunTestCase):
         self.assertExit(result, 0)
         seen = self.read_json(os.path.join(out, "outlive.0.1.json"))
         self.assertEqual(seen["master"], f"127.0.0.1:{port}")
+
+
+class AgentStoreLimits(GangrunTestCase):
+    def test_workers_keep_the_users_open_file_limit(self):
+        # The standalone server raises its own limit to hold many clients; the
+        # agent store must not, because workers inherit gangrun's limits.
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        wanted = min(512, soft if soft != resource.RLIM_INFINITY else 512)
+        if hard != resource.RLIM_INFINITY and hard <= wanted:
+            self.skipTest(f"the hard open-file limit {hard} leaves nothing to compare")
+        out = self.path("limit")
+        argv = [harness.GANGRUN, "--nproc_per_node", "2", "--no_python", "bash", "-c",
+                f'ulimit -Sn > {out}.$RANK']
+        result = subprocess.run(argv, capture_output=True, timeout=60, env=harness.clean_env(),
+                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard)))
+        self.assertEqual(result.returncode, 0, result.stderr.decode(errors="replace"))
+        for rank in (0, 1):
+            with open(f"{out}.{rank}") as f:
+                self.assertEqual(f.read().strip(), str(wanted))
 
 
 if __name__ == "__main__":
