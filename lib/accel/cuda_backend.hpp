@@ -45,16 +45,8 @@ std::string cuda_library_path(const EnvMap& env);
 // from cuDriverGetVersion, filled in even when cuInit fails.
 BackendReport probe_cuda(const EnvMap& env);
 
-// Runs probe_cuda(env_for_child) in a forked child whose whole environment is
-// env_for_child, and returns its report. A child that does not answer
-// within timeout is killed (SIGKILL) and reported as unavailable; so is one
-// that dies or sends an unreadable report.
-//
-// Call it before gangrun starts any thread: the child, forked without exec,
-// calls dlopen and malloc, which is only safe when no other thread held
-// their locks at fork time. It reaps the child itself (waitpid on its pid),
-// so no SIGCHLD handler may reap with waitpid(-1) meanwhile. Blocks for up to
-// timeout.
+// probe_cuda(env_for_child) in a forked child (accel/probe_child.hpp says
+// when that may be called and what becomes of a child that hangs).
 BackendReport probe_cuda_in_child(const EnvMap& env_for_child,
                                   std::chrono::milliseconds timeout = k_cuda_probe_timeout);
 

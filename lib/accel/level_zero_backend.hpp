@@ -11,6 +11,7 @@
 #include "accel/device.hpp"
 #include "util/env.hpp"
 
+#include <chrono>
 #include <string>
 
 namespace gangrun::accel {
@@ -26,5 +27,11 @@ std::string level_zero_library_path(const EnvMap& env);
 // the sum of its memory properties, compute_units = EU count, tiles = its
 // sub-devices (0 in FLAT mode, where each tile is a device of its own).
 BackendReport probe_level_zero(const EnvMap& env);
+
+inline constexpr std::chrono::milliseconds k_level_zero_probe_timeout{10'000};
+
+// probe_level_zero(env_for_child) in a forked child (accel/probe_child.hpp).
+BackendReport probe_level_zero_in_child(
+    const EnvMap& env_for_child, std::chrono::milliseconds timeout = k_level_zero_probe_timeout);
 
 }  // namespace gangrun::accel

@@ -36,3 +36,18 @@ TEST_CASE("level zero: the installed loader without an Intel driver is no XPU, a
     for (const auto& device : report.devices) CHECK(device.uuid.size() == 32);
   }
 }
+
+TEST_CASE("level zero: probing in a child gives the same answer as in process", "[accel]") {
+  using gangrun::accel::probe_level_zero_in_child;
+  auto missing =
+      probe_level_zero_in_child({{"GANGRUN_LEVEL_ZERO_LIBRARY", "/nonexistent/libze_loader.so.1"}});
+  CHECK(missing.kind == DeviceKind::xpu);
+  CHECK(missing.devices.empty());
+  REQUIRE(missing.unavailable);
+  CHECK_THAT(*missing.unavailable, Catch::Contains("/nonexistent/libze_loader.so.1"));
+
+  auto installed = probe_level_zero_in_child({});
+  auto here = probe_level_zero({});
+  CHECK(installed.devices.size() == here.devices.size());
+  CHECK(installed.unavailable == here.unavailable);
+}
