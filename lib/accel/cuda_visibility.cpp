@@ -1,5 +1,6 @@
 #include "accel/cuda_visibility.hpp"
 
+#include "accel/gpu_list_text.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -98,20 +99,6 @@ CudaVisibility every_device(const std::vector<Device>& all) {
   return visibility;
 }
 
-// "no GPU", "only GPU 2", "GPUs 0, 2 and 3".
-std::string describe(const std::vector<std::size_t>& positions) {
-  if (positions.empty()) return "no GPU";
-  if (positions.size() == 1) return "only GPU " + std::to_string(positions.front());
-  std::string text = "GPUs ";
-  for (std::size_t i = 0; i < positions.size(); ++i) {
-    if (i > 0) text += i + 1 == positions.size() ? " and " : ", ";
-    text += std::to_string(positions[i]);
-  }
-  return text;
-}
-
-std::string quote(std::string_view entry) { return "'" + std::string(entry) + "'"; }
-
 std::string range_of(std::size_t count) {
   if (count == 0) return "names a GPU, but there is none";
   return "is past the last of " + std::to_string(count) + " GPU" + (count == 1 ? "" : "s") +
@@ -128,20 +115,22 @@ class Checker {
   tl::unexpected<Error> fail(std::string_view entry, const std::string& problem,
                              const std::string& consequence) const {
     return gangrun::fail(ErrorCode::usage, std::string(k_cuda_visible_devices) + "=" +
-                                               std::string(value_) + ": entry " + quote(entry) +
-                                               " " + problem + "; " + consequence);
+                                               std::string(value_) + ": entry " +
+                                               strings::quoted(entry) + " " + problem + "; " +
+                                               consequence);
   }
 
   // For an entry that ends the list: kept are the entries before it.
   std::string stops(const std::vector<std::size_t>& kept) const {
-    if (kept == shown_) return "the CUDA runtime would stop there and show " + describe(shown_);
+    if (kept == shown_)
+      return "the CUDA runtime would stop there and show " + describe_gpu_positions(shown_);
     // Only PyTorch's parse-level rule makes them differ: an entry repeated
     // further on empties the list before the runtime gets to stop.
-    return "the CUDA runtime would show " + describe(shown_) +
+    return "the CUDA runtime would show " + describe_gpu_positions(shown_) +
            " (an entry repeated later in the list empties it, as PyTorch emulates it)";
   }
   std::string shows() const { return "the CUDA runtime would show " + shown_text(); }
-  std::string shown_text() const { return describe(shown_); }
+  std::string shown_text() const { return describe_gpu_positions(shown_); }
   std::string empties() const {
     return "the CUDA runtime would then show no GPU at all (PyTorch's emulation; drivers were "
            "not measured)";

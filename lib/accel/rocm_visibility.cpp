@@ -1,6 +1,7 @@
 #include "accel/rocm_visibility.hpp"
 
 #include "accel/cuda_visibility.hpp"
+#include "accel/gpu_list_text.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -112,21 +113,6 @@ std::optional<std::pair<std::string_view, std::string_view>> hip_source(const Ro
   return std::nullopt;
 }
 
-std::string quote(std::string_view text) { return "'" + std::string(text) + "'"; }
-
-// Positions in the node's unfiltered GPU list: "no GPU", "only GPU 2",
-// "GPUs 3 and 1".
-std::string describe(const std::vector<std::size_t>& positions) {
-  if (positions.empty()) return "no GPU";
-  if (positions.size() == 1) return "only GPU " + std::to_string(positions.front());
-  std::string text = "GPUs ";
-  for (std::size_t i = 0; i < positions.size(); ++i) {
-    if (i > 0) text += i + 1 == positions.size() ? " and " : ", ";
-    text += std::to_string(positions[i]);
-  }
-  return text;
-}
-
 std::string past_the_end(std::size_t count, std::string_view of_what) {
   return "is past the last of the " + std::to_string(count) + " GPUs " + std::string(of_what) +
          (count == 0 ? "" : " (0.." + std::to_string(count - 1) + ")");
@@ -135,7 +121,7 @@ std::string past_the_end(std::size_t count, std::string_view of_what) {
 tl::unexpected<Error> usage(const std::string& head, std::string_view entry,
                             const std::string& problem, const std::string& consequence) {
   return fail(ErrorCode::usage,
-              head + ": entry " + quote(entry) + " " + problem + "; " + consequence);
+              head + ": entry " + strings::quoted(entry) + " " + problem + "; " + consequence);
 }
 
 // Strict ROCR_VISIBLE_DEVICES; the consequences name what ROCr itself would
@@ -149,11 +135,11 @@ Expected<RocmVisibility> check_rocr(std::string_view value, const std::vector<De
   std::vector<std::size_t> kept;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     std::string_view text = strings::trim(tokens[i]);
-    std::string consequence = i >= all.size()
-                                  ? "ROCr reads only as many entries as there are GPUs (" +
-                                        std::to_string(all.size()) +
-                                        "), so it would ignore it and show " + describe(shown)
-                                  : "ROCr would stop there and show " + describe(shown);
+    std::string consequence =
+        i >= all.size()
+            ? "ROCr reads only as many entries as there are GPUs (" + std::to_string(all.size()) +
+                  "), so it would ignore it and show " + describe_gpu_positions(shown)
+            : "ROCr would stop there and show " + describe_gpu_positions(shown);
     std::string token = strings::to_upper(text);
     std::optional<std::size_t> position;
     if (text.empty()) return usage(head, tokens[i], "is empty", consequence);
@@ -167,7 +153,8 @@ Expected<RocmVisibility> check_rocr(std::string_view value, const std::vector<De
       std::vector<std::size_t> matches = rocr_uuid_matches(token, all);
       if (matches.empty()) return usage(head, text, "matches no GPU", consequence);
       if (matches.size() > 1) {
-        return usage(head, text, "is ambiguous: it matches " + describe(matches), consequence);
+        return usage(head, text, "is ambiguous: it matches " + describe_gpu_positions(matches),
+                     consequence);
       }
       position = matches.front();
     } else {
@@ -178,7 +165,7 @@ Expected<RocmVisibility> check_rocr(std::string_view value, const std::vector<De
           return usage(head, text,
                        "is not plain decimal: ROCr reads it as " + std::to_string(*read) +
                            " (0x is hex, a leading 0 octal)",
-                       "ROCr would show " + describe(shown));
+                       "ROCr would show " + describe_gpu_positions(shown));
         }
         return usage(head, text, "is neither an index nor a GPU- UUID", consequence);
       }
@@ -213,10 +200,11 @@ Expected<void> check_hip(const RocmVariables& variables, const std::vector<Devic
   std::vector<Device> after = pick(all, rocr.devices);
   std::string of_what =
       variables.rocr_visible_devices ? "ROCR_VISIBLE_DEVICES leaves" : "on this node";
-  std::string stops = "HIP would stop there and show " + describe(shown);
+  std::string stops = "HIP would stop there and show " + describe_gpu_positions(shown);
   std::vector<std::size_t> kept;
   for (const std::string& token : strings::split(value, ',')) {
-    if (token.empty()) return usage(head, token, "is empty", "HIP would show " + describe(shown));
+    if (token.empty())
+      return usage(head, token, "is empty", "HIP would show " + describe_gpu_positions(shown));
     std::optional<std::size_t> index;
     if (token.find(k_gpu_prefix) != std::string::npos) {
       std::vector<std::size_t> matches;
@@ -236,8 +224,8 @@ Expected<void> check_hip(const RocmVariables& variables, const std::vector<Devic
                      stops);
       }
       if (matches.size() > 1) {
-        return usage(head, token, "is ambiguous: it matches " + describe(matches),
-                     "HIP would take the first and show " + describe(shown));
+        return usage(head, token, "is ambiguous: it matches " + describe_gpu_positions(matches),
+                     "HIP would take the first and show " + describe_gpu_positions(shown));
       }
       index = hip_token(token, after);
     } else {
@@ -253,7 +241,7 @@ Expected<void> check_hip(const RocmVariables& variables, const std::vector<Devic
     }
     if (std::find(kept.begin(), kept.end(), *index) != kept.end()) {
       return usage(head, token, "repeats a GPU listed before",
-                   "HIP would skip it and show " + describe(shown));
+                   "HIP would skip it and show " + describe_gpu_positions(shown));
     }
     kept.push_back(*index);
   }
@@ -274,10 +262,10 @@ Expected<void> check_empty_hip(const RocmVariables& variables,
   } else {
     return {};
   }
-  std::string then = source
-                         ? "would read " + std::string(source->first) + "=" +
-                               std::string(source->second) + " instead and show " + describe(shown)
-                         : "would show " + describe(shown);
+  std::string then = source ? "would read " + std::string(source->first) + "=" +
+                                  std::string(source->second) + " instead and show " +
+                                  describe_gpu_positions(shown)
+                            : "would show " + describe_gpu_positions(shown);
   return fail(ErrorCode::usage,
               std::string(name) + " is set but empty; HIP treats an empty value as unset and " +
                   then + " (to hide every GPU, set ROCR_VISIBLE_DEVICES to the empty string)");

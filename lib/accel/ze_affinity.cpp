@@ -109,8 +109,6 @@ bool unfiltered(std::optional<std::string_view> value) {
   return !value || value->empty() || *value == "default";
 }
 
-std::string quote(std::string_view text) { return "'" + std::string(text) + "'"; }
-
 // "no device", "card 1 as device 0", "card 0 tile 2 as device 0 and card 1
 // tile 3 as device 1", "card 1 (tiles 1 and 2) as device 0".
 std::string describe(const ZeVisibility& visibility, const std::vector<Device>& cards,
@@ -151,21 +149,22 @@ class Checker {
                              const std::string& what_driver_does) const {
     std::string consequence =
         shown_.driver_fails_on
-            ? "the Level Zero driver would fail on entry " + quote(*shown_.driver_fails_on) +
+            ? "the Level Zero driver would fail on entry " +
+                  strings::quoted(*shown_.driver_fails_on) +
                   " (std::stoul throws; what a child then sees was never measured)"
         : what_driver_does.empty()
             ? "the Level Zero driver would show " + shown_text_
             : "the Level Zero driver would " + what_driver_does + " and show " + shown_text_;
-    return gangrun::fail(ErrorCode::usage, std::string(k_ze_affinity_mask) + "=" +
-                                               std::string(value_) + ": entry " + quote(entry) +
-                                               " " + problem + "; " + consequence);
+    return gangrun::fail(ErrorCode::usage,
+                         std::string(k_ze_affinity_mask) + "=" + std::string(value_) + ": entry " +
+                             strings::quoted(entry) + " " + problem + "; " + consequence);
   }
 
   tl::unexpected<Error> fail_order(std::string_view entry, std::string_view previous) const {
     return gangrun::fail(
         ErrorCode::usage,
-        std::string(k_ze_affinity_mask) + "=" + std::string(value_) + ": entry " + quote(entry) +
-            " comes after " + quote(previous) +
+        std::string(k_ze_affinity_mask) + "=" + std::string(value_) + ": entry " +
+            strings::quoted(entry) + " comes after " + strings::quoted(previous) +
             ", but the Level Zero driver never reorders devices: a child would see " + shown_text_ +
             "; list the entries in ascending order");
   }
@@ -252,8 +251,8 @@ Expected<std::vector<std::uint64_t>> entry_numbers(const Checker& checker, std::
       std::optional<std::uint32_t> read = driver_number(part);
       if (!read) return checker.fail(text, "is not a number", "ignore it");
       return checker.fail(text,
-                          "is not plain decimal: the driver reads " + quote(part) + " as " +
-                              std::to_string(*read) + " (0x is hex, a leading 0 octal)",
+                          "is not plain decimal: the driver reads " + strings::quoted(part) +
+                              " as " + std::to_string(*read) + " (0x is hex, a leading 0 octal)",
                           "");
     }
     numbers.push_back(decimal(part));
@@ -288,7 +287,7 @@ Expected<ZeHierarchy> check_ze_hierarchy(std::optional<std::string_view> value,
   ZeHierarchy mode = ze_hierarchy(value, driver_default);
   if (!value || *value == to_string(mode)) return mode;
   return fail(ErrorCode::usage, std::string(k_ze_flat_device_hierarchy) + "=" +
-                                    std::string(*value) + ": " + quote(*value) +
+                                    std::string(*value) + ": " + strings::quoted(*value) +
                                     " is not FLAT, COMPOSITE or COMBINED (the names are "
                                     "case-sensitive); the Level Zero driver would ignore it and "
                                     "use its default, " +

@@ -18,8 +18,6 @@ tl::unexpected<Error> usage(std::string message) {
   return fail(ErrorCode::usage, std::move(message));
 }
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
-
 // A whole-string integer in [low, high]; nullopt otherwise.
 std::optional<int> int_in_range(std::string_view text, int low, int high) {
   std::optional<std::int64_t> value = strings::parse_int(strings::trim(text));
@@ -34,10 +32,11 @@ Expected<int> parse_one_signal(std::string_view item) {
   if (word.empty()) return usage("empty signal name in the list");
   std::optional<int> number = signals::from_text(word);
   if (!number) {
-    return usage(quoted(word) + " is not a signal name or number (e.g. SIGTERM, INT, 15)");
+    return usage(strings::quoted(word) + " is not a signal name or number (e.g. SIGTERM, INT, 15)");
   }
   if (*number == SIGKILL || *number == SIGSTOP) {
-    return usage(quoted(word) + " cannot be handled: SIGKILL and SIGSTOP cannot be caught");
+    return usage(strings::quoted(word) +
+                 " cannot be handled: SIGKILL and SIGSTOP cannot be caught");
   }
   return *number;
 }
@@ -45,7 +44,7 @@ Expected<int> parse_one_signal(std::string_view item) {
 Expected<Streams> parse_stream_digit(std::string_view text, std::string_view whole) {
   std::optional<int> value = int_in_range(text, 0, 3);
   if (!value) {
-    return usage(quoted(whole) +
+    return usage(strings::quoted(whole) +
                  " is not a stream selection (expected 0 none, 1 stdout, "
                  "2 stderr, 3 both, or LOCAL_RANK:VALUE,... such as 0:3,1:2)");
   }
@@ -62,27 +61,28 @@ Expected<ProcCount> parse_proc_count(std::string_view text) {
   if (word == "cpu") return ProcCount{.kind = ProcCount::Kind::cpu};
   std::optional<int> number = int_in_range(word, 1, k_int_max);
   if (!number) {
-    return usage(quoted(text) + " is not a positive number (expected N, auto, gpu, xpu or cpu)");
+    return usage(strings::quoted(text) +
+                 " is not a positive number (expected N, auto, gpu, xpu or cpu)");
   }
   return ProcCount{.kind = ProcCount::Kind::number, .number = *number};
 }
 
 Expected<int> parse_positive_int(std::string_view text) {
   std::optional<int> number = int_in_range(text, 1, k_int_max);
-  if (!number) return usage(quoted(text) + " is not a positive integer");
+  if (!number) return usage(strings::quoted(text) + " is not a positive integer");
   return *number;
 }
 
 Expected<int> parse_non_negative_int(std::string_view text) {
   std::optional<int> number = int_in_range(text, 0, k_int_max);
-  if (!number) return usage(quoted(text) + " is not an integer >= 0");
+  if (!number) return usage(strings::quoted(text) + " is not an integer >= 0");
   return *number;
 }
 
 Expected<double> parse_non_negative_seconds(std::string_view text) {
   std::optional<double> value = strings::parse_double(strings::trim(text));
   if (!value || !std::isfinite(*value) || *value < 0) {
-    return usage(quoted(text) + " is not a number of seconds >= 0");
+    return usage(strings::quoted(text) + " is not a number of seconds >= 0");
   }
   return *value;
 }
@@ -91,20 +91,22 @@ Expected<int> parse_nnodes(std::string_view text) {
   std::size_t colon = text.find(':');
   if (colon == std::string_view::npos) {
     std::optional<int> count = int_in_range(text, 1, k_int_max);
-    if (!count) return usage(quoted(text) + " is not a node count (expected N or N:N, N >= 1)");
+    if (!count)
+      return usage(strings::quoted(text) + " is not a node count (expected N or N:N, N >= 1)");
     return *count;
   }
   std::optional<int> low = int_in_range(text.substr(0, colon), 1, k_int_max);
   std::optional<int> high = int_in_range(text.substr(colon + 1), 1, k_int_max);
   if (!low || !high) {
-    return usage(quoted(text) + " is not a node range (expected MIN:MAX with 1 <= MIN <= MAX)");
+    return usage(strings::quoted(text) +
+                 " is not a node range (expected MIN:MAX with 1 <= MIN <= MAX)");
   }
   if (*low > *high) {
     return usage("minimum " + std::to_string(*low) + " exceeds maximum " + std::to_string(*high) +
-                 " in " + quoted(text));
+                 " in " + strings::quoted(text));
   }
   if (*low < *high) {
-    return usage(quoted(text) +
+    return usage(strings::quoted(text) +
                  " is an elastic range, which needs --rdzv_backend c10d; that is not available "
                  "yet, so give a fixed node count such as " +
                  std::to_string(*high));
@@ -115,7 +117,8 @@ Expected<int> parse_nnodes(std::string_view text) {
 Expected<std::optional<int>> parse_port(std::string_view text) {
   std::optional<int> port = int_in_range(text, 0, 65535);
   if (!port) {
-    return usage(quoted(text) + " is not a port number (expected 1..65535, or 0 for a free port)");
+    return usage(strings::quoted(text) +
+                 " is not a port number (expected 1..65535, or 0 for a free port)");
   }
   if (*port == 0) return std::optional<int>();
   return std::optional<int>(*port);
@@ -127,7 +130,8 @@ Expected<bool> parse_bool(std::string_view text) {
   if (word.empty() || word == "0" || word == "false" || word == "no" || word == "off") {
     return false;
   }
-  return usage(quoted(text) + " is not a boolean (expected 1/true/yes/on or 0/false/no/off)");
+  return usage(strings::quoted(text) +
+               " is not a boolean (expected 1/true/yes/on or 0/false/no/off)");
 }
 
 Expected<int> parse_count(std::string_view text) {
@@ -135,7 +139,7 @@ Expected<int> parse_count(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "true" || word == "yes" || word == "on") return 1;
   if (word == "false" || word == "no" || word == "off") return 0;
-  return usage(quoted(text) + " is not a count (expected an integer >= 0, true or false)");
+  return usage(strings::quoted(text) + " is not a count (expected an integer >= 0, true or false)");
 }
 
 Expected<StreamsByLocalRank> parse_streams(std::string_view text) {
@@ -153,14 +157,14 @@ Expected<StreamsByLocalRank> parse_streams(std::string_view text) {
             ? std::nullopt
             : int_in_range(std::string_view(item).substr(0, colon), 0, k_int_max);
     if (!local_rank) {
-      return usage(quoted(item) + " in " + quoted(text) +
+      return usage(strings::quoted(item) + " in " + strings::quoted(text) +
                    " is not LOCAL_RANK:VALUE (e.g. 0:3,1:2; LOCAL_RANK >= 0, VALUE 0..3)");
     }
     Expected<Streams> streams = parse_stream_digit(std::string_view(item).substr(colon + 1), text);
     if (!streams) return tl::unexpected(streams.error());
     if (!result.per_local_rank.emplace(*local_rank, *streams).second) {
       return usage("local rank " + std::to_string(*local_rank) + " appears twice in " +
-                   quoted(text));
+                   strings::quoted(text));
     }
   }
   return result;
@@ -172,7 +176,7 @@ Expected<std::optional<std::set<int>>> parse_local_ranks(std::string_view text) 
   for (const std::string& item : strings::split(text, ',')) {
     std::optional<int> rank = int_in_range(item, 0, k_int_max);
     if (!rank) {
-      return usage(quoted(item) + " in " + quoted(text) +
+      return usage(strings::quoted(item) + " in " + strings::quoted(text) +
                    " is not a local rank (expected integers >= 0 separated by commas, e.g. 0,3)");
     }
     ranks.insert(*rank);
@@ -200,7 +204,7 @@ Expected<OutputMode> parse_output_mode(std::string_view text) {
   if (word == "auto") return OutputMode::automatic;
   if (word == "prefix") return OutputMode::prefix;
   if (word == "inherit") return OutputMode::inherit;
-  return usage(quoted(text) + " is not an output mode (expected auto, prefix or inherit)");
+  return usage(strings::quoted(text) + " is not an output mode (expected auto, prefix or inherit)");
 }
 
 Expected<std::string> parse_rdzv_backend(std::string_view text) {
@@ -211,7 +215,7 @@ Expected<std::string> parse_rdzv_backend(std::string_view text) {
         "dynamic rendezvous (c10d) is not available yet; use the static backend with "
         "--nnodes, --node_rank, --master_addr and --master_port");
   }
-  return usage(quoted(text) + " is not a rendezvous backend (expected static or c10d)");
+  return usage(strings::quoted(text) + " is not a rendezvous backend (expected static or c10d)");
 }
 
 Expected<ColorMode> parse_color_mode(std::string_view text) {
@@ -219,7 +223,7 @@ Expected<ColorMode> parse_color_mode(std::string_view text) {
   if (word == "auto") return ColorMode::automatic;
   if (word == "always") return ColorMode::always;
   if (word == "never") return ColorMode::never;
-  return usage(quoted(text) + " is not a color mode (expected auto, always or never)");
+  return usage(strings::quoted(text) + " is not a color mode (expected auto, always or never)");
 }
 
 }  // namespace gangrun::config

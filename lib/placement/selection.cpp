@@ -7,12 +7,11 @@
 namespace gangrun::placement {
 namespace {
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
-
 Expected<int> parse_slot(std::string_view text, std::string_view flag, std::string_view whole) {
   std::optional<std::int64_t> value = strings::parse_int(strings::trim(text));
   if (!value || *value < 0 || *value > 1'000'000) {
-    return fail(ErrorCode::usage, std::string(flag) + " " + quoted(whole) + ": " + quoted(text) +
+    return fail(ErrorCode::usage, std::string(flag) + " " + strings::quoted(whole) + ": " +
+                                      strings::quoted(text) +
                                       " is not a device id (expected 0, 1, 2, ...)");
   }
   return static_cast<int>(*value);
@@ -64,7 +63,7 @@ Expected<std::optional<NodeSlots>> slots_for_node(std::string_view spec, std::st
     std::size_t colon = entry.find(':');
     std::string_view host = strings::trim(entry.substr(0, colon));
     if (host.empty()) {
-      return fail(ErrorCode::usage, std::string(flag) + " " + quoted(spec) +
+      return fail(ErrorCode::usage, std::string(flag) + " " + strings::quoted(spec) +
                                         ": every entry needs a host name, as in localhost:0,2");
     }
     if (std::find(node_names.begin(), node_names.end(), host) == node_names.end()) continue;
@@ -116,7 +115,7 @@ Expected<std::vector<Candidate>> select_devices(const std::vector<Candidate>& vi
     auto slots = slots_for_node(*flags.include, "--include", node_names);
     if (!slots) return tl::unexpected(slots.error());
     if (!*slots) {
-      return fail(ErrorCode::usage, "--include " + quoted(*flags.include) +
+      return fail(ErrorCode::usage, "--include " + strings::quoted(*flags.include) +
                                         " names no device of this node (" + host_names + ")");
     }
     if ((*slots)->all_slots) return visible;
@@ -129,7 +128,7 @@ Expected<std::vector<Candidate>> select_devices(const std::vector<Candidate>& vi
     if (!slots) return tl::unexpected(slots.error());
     if (!*slots) return visible;
     if ((*slots)->all_slots) {
-      return fail(ErrorCode::usage, "--exclude " + quoted(*flags.exclude) +
+      return fail(ErrorCode::usage, "--exclude " + strings::quoted(*flags.exclude) +
                                         " excludes every device of this node (" + host_names + ")");
     }
     auto positions = checked_positions((*slots)->slots, visible.size(), "--exclude");

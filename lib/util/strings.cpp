@@ -102,4 +102,6 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+
 }  // namespace gangrun::strings

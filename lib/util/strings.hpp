@@ -50,6 +50,9 @@ std::string expand_template(std::string_view text, Lookup&& lookup) {
 // and substitutions that turn a into b (for "did you mean" suggestions).
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
+// text in single quotes, for naming a user's entry in a message: 'x,y'.
+std::string quoted(std::string_view text);
+
 // Quotes a word for a POSIX shell only when it needs it (for printing commands).
 std::string shell_quote(std::string_view word);
 
