@@ -328,6 +328,17 @@ cu::CUresult copy_uuid(cu::CUuuid* out, const Uuid& uuid) {
   return cu::CUDA_SUCCESS;
 }
 
+// Runs answer on the device behind handle, under the lock, once init and
+// the handle are checked (what every per-device entry point does first).
+template <typename Answer>
+cu::CUresult with_device(cu::CUdevice handle, Answer answer) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  const FakeDevice* device = nullptr;
+  if (cu::CUresult rc = check_device(s, handle, device); rc != cu::CUDA_SUCCESS) return rc;
+  return answer(*device);
+}
+
 }  // namespace
 
 // ---- exported entry points -----------------------------------------------------
@@ -384,86 +395,74 @@ FAKE_CUDA_EXPORT cu::CUresult cuDeviceGet(cu::CUdevice* device, int ordinal) {
 }
 
 FAKE_CUDA_EXPORT cu::CUresult cuDeviceGetName(char* name, int length, cu::CUdevice handle) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  const FakeDevice* device = nullptr;
-  if (cu::CUresult rc = check_device(s, handle, device); rc != cu::CUDA_SUCCESS) return rc;
-  if (name == nullptr || length <= 0) return cu::CUDA_ERROR_INVALID_VALUE;
-  std::size_t n = std::min(device->name.size(), static_cast<std::size_t>(length) - 1);
-  std::memcpy(name, device->name.data(), n);
-  name[n] = '\0';
-  return cu::CUDA_SUCCESS;
+  return with_device(handle, [&](const FakeDevice& device) {
+    if (name == nullptr || length <= 0) return cu::CUDA_ERROR_INVALID_VALUE;
+    std::size_t n = std::min(device.name.size(), static_cast<std::size_t>(length) - 1);
+    std::memcpy(name, device.name.data(), n);
+    name[n] = '\0';
+    return cu::CUDA_SUCCESS;
+  });
 }
 
 FAKE_CUDA_EXPORT cu::CUresult cuDeviceGetUuid_v2(cu::CUuuid* uuid, cu::CUdevice handle) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  const FakeDevice* device = nullptr;
-  if (cu::CUresult rc = check_device(s, handle, device); rc != cu::CUDA_SUCCESS) return rc;
-  if (uuid == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
-  return copy_uuid(uuid, device->uuid);
+  return with_device(handle, [&](const FakeDevice& device) {
+    if (uuid == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
+    return copy_uuid(uuid, device.uuid);
+  });
 }
 
 FAKE_CUDA_EXPORT cu::CUresult cuDeviceGetUuid(cu::CUuuid* uuid, cu::CUdevice handle) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  const FakeDevice* device = nullptr;
-  if (cu::CUresult rc = check_device(s, handle, device); rc != cu::CUDA_SUCCESS) return rc;
-  if (uuid == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
-  return copy_uuid(uuid, device->parent_uuid);
+  return with_device(handle, [&](const FakeDevice& device) {
+    if (uuid == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
+    return copy_uuid(uuid, device.parent_uuid);
+  });
 }
 
 FAKE_CUDA_EXPORT cu::CUresult cuDeviceTotalMem_v2(std::size_t* bytes, cu::CUdevice handle) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  const FakeDevice* device = nullptr;
-  if (cu::CUresult rc = check_device(s, handle, device); rc != cu::CUDA_SUCCESS) return rc;
-  if (bytes == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
-  *bytes = device->memory;
-  return cu::CUDA_SUCCESS;
+  return with_device(handle, [&](const FakeDevice& device) {
+    if (bytes == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
+    *bytes = device.memory;
+    return cu::CUDA_SUCCESS;
+  });
 }
 
 // The legacy 32-bit export, truncating as the real one does: a caller that
 // binds it by mistake sees wrong sizes for any GPU over 4 GiB.
 FAKE_CUDA_EXPORT cu::CUresult cuDeviceTotalMem(unsigned int* bytes, cu::CUdevice handle) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  const FakeDevice* device = nullptr;
-  if (cu::CUresult rc = check_device(s, handle, device); rc != cu::CUDA_SUCCESS) return rc;
-  if (bytes == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
-  *bytes = static_cast<unsigned int>(device->memory);
-  return cu::CUDA_SUCCESS;
+  return with_device(handle, [&](const FakeDevice& device) {
+    if (bytes == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
+    *bytes = static_cast<unsigned int>(device.memory);
+    return cu::CUDA_SUCCESS;
+  });
 }
 
 FAKE_CUDA_EXPORT cu::CUresult cuDeviceGetAttribute(int* value, cu::CUdevice_attribute attribute,
                                                    cu::CUdevice handle) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  const FakeDevice* device = nullptr;
-  if (cu::CUresult rc = check_device(s, handle, device); rc != cu::CUDA_SUCCESS) return rc;
-  if (value == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
-  switch (attribute) {
-    case cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-      *value = device->sms;
-      return cu::CUDA_SUCCESS;
-    case cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
-      *value = device->pci_bus;
-      return cu::CUDA_SUCCESS;
-    case cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
-      *value = device->pci_device;
-      return cu::CUDA_SUCCESS;
-    case cu::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
-      *value = device->pci_domain;
-      return cu::CUDA_SUCCESS;
-    case cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      *value = device->cc_major;
-      return cu::CUDA_SUCCESS;
-    case cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      *value = device->cc_minor;
-      return cu::CUDA_SUCCESS;
-    default:
-      return cu::CUDA_ERROR_INVALID_VALUE;
-  }
+  return with_device(handle, [&](const FakeDevice& device) {
+    if (value == nullptr) return cu::CUDA_ERROR_INVALID_VALUE;
+    switch (attribute) {
+      case cu::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+        *value = device.sms;
+        return cu::CUDA_SUCCESS;
+      case cu::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+        *value = device.pci_bus;
+        return cu::CUDA_SUCCESS;
+      case cu::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+        *value = device.pci_device;
+        return cu::CUDA_SUCCESS;
+      case cu::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+        *value = device.pci_domain;
+        return cu::CUDA_SUCCESS;
+      case cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+        *value = device.cc_major;
+        return cu::CUDA_SUCCESS;
+      case cu::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+        *value = device.cc_minor;
+        return cu::CUDA_SUCCESS;
+      default:
+        return cu::CUDA_ERROR_INVALID_VALUE;
+    }
+  });
 }
 
 // Works before cuInit, as the real one does.
