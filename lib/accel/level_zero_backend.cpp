@@ -20,6 +20,7 @@ struct LevelZero {
   decltype(zeDeviceGetSubDevices)* sub_devices = nullptr;
   decltype(zeDeviceGetMemoryProperties)* memory_properties = nullptr;
   decltype(zeDevicePciGetPropertiesExt)* pci_properties = nullptr;  // an extension: may be absent
+  decltype(zeDriverGetProperties)* driver_properties = nullptr;     // for the version only
 };
 
 Expected<LevelZero> bind(const DynamicLibrary& library) {
@@ -40,6 +41,9 @@ Expected<LevelZero> bind(const DynamicLibrary& library) {
   }
   api.pci_properties = library.optional_symbol<std::remove_pointer_t<decltype(api.pci_properties)>>(
       "zeDevicePciGetPropertiesExt");
+  api.driver_properties =
+      library.optional_symbol<std::remove_pointer_t<decltype(api.driver_properties)>>(
+          "zeDriverGetProperties");
   return api;
 }
 
@@ -103,6 +107,18 @@ Device describe(const LevelZero& api, ze_device_handle_t handle, int index) {
   return device;
 }
 
+// Intel's driver packs its version as major (8 bits), minor (8), build (16):
+// "1.3.29735".
+std::string driver_version_text(const LevelZero& api, ze_driver_handle_t driver) {
+  if (api.driver_properties == nullptr) return "";
+  ze_driver_properties_t properties{};
+  properties.stype = ZE_STRUCTURE_TYPE_DRIVER_PROPERTIES;
+  if (api.driver_properties(driver, &properties) != ZE_RESULT_SUCCESS) return "";
+  std::uint32_t v = properties.driverVersion;
+  return std::to_string(v >> 24) + "." + std::to_string((v >> 16) & 0xffU) + "." +
+         std::to_string(v & 0xffffU);
+}
+
 }  // namespace
 
 std::string level_zero_library_path(const EnvMap& env) {
@@ -136,7 +152,12 @@ BackendReport probe_level_zero(const EnvMap& env) {
     return report;
   }
   std::vector<ze_driver_handle_t> drivers(driver_count);
-  api->driver_get(&driver_count, drivers.data());
+  if (ze_result_t result = api->driver_get(&driver_count, drivers.data());
+      result != ZE_RESULT_SUCCESS) {
+    report.unavailable = "zeDriverGet failed: " + result_text(result);
+    return report;
+  }
+  report.driver_version = driver_version_text(*api, drivers.front());
   for (std::uint32_t d = 0; d < driver_count; ++d) {
     std::uint32_t device_count = 0;
     if (api->device_get(drivers[d], &device_count, nullptr) != ZE_RESULT_SUCCESS) continue;

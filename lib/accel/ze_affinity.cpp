@@ -160,13 +160,11 @@ class Checker {
                              strings::quoted(entry) + " " + problem + "; " + consequence);
   }
 
-  tl::unexpected<Error> fail_order(std::string_view entry, std::string_view previous) const {
-    return gangrun::fail(
-        ErrorCode::usage,
-        std::string(k_ze_affinity_mask) + "=" + std::string(value_) + ": entry " +
-            strings::quoted(entry) + " comes after " + strings::quoted(previous) +
-            ", but the Level Zero driver never reorders devices: a child would see " + shown_text_ +
-            "; list the entries in ascending order");
+  std::string order_note(std::string_view entry, std::string_view previous) const {
+    return std::string(k_ze_affinity_mask) + "=" + std::string(value_) + ": entry " +
+           strings::quoted(entry) + " comes after " + strings::quoted(previous) +
+           ", but the Level Zero driver never reorders devices: a child sees " + shown_text_ +
+           " (list the entries in ascending order to say so)";
   }
 
  private:
@@ -345,6 +343,7 @@ Expected<ZeVisibility> check_ze_affinity_mask(std::optional<std::string_view> va
   for (const Device& card : cards) taken.resize(taken.size() + leaf_count(card), false);
   std::optional<std::size_t> last_leaf;
   std::string last_entry;
+  std::optional<std::string> order_note;
   for (const std::string& element : strings::split(*value, ',')) {
     std::string_view text = strings::trim(element);
     if (text.empty()) return checker.fail(element, "is empty", "ignore it");
@@ -358,12 +357,16 @@ Expected<ZeVisibility> check_ze_affinity_mask(std::optional<std::string_view> va
       return checker.fail(text, "selects a device an earlier entry already selected",
                           "count it once");
     }
-    if (last_leaf && leaves->front() < *last_leaf) return checker.fail_order(text, last_entry);
+    if (last_leaf && leaves->front() < *last_leaf && !order_note) {
+      order_note = checker.order_note(text, last_entry);
+    }
     for (std::size_t leaf : *leaves) taken[leaf] = true;
     last_leaf = leaves->back();
     last_entry = std::string(text);
   }
-  return checker.shown();
+  ZeVisibility shown = checker.shown();
+  shown.order_note = std::move(order_note);
+  return shown;
 }
 
 }  // namespace gangrun::accel

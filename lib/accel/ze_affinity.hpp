@@ -65,6 +65,10 @@ struct ZeVisibility {
   // an assertion. What the process then sees was never measured; devices is
   // empty.
   std::optional<std::string> driver_fails_on;
+  // check_ze_affinity_mask only: the entries were not in ascending order,
+  // which the driver accepts but does not honour (it keeps its own order).
+  // Worth a warning, not an error: no device is lost.
+  std::optional<std::string> order_note;
 };
 
 // Exactly what the driver exposes, silent behaviours included: numbers are
@@ -76,12 +80,13 @@ ZeVisibility emulate_ze_affinity_mask(std::optional<std::string_view> value,
                                       const std::vector<Device>& cards, ZeHierarchy hierarchy);
 
 // The same reading, but anything the driver would skip, ignore, misread,
-// fail on, count once or put in an order other than the one written is an
-// ErrorCode::usage error naming the variable, quoting the entry and saying
-// what the driver would have done. Entries are plain decimals (spaces around
-// them allowed): "X" or, under COMPOSITE, "X.Y"; in ascending order, each
-// device at most once (a tile of a card already selected whole counts as a
-// repeat). Unset, "" and "default" give every device.
+// fail on or count once is an ErrorCode::usage error naming the variable,
+// quoting the entry and saying what the driver would have done. Entries are
+// plain decimals (spaces around them allowed): "X" or, under COMPOSITE,
+// "X.Y"; each device at most once (a tile of a card already selected whole
+// counts as a repeat). Entries out of ascending order are accepted with
+// order_note set, since the driver shows the same devices in its own order.
+// Unset, "" and "default" give every device.
 Expected<ZeVisibility> check_ze_affinity_mask(std::optional<std::string_view> value,
                                               const std::vector<Device>& cards,
                                               ZeHierarchy hierarchy);

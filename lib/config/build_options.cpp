@@ -58,6 +58,13 @@ Expected<Options> type_each_value(const LayeredValues& values) {
   typer.set("nproc_per_node", parse_proc_count, o.nproc_per_node);
   typer.set("num_processes", parse_positive_int, o.num_processes);
   typer.set("num_gpus", parse_positive_int, o.num_gpus);
+  typer.set("accelerator", parse_accelerator, o.accelerator);
+  typer.set("gpu_ids", parse_gpu_ids, o.gpu_ids);
+  typer.set("include", non_empty_text, o.include);
+  typer.set("exclude", non_empty_text, o.exclude);
+  typer.set("visible_devices", parse_visible_devices, o.visible_devices);
+  typer.set("devices_per_proc", parse_positive_int, o.devices_per_proc);
+  typer.set("mask_format", parse_mask_format, o.mask_format);
   typer.set("nnodes", parse_nnodes, o.nnodes);
   typer.set("node_rank", parse_non_negative_int, o.node_rank);
   typer.set("master_addr", non_empty_text, o.master_addr);
@@ -159,6 +166,35 @@ Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
   return {};
 }
 
+// Selection flags that cannot be combined, and per-rank settings without
+// per-rank mode, are refused here; whether the devices exist is launch's
+// business (it needs the node's devices).
+Expected<void> check_device_flags(const Options& o, const LayeredValues& values) {
+  auto given = [&](std::string_view name) -> const LayeredValue* {
+    auto it = values.find(name);
+    return it != values.end() && it->second.source != Source::default_value ? &it->second : nullptr;
+  };
+  const LayeredValue* include = given("include");
+  const LayeredValue* exclude = given("exclude");
+  const LayeredValue* gpu_ids = given("gpu_ids");
+  if (include && exclude) {
+    return usage(include->given + " and " + exclude->given +
+                 " cannot be combined (as in deepspeed); name the devices to use with one of "
+                 "them");
+  }
+  if (gpu_ids && o.gpu_ids && (include || exclude)) {
+    return usage(gpu_ids->given + " and " + (include ? include : exclude)->given +
+                 " both select devices; give only one of them");
+  }
+  const LayeredValue* per_proc = given("devices_per_proc");
+  if (per_proc && o.visible_devices != VisibleDevices::per_rank) {
+    return usage(per_proc->given +
+                 " applies to --visible-devices per-rank only (in shared mode every worker sees "
+                 "every selected device); add --visible-devices per-rank or drop it");
+  }
+  return {};
+}
+
 Expected<void> check_module(const Options& o, const LayeredValues& values) {
   if (o.module && o.no_python) {
     const LayeredValue& module = at(values, "module");
@@ -194,17 +230,24 @@ void apply_no_color(Options& o, const EnvMap& env) {
 }  // namespace
 
 Expected<Options> build_options(const LayeredValues& values,
-                                std::vector<std::string> program_and_args, const EnvMap& env) {
+                                std::vector<std::string> program_and_args, const EnvMap& env,
+                                Purpose purpose) {
   Expected<Options> options = type_each_value(values);
   if (!options) return options;
   Options& o = *options;
   o.program_and_args = std::move(program_and_args);
   for (const auto& [name, value] : values) o.origins[name] = {value.text, value.source};
 
-  for (auto check : {check_module, check_nodes, check_process_counts}) {
+  for (auto check : {check_module, check_nodes, check_process_counts, check_device_flags}) {
     if (Expected<void> ok = check(o, values); !ok) return tl::unexpected(ok.error());
   }
-  if (Expected<void> ok = check_program_given(o); !ok) return tl::unexpected(ok.error());
+  if (purpose == Purpose::launch) {
+    if (Expected<void> ok = check_program_given(o); !ok) return tl::unexpected(ok.error());
+  } else if (!o.program_and_args.empty()) {
+    return usage("gangrun devices takes launch options but no program ('" +
+                 o.program_and_args.front() +
+                 "' was given); to run a program called devices, use gangrun -- devices");
+  }
   apply_no_color(o, env);
   return options;
 }

@@ -14,9 +14,14 @@
 
 namespace gangrun::config {
 
+// What the options are for: a launch needs a program; `gangrun devices`
+// takes launch options to show the masks a launch would give, and no program.
+enum class Purpose { launch, devices };
+
 // `env` is consulted only for NO_COLOR. Records Options::origins for every
 // value in `values`.
 Expected<Options> build_options(const LayeredValues& values,
-                                std::vector<std::string> program_and_args, const EnvMap& env);
+                                std::vector<std::string> program_and_args, const EnvMap& env,
+                                Purpose purpose = Purpose::launch);
 
 }  // namespace gangrun::config

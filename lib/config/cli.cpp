@@ -137,6 +137,12 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
     command.store = std::move(*store);
     return command;
   }
+  Purpose purpose = Purpose::launch;
+  if (argc > 1 && std::string_view(argv[1]) == "devices") {
+    purpose = Purpose::devices;
+    --argc;  // "devices" becomes argv[0]: CLI11 skips it
+    ++argv;
+  }
   CLI::App app("gangrun", "gangrun");
   Registry registry;
   build_app(app, registry);
@@ -149,16 +155,20 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   }
 
   std::vector<CommandLineValue> given = values_in_order(app, registry);
-  if (asked_for(given, "help")) return text_command(Command::Kind::help, help_text());
+  if (asked_for(given, "help")) {
+    return text_command(Command::Kind::help,
+                        purpose == Purpose::devices ? devices_help_text() : help_text());
+  }
   if (asked_for(given, "version")) return text_command(Command::Kind::version, version_text());
 
   Expected<std::vector<std::string>> program = program_words(app.remaining());
   if (!program) return tl::unexpected(program.error());
   Expected<LayeredValues> layered = layer_values(given, env);
   if (!layered) return tl::unexpected(layered.error());
-  Expected<Options> options = build_options(*layered, std::move(*program), env);
+  Expected<Options> options = build_options(*layered, std::move(*program), env, purpose);
   if (!options) return tl::unexpected(options.error());
   Command command;
+  command.kind = purpose == Purpose::devices ? Command::Kind::devices : Command::Kind::launch;
   command.options = std::move(*options);
   return command;
 }

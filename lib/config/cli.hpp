@@ -13,9 +13,9 @@ namespace gangrun::config {
 
 // What the command line asked for.
 struct Command {
-  enum class Kind { launch, help, version, store };
+  enum class Kind { launch, devices, help, version, store };
   Kind kind = Kind::launch;
-  Options options;     // valid when kind == launch
+  Options options;     // valid when kind == launch or devices
   StoreCommand store;  // valid when kind == store
   std::string text;    // help or version text when kind != launch
 };
@@ -25,7 +25,8 @@ struct Command {
 // named by --config (or GANGRUN_CONFIG / PET_CONFIG) > built-in defaults.
 // Option names accept snake_case and dash-case. The first positional word
 // and everything after it (or everything after "--") is the program and its
-// arguments, passed through untouched.
+// arguments, passed through untouched. "gangrun devices OPTIONS" takes the
+// same options and no program.
 //
 // Every problem is an ErrorCode::usage error whose message names the option
 // (with the spelling the user gave, or the environment variable / config

@@ -89,6 +89,7 @@ void append_option(std::string& out, const OptionSpec& spec, std::size_t width) 
 std::string help_text(std::size_t width) {
   std::string out =
       "Usage: gangrun [OPTIONS] [--] PROGRAM [ARGS...]\n"
+      "       gangrun devices [--json] [OPTIONS]  (gangrun devices --help)\n"
       "       gangrun store serve|get|set|add|wait|check|delete|keys|num-keys ...  "
       "(gangrun store --help)\n\n";
   append_paragraph(out, k_intro, width);
@@ -101,6 +102,31 @@ std::string help_text(std::size_t width) {
   }
   out += "\n";
   append_paragraph(out, k_layers, width);
+  return out;
+}
+
+constexpr std::string_view k_devices_intro =
+    "Lists the accelerators of this node as each vendor runtime numbers them (CUDA, Intel XPU "
+    "through Level Zero, AMD ROCm, CPU), the visibility variables that shaped each list, and "
+    "the mask every worker of a launch with the same options would get. A missing driver is "
+    "shown as 'no devices' with the reason, never as an error. Takes every launch option; "
+    "these matter here:";
+
+std::string devices_help_text(std::size_t width) {
+  std::string out = "Usage: gangrun devices [--json] [OPTIONS]\n\n";
+  append_paragraph(out, k_devices_intro, width);
+  out += "\n";
+  for (const OptionSpec& spec : option_table()) {
+    bool shapes_masks = spec.group == OptionGroup::devices || spec.name == "nproc_per_node" ||
+                        spec.name == "num_gpus" || spec.name == "json" || spec.name == "verbose";
+    if (shapes_masks) append_option(out, spec, width);
+  }
+  out += "\n";
+  append_paragraph(out,
+                   "Library paths: GANGRUN_CUDA_LIBRARY (default libcuda.so.1), "
+                   "GANGRUN_LEVEL_ZERO_LIBRARY (default libze_loader.so.1), GANGRUN_SYSFS_ROOT "
+                   "(default /) for the KFD topology.",
+                   width);
   return out;
 }
 

@@ -10,6 +10,9 @@ namespace gangrun::config {
 // help column are the only exception).
 std::string help_text(std::size_t width = 100);
 
+// gangrun devices --help: what it shows, and the options that shape it.
+std::string devices_help_text(std::size_t width = 100);
+
 // "gangrun 0.1.0"
 std::string version_text();
 

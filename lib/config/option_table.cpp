@@ -31,6 +31,51 @@ std::vector<OptionSpec> make_table() {
        .metavar = "N",
        .help = "workers per node (deepspeed), using the first N visible devices"},
 
+      // ---- devices (DESIGN.md section 6)
+      {.name = "accelerator",
+       .group = G::devices,
+       .metavar = "KIND",
+       .default_text = "auto",
+       .choices = {"auto", "cuda", "xpu", "rocm", "cpu", "hpu", "npu", "neuron"},
+       .help = "kind of device to place workers on; auto: the first of cuda, xpu, rocm with "
+               "devices, else cpu. hpu/npu/neuron split the inherited HABANA_VISIBLE_MODULES, "
+               "ASCEND_RT_VISIBLE_DEVICES or NEURON_RT_VISIBLE_CORES"},
+      {.name = "gpu_ids",
+       .group = G::devices,
+       .metavar = "LIST|all",
+       .help = "devices to use, as the workers number them (accelerate), e.g. 0,2"},
+      {.name = "include",
+       .group = G::devices,
+       .metavar = "NODE_SPEC",
+       .help = "devices to use (deepspeed), e.g. localhost:0,2; this node answers to localhost "
+               "and its host name"},
+      {.name = "exclude",
+       .group = G::devices,
+       .metavar = "NODE_SPEC",
+       .help = "devices not to use (deepspeed), e.g. localhost:1"},
+      {.name = "visible_devices",
+       .group = G::devices,
+       .metavar = "MODE",
+       .default_text = "shared",
+       .choices = {"shared", "per-rank"},
+       .help = "shared: every worker sees the selected devices and uses LOCAL_RANK (torchrun); "
+               "per-rank: each worker sees only its own --devices-per-proc devices",
+       .shown = Spelling::dash},
+      {.name = "devices_per_proc",
+       .group = G::devices,
+       .metavar = "K",
+       .default_text = "1",
+       .help = "devices each worker gets with --visible-devices per-rank",
+       .shown = Spelling::dash},
+      {.name = "mask_format",
+       .group = G::devices,
+       .metavar = "FORMAT",
+       .default_text = "index",
+       .choices = {"index", "uuid"},
+       .help = "how masks name devices: index (the tokens of the inherited variable, or driver "
+               "indices) or uuid (CUDA and ROCm only)",
+       .shown = Spelling::dash},
+
       // ---- nodes
       {.name = "nnodes",
        .aliases = {"num_machines", "num_nodes"},
@@ -209,6 +254,8 @@ const char* to_string(OptionGroup group) {
   switch (group) {
     case OptionGroup::process_counts:
       return "Process counts (three spellings, three meanings)";
+    case OptionGroup::devices:
+      return "Devices";
     case OptionGroup::nodes:
       return "Nodes and restarts";
     case OptionGroup::program:

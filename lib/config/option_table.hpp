@@ -11,7 +11,16 @@
 namespace gangrun::config {
 
 // The --help sections, in the order they are printed.
-enum class OptionGroup { process_counts, nodes, program, output, supervision, reporting, general };
+enum class OptionGroup {
+  process_counts,
+  devices,
+  nodes,
+  program,
+  output,
+  supervision,
+  reporting,
+  general
+};
 const char* to_string(OptionGroup group);
 
 enum class OptionKind {

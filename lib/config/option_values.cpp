@@ -207,6 +207,49 @@ Expected<OutputMode> parse_output_mode(std::string_view text) {
   return usage(strings::quoted(text) + " is not an output mode (expected auto, prefix or inherit)");
 }
 
+Expected<Accelerator> parse_accelerator(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  for (Accelerator kind :
+       {Accelerator::automatic, Accelerator::cuda, Accelerator::xpu, Accelerator::rocm,
+        Accelerator::cpu, Accelerator::hpu, Accelerator::npu, Accelerator::neuron}) {
+    if (word == to_string(kind)) return kind;
+  }
+  if (word == "gpu") return Accelerator::automatic;  // accelerate's and deepspeed's word
+  return usage(strings::quoted(text) +
+               " is not an accelerator (expected auto, cuda, xpu, rocm, cpu, hpu, npu or neuron)");
+}
+
+Expected<std::optional<std::vector<int>>> parse_gpu_ids(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "all") return std::optional<std::vector<int>>();
+  if (word.empty()) return usage("empty device list (expected ids such as 0,2, or all)");
+  std::vector<int> ids;
+  for (const std::string& item : strings::split(text, ',')) {
+    std::optional<int> id = int_in_range(item, 0, k_int_max);
+    if (!id) {
+      return usage(strings::quoted(item) + " in " + strings::quoted(text) +
+                   " is not a device id (expected integers >= 0 separated by commas, e.g. 0,2, "
+                   "or all)");
+    }
+    ids.push_back(*id);
+  }
+  return std::optional<std::vector<int>>(std::move(ids));
+}
+
+Expected<VisibleDevices> parse_visible_devices(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "shared") return VisibleDevices::shared;
+  if (word == "per-rank" || word == "per_rank") return VisibleDevices::per_rank;
+  return usage(strings::quoted(text) + " is not a visibility mode (expected shared or per-rank)");
+}
+
+Expected<MaskFormat> parse_mask_format(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "index") return MaskFormat::index;
+  if (word == "uuid") return MaskFormat::uuid;
+  return usage(strings::quoted(text) + " is not a mask format (expected index or uuid)");
+}
+
 Expected<std::string> parse_rdzv_backend(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "static") return word;

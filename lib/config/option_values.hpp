@@ -55,4 +55,13 @@ Expected<OutputMode> parse_output_mode(std::string_view text);
 Expected<std::string> parse_rdzv_backend(std::string_view text);
 Expected<ColorMode> parse_color_mode(std::string_view text);
 
+// auto|cuda|xpu|rocm|cpu|hpu|npu|neuron (any case); "gpu" is taken as auto.
+Expected<Accelerator> parse_accelerator(std::string_view text);
+// "0,2" (ids >= 0, in the order given) or "all" (nullopt: no selection).
+Expected<std::optional<std::vector<int>>> parse_gpu_ids(std::string_view text);
+// "shared" or "per-rank" (also "per_rank").
+Expected<VisibleDevices> parse_visible_devices(std::string_view text);
+// "index" or "uuid".
+Expected<MaskFormat> parse_mask_format(std::string_view text);
+
 }  // namespace gangrun::config

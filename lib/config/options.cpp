@@ -18,4 +18,26 @@ const char* to_string(Source source) {
   return "unknown";
 }
 
+const char* to_string(Accelerator accelerator) {
+  switch (accelerator) {
+    case Accelerator::automatic:
+      return "auto";
+    case Accelerator::cuda:
+      return "cuda";
+    case Accelerator::xpu:
+      return "xpu";
+    case Accelerator::rocm:
+      return "rocm";
+    case Accelerator::cpu:
+      return "cpu";
+    case Accelerator::hpu:
+      return "hpu";
+    case Accelerator::npu:
+      return "npu";
+    case Accelerator::neuron:
+      return "neuron";
+  }
+  return "auto";
+}
+
 }  // namespace gangrun::config

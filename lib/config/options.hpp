@@ -24,6 +24,17 @@ struct ProcCount {
 };
 
 enum class OutputMode { automatic, prefix, inherit };
+
+// --accelerator: which kind of device the launch places workers on. auto
+// takes the first kind with devices (CUDA, Intel XPU, AMD ROCm), else CPU.
+// hpu, npu and neuron are not enumerated: their inherited visibility
+// variable is the device list.
+enum class Accelerator { automatic, cuda, xpu, rocm, cpu, hpu, npu, neuron };
+const char* to_string(Accelerator accelerator);
+
+// --visible-devices and --mask-format (DESIGN.md section 6).
+enum class VisibleDevices { shared, per_rank };
+enum class MaskFormat { index, uuid };
 enum class ColorMode { automatic, always, never };
 
 // Which of a worker's streams a redirect or tee applies to (torchrun's 0..3).
@@ -61,6 +72,15 @@ struct Options {
   int max_restarts = 0;                 // >= 0
   double monitor_interval = 0.1;        // accepted for compatibility; detection is event-driven
   std::string role = "default";         // ROLE_NAME
+
+  // ---- devices (DESIGN.md section 6)
+  Accelerator accelerator = Accelerator::automatic;
+  std::optional<std::vector<int>> gpu_ids;  // --gpu_ids 0,2; nullopt: not given, or "all"
+  std::optional<std::string> include;       // --include NODE_SPEC (deepspeed)
+  std::optional<std::string> exclude;       // --exclude NODE_SPEC (deepspeed)
+  VisibleDevices visible_devices = VisibleDevices::shared;
+  int devices_per_proc = 1;  // >= 1; per-rank mode only
+  MaskFormat mask_format = MaskFormat::index;
 
   // ---- program
   bool module = false;                        // -m: PYTHON -u -m MODULE ARGS

@@ -17,6 +17,20 @@ std::string quoted_command(const std::vector<std::string>& argv) {
   return strings::join(words, " ");
 }
 
+// "cuda: 2 selected (CUDA_VISIBLE_DEVICES 2,0), per-rank"; "inherited" when
+// the launch does not depend on devices.
+std::string devices_text(const LaunchPlan& plan) {
+  if (!plan.devices) return "inherited unchanged (no device option given)";
+  const NodeDevices& devices = *plan.devices;
+  if (!devices.view) return devices.kind;
+  std::vector<std::string> tokens;
+  for (const placement::Candidate& candidate : devices.selected) tokens.push_back(candidate.token);
+  return fmt::format(
+      "{}: {} selected ({} {}), {}", devices.kind, devices.selected.size(), devices.view->variable,
+      tokens.empty() ? "-" : strings::join(tokens, ","),
+      plan.options.visible_devices == config::VisibleDevices::per_rank ? "per-rank" : "shared");
+}
+
 }  // namespace
 
 std::string planned_run_dir(const LaunchPlan& plan) {
@@ -55,6 +69,7 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
       {"output", plan.prefix_output ? "prefix" : "inherit"},
       {"log_dir", plan.log_dir ? nlohmann::json(*plan.log_dir) : nlohmann::json()},
       {"max_restarts", plan.options.max_restarts},
+      {"devices", devices_text(plan)},
       {"workers", workers},
       {"options", options},
   };
@@ -70,6 +85,7 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
       fmt::format("  store:      {}:{} (hosted by rank 0)\n", plan.master_addr, planned_port(plan));
   out += fmt::format("  output:     {}\n", plan.prefix_output ? "prefix" : "inherit");
   out += fmt::format("  files:      {}\n", run_dir);
+  out += fmt::format("  devices:    {}\n", devices_text(plan));
   for (const WorkerPlan& worker : plan.workers) {
     out += fmt::format("rank {} (local_rank {}):\n", worker.rank, worker.local_rank);
     out += fmt::format("  command: {}\n", quoted_command(worker.argv));

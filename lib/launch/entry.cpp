@@ -1,6 +1,7 @@
 #include "launch/entry.hpp"
 
 #include "config/cli.hpp"
+#include "launch/devices_command.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/logging.hpp"
 #include "launch/plan.hpp"
@@ -46,15 +47,31 @@ int launch_main(int argc, char** argv) {
     if (!code) return report_error(code.error());
     return *code;
   }
-  if (command->kind != config::Command::Kind::launch) {
+  if (command->kind != config::Command::Kind::launch &&
+      command->kind != config::Command::Kind::devices) {
     std::cout << command->text;
     if (!command->text.empty() && command->text.back() != '\n') std::cout << '\n';
     return exit_codes::k_success;
   }
   const config::Options& options = command->options;
   launch::setup_logging(options.verbosity, options.color);
+  if (command->kind == config::Command::Kind::devices) {
+    return launch::run_devices_command(options, env);
+  }
 
-  auto plan = launch::make_plan(options, env);
+  std::optional<launch::NodeDevices> devices;
+  if (launch::launch_needs_devices(options)) {
+    // Before any thread: the probes fork (accel/probe_child.hpp).
+    launch::NodeProbes probes = launch::probe_node(options, env, launch::ProbeScope::needed);
+    auto found = launch::node_devices(options, env, probes);
+    if (!found) return report_error(found.error());
+    if (found->view) {
+      for (const std::string& note : found->view->notes) spdlog::warn("{}", note);
+    }
+    if (found->why_none) spdlog::debug("no {} device: {}", found->kind, *found->why_none);
+    devices = std::move(*found);
+  }
+  auto plan = launch::make_plan(options, env, std::move(devices));
   if (!plan) return report_error(plan.error());
   if (options.dry_run) {
     if (options.json) {

@@ -1,12 +1,14 @@
 #include "launch/plan.hpp"
 
 #include "logmux/prefix.hpp"
+#include "placement/masks.hpp"
 
 #include <fmt/format.h>
 
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <random>
 
@@ -23,27 +25,110 @@ int usable_cpus() {
   return online > 0 ? static_cast<int>(online) : 1;
 }
 
-Expected<int> workers_per_node(const config::Options& options) {
+std::string kind_name(const std::string& kind) {
+  if (kind == "cuda") return "CUDA";
+  if (kind == "xpu") return "Intel XPU";
+  if (kind == "rocm") return "AMD ROCm";
+  return kind;
+}
+
+// Why --nproc_per_node gpu/xpu found nothing to count.
+std::string no_device_reason(const NodeDevices& devices) {
+  std::string reason = "no " + kind_name(devices.kind) + " device is selected";
+  if (devices.why_none) return reason + " (" + *devices.why_none + ")";
+  if (devices.view && !devices.view->shaped_by.empty()) {
+    const auto& [name, value] = devices.view->shaped_by.front();
+    return reason + " (" + name + "=" + value + " hides every device)";
+  }
+  return reason;
+}
+
+Expected<int> workers_per_node(const config::Options& options,
+                               const std::optional<NodeDevices>& devices) {
+  std::size_t selected = devices ? devices->selected.size() : 0;
   if (options.nproc_per_node) {
     const config::ProcCount& count = *options.nproc_per_node;
     switch (count.kind) {
       case config::ProcCount::Kind::number:
         return count.number;
       case config::ProcCount::Kind::cpu:
-      case config::ProcCount::Kind::automatic:
-        // No accelerator detection yet: auto falls back to CPUs, as torchrun
-        // does on a machine without devices.
         return usable_cpus();
+      case config::ProcCount::Kind::automatic:
+        // Devices if any, else CPUs, as torchrun does.
+        return selected > 0 ? static_cast<int>(selected) : usable_cpus();
       case config::ProcCount::Kind::gpu:
       case config::ProcCount::Kind::xpu:
-        return fail(ErrorCode::usage,
-                    "--nproc_per_node gpu/xpu needs accelerator detection, which this build of "
-                    "gangrun does not have yet; give the number of workers instead");
+        if (selected == 0) {
+          return fail(ErrorCode::usage,
+                      std::string("--nproc_per_node ") +
+                          (count.kind == config::ProcCount::Kind::gpu ? "gpu" : "xpu") +
+                          " counts devices, but " +
+                          (devices ? no_device_reason(*devices) : "none was probed") +
+                          "; give the number of workers, or see gangrun devices");
+        }
+        return static_cast<int>(selected);
     }
   }
   if (options.num_gpus) return *options.num_gpus;
   if (options.num_processes) return *options.num_processes / options.nnodes;
   return 1;
+}
+
+// Level Zero shows a worker its devices in driver order whatever the mask
+// says, so a mask that lists several must already be in that order.
+Expected<void> check_driver_order(const std::vector<placement::Candidate>& devices,
+                                  const std::string& variable) {
+  for (std::size_t i = 1; i < devices.size(); ++i) {
+    if (devices[i].device.index < devices[i - 1].device.index) {
+      return fail(ErrorCode::usage,
+                  "the selection puts device " + devices[i].token + " after " +
+                      devices[i - 1].token + ", but " + variable +
+                      " cannot reorder devices (Level Zero keeps its own order); select them in "
+                      "ascending order, or give each worker one with --visible-devices per-rank");
+    }
+  }
+  return {};
+}
+
+// Each worker's mask, as variables to set.
+Expected<std::vector<EnvMap>> device_envs(const config::Options& options, const NodeDevices& node,
+                                          int workers) {
+  std::vector<EnvMap> envs(static_cast<std::size_t>(workers));
+  if (!node.view) return envs;
+  const placement::NodeView& view = *node.view;
+  if (options.mask_format == config::MaskFormat::uuid && !view.uuid_masks) {
+    return fail(ErrorCode::usage, "--mask-format uuid: " + view.variable +
+                                      " has no UUID syntax; use --mask-format index");
+  }
+  placement::MaskSettings settings{
+      .mode = options.visible_devices == config::VisibleDevices::per_rank
+                  ? placement::VisibilityMode::per_rank
+                  : placement::VisibilityMode::shared,
+      .devices_per_proc = options.devices_per_proc,
+      .format = options.mask_format == config::MaskFormat::uuid ? placement::MaskFormat::uuid
+                                                                : placement::MaskFormat::token,
+      .selection_given = options.gpu_ids || options.include || options.exclude || options.num_gpus};
+  if (view.keeps_driver_order) {
+    bool shared = settings.mode == placement::VisibilityMode::shared;
+    std::size_t group =
+        shared ? node.selected.size() : static_cast<std::size_t>(settings.devices_per_proc);
+    for (std::size_t first = 0; first < node.selected.size();
+         first += std::max<std::size_t>(group, 1)) {
+      auto begin = node.selected.begin() + static_cast<long>(first);
+      auto end =
+          node.selected.begin() + static_cast<long>(std::min(first + group, node.selected.size()));
+      auto ordered = check_driver_order({begin, end}, view.variable);
+      if (!ordered) return tl::unexpected(ordered.error());
+    }
+  }
+  auto masks = placement::worker_masks(node.selected, workers, settings, view.variable);
+  if (!masks) return tl::unexpected(masks.error());
+  for (std::size_t i = 0; i < masks->size(); ++i) {
+    if (!(*masks)[i]) continue;
+    envs[i] = view.alongside_mask;
+    envs[i][view.variable] = *(*masks)[i];
+  }
+  return envs;
 }
 
 std::string random_run_id() {
@@ -63,11 +148,26 @@ config::Streams either(config::Streams a, config::Streams b) {
 
 }  // namespace
 
+Expected<PlacedWorkers> place_workers(const config::Options& options,
+                                      const std::optional<NodeDevices>& devices) {
+  auto per_node = workers_per_node(options, devices);
+  if (!per_node) return tl::unexpected(per_node.error());
+  PlacedWorkers placed{.workers = *per_node,
+                       .device_envs = std::vector<EnvMap>(static_cast<std::size_t>(*per_node))};
+  if (devices) {
+    auto envs = device_envs(options, *devices, placed.workers);
+    if (!envs) return tl::unexpected(envs.error());
+    placed.device_envs = std::move(*envs);
+  }
+  return placed;
+}
+
 std::string worker_dir(const std::string& run_dir, int attempt, int local_rank) {
   return fmt::format("{}/attempt_{}/{}", run_dir, attempt, local_rank);
 }
 
-Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env) {
+Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
+                               std::optional<NodeDevices> devices) {
   LaunchPlan plan;
   plan.options = options;
   plan.host_env = host_env;
@@ -76,9 +176,11 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   plan.node_rank = options.node_rank;
   plan.run_id = options.standalone ? random_run_id() : options.rdzv_id;
 
-  auto per_node = workers_per_node(options);
-  if (!per_node) return tl::unexpected(per_node.error());
-  plan.local_world_size = *per_node;
+  auto placed = place_workers(options, devices);
+  if (!placed) return tl::unexpected(placed.error());
+  plan.local_world_size = placed->workers;
+  std::vector<EnvMap>& masks = placed->device_envs;
+  plan.devices = std::move(devices);
   plan.world_size = plan.local_world_size * plan.nnodes;
 
   plan.master_addr = options.master_addr.value_or("127.0.0.1");
@@ -114,6 +216,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     WorkerPlan worker;
     worker.local_rank = local_rank;
+    worker.device_env = std::move(masks[static_cast<std::size_t>(local_rank)]);
     worker.rank = plan.node_rank * plan.local_world_size + local_rank;
     worker.argv = substitute_local_rank(plan.program.argv, local_rank);
     worker.prefix = logmux::expand_prefix(
@@ -157,6 +260,7 @@ EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker, int at
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", inherited_or("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")},
       {"NCCL_ASYNC_ERROR_HANDLING", inherited_or("NCCL_ASYNC_ERROR_HANDLING", "1")},
   };
+  vars.insert(worker.device_env.begin(), worker.device_env.end());
   if (auto threads = env_lookup(plan.host_env, "OMP_NUM_THREADS")) {
     vars["OMP_NUM_THREADS"] = *threads;
   } else if (plan.local_world_size > 1) {

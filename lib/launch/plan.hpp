@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/options.hpp"
+#include "launch/node_devices.hpp"
 #include "launch/program.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
@@ -22,6 +23,9 @@ struct WorkerPlan {
   std::string prefix;             // console line prefix, expanded
   config::Streams to_file;        // streams written to log files
   config::Streams to_console;     // streams shown on the console
+  // Its visibility mask (and what must go with it), e.g.
+  // CUDA_VISIBLE_DEVICES=2; empty when it inherits gangrun's visibility.
+  EnvMap device_env;
 };
 
 struct LaunchPlan {
@@ -37,6 +41,8 @@ struct LaunchPlan {
   std::string master_addr;
   std::optional<int> master_port;  // nullopt: a free port is picked at launch
 
+  std::optional<NodeDevices> devices;  // nullopt: the launch does not depend on devices
+
   ResolvedProgram program;
   bool prefix_output = false;          // prefix mode (pipes) rather than inherit
   std::optional<std::string> log_dir;  // DIR/<run_id> when --log_dir was given
@@ -45,14 +51,26 @@ struct LaunchPlan {
   std::vector<WorkerPlan> workers;
 };
 
-// Validates and resolves. Errors are usage (2), not_found (127) or
-// not_executable (126), each naming what was wrong.
-Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env);
+// Workers per node (from the process-count options, counting selected
+// devices for gpu/xpu/auto) and each worker's device variables.
+struct PlacedWorkers {
+  int workers = 1;
+  std::vector<EnvMap> device_envs;  // one per local worker
+};
+Expected<PlacedWorkers> place_workers(const config::Options& options,
+                                      const std::optional<NodeDevices>& devices);
+
+// Validates and resolves. `devices` is this node's devices when
+// launch_needs_devices(options) (node_devices.hpp), else nullopt. Errors are
+// usage (2), not_found (127) or not_executable (126), each naming what was
+// wrong.
+Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
+                               std::optional<NodeDevices> devices = std::nullopt);
 
 // The variables gangrun sets for worker, for the given attempt, run
 // directory and master port (section 2 of DESIGN.md). Inherited values of
 // NCCL_ASYNC_ERROR_HANDLING, TORCH_NCCL_ASYNC_ERROR_HANDLING and
-// OMP_NUM_THREADS are kept.
+// OMP_NUM_THREADS are kept; the worker's device_env is added.
 EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker, int attempt,
                         const std::string& run_dir, const std::string& master_port);
 

@@ -14,10 +14,13 @@ namespace {
 using gangrun::EnvMap;
 using gangrun::ErrorCode;
 using gangrun::Expected;
+using gangrun::config::Accelerator;
 using gangrun::config::Command;
+using gangrun::config::MaskFormat;
 using gangrun::config::Options;
 using gangrun::config::ProcCount;
 using gangrun::config::Source;
+using gangrun::config::VisibleDevices;
 
 using gangrun::config::test::launch;
 using gangrun::config::test::parse;
@@ -332,4 +335,57 @@ TEST_CASE("config::parse_command_line records defaults as origins", "[config]") 
   CHECK(o.role == "default");
   CHECK(o.monitor_interval == 0.1);
   CHECK(o.term_timeout == 30.0);
+}
+
+TEST_CASE("config::parse_command_line reads the device options", "[config]") {
+  Options o = launch({"--accelerator", "XPU", "--gpu-ids", "2,0", "--visible-devices", "per-rank",
+                      "--devices-per-proc", "2", "--mask-format", "uuid", "p"});
+  CHECK(o.accelerator == Accelerator::xpu);
+  CHECK(o.gpu_ids == std::vector<int>{2, 0});
+  CHECK(o.visible_devices == VisibleDevices::per_rank);
+  CHECK(o.devices_per_proc == 2);
+  CHECK(o.mask_format == MaskFormat::uuid);
+
+  Options defaults = launch({"p"});
+  CHECK(defaults.accelerator == Accelerator::automatic);
+  CHECK_FALSE(defaults.gpu_ids);
+  CHECK(defaults.visible_devices == VisibleDevices::shared);
+  CHECK(defaults.mask_format == MaskFormat::index);
+  CHECK_FALSE(launch({"--gpu_ids", "all", "p"}).gpu_ids);
+  CHECK(launch({"--include", "localhost:0,2", "p"}).include == "localhost:0,2");
+  CHECK(launch({"p"}, {{"GANGRUN_VISIBLE_DEVICES", "per_rank"}}).visible_devices ==
+        VisibleDevices::per_rank);
+}
+
+TEST_CASE("config::parse_command_line refuses bad and contradictory device options", "[config]") {
+  CHECK_THAT(usage_error({"--accelerator", "tpu", "p"}),
+             Contains("--accelerator: 'tpu' is not an accelerator"));
+  CHECK_THAT(usage_error({"--gpu_ids", "0,x", "p"}), Contains("'x' in '0,x' is not a device id"));
+  CHECK_THAT(usage_error({"--gpu_ids", "", "p"}), Contains("--gpu_ids"));
+  CHECK_THAT(usage_error({"--visible-devices", "each", "p"}),
+             Contains("'each' is not a visibility mode"));
+  CHECK_THAT(usage_error({"--mask-format", "name", "p"}), Contains("'name' is not a mask format"));
+  CHECK_THAT(usage_error({"--devices-per-proc", "0", "p"}), Contains("--devices-per-proc"));
+  CHECK_THAT(usage_error({"--include", "localhost:0", "--exclude", "localhost:1", "p"}),
+             Contains("--include localhost:0 and --exclude localhost:1 cannot be combined"));
+  CHECK_THAT(usage_error({"--gpu_ids", "0", "--include", "localhost:1", "p"}),
+             Contains("both select devices"));
+  CHECK_THAT(usage_error({"--devices-per-proc", "2", "p"}),
+             Contains("applies to --visible-devices per-rank only"));
+}
+
+TEST_CASE("config::parse_command_line: gangrun devices takes launch options and no program",
+          "[config]") {
+  Expected<Command> command = parse({"devices", "--json", "--nproc_per_node", "2"});
+  REQUIRE(command);
+  CHECK(command->kind == Command::Kind::devices);
+  CHECK(command->options.json);
+  CHECK(command->options.nproc_per_node->number == 2);
+  CHECK_THAT(usage_error({"devices", "train.py"}), Contains("gangrun -- devices"));
+  Expected<Command> help = parse({"devices", "--help"});
+  REQUIRE(help);
+  CHECK(help->kind == Command::Kind::help);
+  CHECK_THAT(help->text, Contains("Usage: gangrun devices") && Contains("--visible-devices"));
+  // A program called devices runs after --.
+  CHECK(launch({"--", "devices"}).program_and_args == std::vector<std::string>{"devices"});
 }

@@ -100,3 +100,101 @@ TEST_CASE("launch::make_plan routes redirects, tees and the console filter", "[l
   CHECK(plan->workers[2].to_console == gangrun::config::Streams{false, false});
   CHECK(plan->workers[0].prefix == "[rank0]: ");
 }
+
+namespace {
+
+gangrun::launch::NodeDevices cuda_node(const std::vector<std::string>& tokens) {
+  gangrun::launch::NodeDevices node;
+  node.kind = "cuda";
+  node.view = gangrun::placement::NodeView{};
+  node.view->kind = "cuda";
+  node.view->variable = "CUDA_VISIBLE_DEVICES";
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    gangrun::accel::Device device;
+    device.index = static_cast<int>(i);
+    device.uuid = "GPU-" + tokens[i];
+    node.selected.push_back({device, tokens[i]});
+  }
+  node.view->visible = node.selected;
+  return node;
+}
+
+std::vector<std::string> masks_of(const gangrun::launch::LaunchPlan& plan) {
+  std::vector<std::string> masks;
+  for (const auto& worker : plan.workers) {
+    auto vars = worker_variables(plan, worker, 0, "/run", "1");
+    auto it = vars.find("CUDA_VISIBLE_DEVICES");
+    masks.push_back(it == vars.end() ? "(inherited)" : it->second);
+  }
+  return masks;
+}
+
+using Strings = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("launch::make_plan counts devices and gives each worker its mask", "[launch]") {
+  Options options = job(1);
+  options.nproc_per_node = ProcCount{ProcCount::Kind::gpu, 1};
+  auto plan = make_plan(options, {}, cuda_node({"2", "0", "3"}));
+  REQUIRE(plan);
+  CHECK(plan->local_world_size == 3);
+  CHECK(masks_of(*plan) == Strings{"(inherited)", "(inherited)", "(inherited)"});
+
+  options.visible_devices = gangrun::config::VisibleDevices::per_rank;
+  plan = make_plan(options, {}, cuda_node({"2", "0", "3"}));
+  REQUIRE(plan);
+  CHECK(masks_of(*plan) == Strings{"2", "0", "3"});
+
+  options.mask_format = gangrun::config::MaskFormat::uuid;
+  plan = make_plan(options, {}, cuda_node({"2", "0", "3"}));
+  REQUIRE(plan);
+  CHECK(masks_of(*plan) == Strings{"GPU-2", "GPU-0", "GPU-3"});
+
+  options = job(4);
+  options.visible_devices = gangrun::config::VisibleDevices::per_rank;
+  options.devices_per_proc = 2;
+  plan = make_plan(options, {}, cuda_node({"0", "1", "2", "3", "4", "5", "6", "7"}));
+  REQUIRE(plan);
+  CHECK(masks_of(*plan) == Strings{"0,1", "2,3", "4,5", "6,7"});
+
+  options = job(3);
+  options.visible_devices = gangrun::config::VisibleDevices::per_rank;
+  options.devices_per_proc = 2;
+  plan = make_plan(options, {}, cuda_node({"0", "1", "2", "3"}));
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().exit_code() == 2);
+  CHECK_THAT(plan.error().message(), Catch::Matchers::Contains("need 6 devices, but 4"));
+}
+
+TEST_CASE("launch::make_plan: gpu with no device and auto without devices", "[launch]") {
+  Options options = job(1);
+  options.nproc_per_node = ProcCount{ProcCount::Kind::gpu, 1};
+  auto node = cuda_node({});
+  node.view->shaped_by = {{"CUDA_VISIBLE_DEVICES", ""}};
+  auto plan = make_plan(options, {}, node);
+  REQUIRE_FALSE(plan);
+  CHECK_THAT(plan.error().message(),
+             Catch::Matchers::Contains("no CUDA device is selected (CUDA_VISIBLE_DEVICES= hides"));
+
+  options.nproc_per_node = ProcCount{ProcCount::Kind::automatic, 1};
+  plan = make_plan(options, {}, node);
+  REQUIRE(plan);
+  CHECK(plan->local_world_size >= 1);  // CPUs
+}
+
+TEST_CASE("launch::make_plan keeps Level Zero masks in driver order", "[launch]") {
+  Options options = job(1);
+  options.gpu_ids = std::vector<int>{1, 0};
+  auto node = cuda_node({"1", "0"});
+  node.selected[0].device.index = 1;
+  node.selected[1].device.index = 0;
+  node.view->variable = "ZE_AFFINITY_MASK";
+  node.view->keeps_driver_order = true;
+  auto plan = make_plan(options, {}, node);
+  REQUIRE_FALSE(plan);
+  CHECK_THAT(plan.error().message(), Catch::Matchers::Contains("cannot reorder devices"));
+  options.visible_devices = gangrun::config::VisibleDevices::per_rank;
+  options.nproc_per_node = ProcCount{ProcCount::Kind::number, 2};
+  CHECK(make_plan(options, {}, node));  // one device each: nothing to reorder
+}

@@ -1,0 +1,194 @@
+#include "launch/node_devices.hpp"
+
+#include "accel/cpu_backend.hpp"
+#include "accel/cuda_backend.hpp"
+#include "accel/cuda_visibility.hpp"
+#include "accel/level_zero_backend.hpp"
+#include "accel/rocm_sysfs.hpp"
+
+#include <unistd.h>
+
+namespace gangrun::launch {
+namespace {
+
+using config::Accelerator;
+
+accel::BackendReport probe_cuda_unfiltered(const EnvMap& env) {
+  EnvMap unfiltered = env;
+  unfiltered.erase(std::string(accel::k_cuda_visible_devices));
+  return accel::probe_cuda_in_child(unfiltered);
+}
+
+// The cards come from a COMPOSITE probe, which shows each card once with its
+// tiles. When the user did not name a hierarchy and some card has tiles, a
+// second probe under the driver's own default tells FLAT (more devices than
+// cards) from COMPOSITE.
+void probe_xpu(const EnvMap& env, NodeProbes& probes) {
+  EnvMap unmasked = env;
+  unmasked.erase(std::string(accel::k_ze_affinity_mask));
+  EnvMap composite = unmasked;
+  composite[std::string(accel::k_ze_flat_device_hierarchy)] = "COMPOSITE";
+  probes.xpu = accel::probe_level_zero_in_child(composite);
+
+  bool tiled = false;
+  for (const accel::Device& card : probes.xpu->devices) tiled = tiled || card.tiles > 0;
+  auto named = env.find(std::string(accel::k_ze_flat_device_hierarchy));
+  bool user_named_mode =
+      named != env.end() && accel::ze_hierarchy(named->second, accel::ZeHierarchy::composite) ==
+                                accel::ze_hierarchy(named->second, accel::ZeHierarchy::flat);
+  if (!tiled || user_named_mode) return;
+  unmasked.erase(std::string(accel::k_ze_flat_device_hierarchy));
+  accel::BackendReport by_default = accel::probe_level_zero_in_child(unmasked);
+  if (by_default.devices.size() > probes.xpu->devices.size()) {
+    probes.xpu_default = accel::ZeHierarchy::flat;
+  }
+}
+
+std::string sysfs_root(const EnvMap& env) {
+  return env_lookup(env, "GANGRUN_SYSFS_ROOT").value_or("/");
+}
+
+bool has_devices(const std::optional<accel::BackendReport>& report) {
+  return report && !report->devices.empty();
+}
+
+std::optional<accel::VendorList> vendor_list(Accelerator accelerator) {
+  switch (accelerator) {
+    case Accelerator::hpu:
+      return accel::VendorList::habana;
+    case Accelerator::npu:
+      return accel::VendorList::ascend;
+    case Accelerator::neuron:
+      return accel::VendorList::neuron;
+    default:
+      return std::nullopt;
+  }
+}
+
+// The accelerator the options ask for; auto resolved against the probes.
+std::string chosen_kind(const config::Options& options, const NodeProbes& probes) {
+  Accelerator accelerator = options.accelerator;
+  if (accelerator == Accelerator::automatic && options.nproc_per_node &&
+      options.nproc_per_node->kind == config::ProcCount::Kind::xpu) {
+    accelerator = Accelerator::xpu;
+  }
+  if (accelerator != Accelerator::automatic) return config::to_string(accelerator);
+  if (has_devices(probes.cuda)) return "cuda";
+  if (has_devices(probes.xpu)) return "xpu";
+  if (has_devices(probes.rocm)) return "rocm";
+  return "cpu";
+}
+
+const std::optional<accel::BackendReport>& report_of(const std::string& kind,
+                                                     const NodeProbes& probes) {
+  static const std::optional<accel::BackendReport> none;
+  if (kind == "cuda") return probes.cuda;
+  if (kind == "xpu") return probes.xpu;
+  if (kind == "rocm") return probes.rocm;
+  return none;
+}
+
+}  // namespace
+
+bool launch_needs_devices(const config::Options& options) {
+  using Kind = config::ProcCount::Kind;
+  bool counts_devices = options.nproc_per_node && (options.nproc_per_node->kind == Kind::gpu ||
+                                                   options.nproc_per_node->kind == Kind::xpu ||
+                                                   options.nproc_per_node->kind == Kind::automatic);
+  bool selects = options.num_gpus || options.gpu_ids || options.include || options.exclude;
+  bool writes_masks = options.visible_devices == config::VisibleDevices::per_rank ||
+                      options.mask_format == config::MaskFormat::uuid;
+  bool names_kind =
+      options.accelerator != Accelerator::automatic && options.accelerator != Accelerator::cpu;
+  return counts_devices || selects || writes_masks || names_kind;
+}
+
+NodeProbes probe_node(const config::Options& options, const EnvMap& env, ProbeScope scope) {
+  NodeProbes probes;
+  Accelerator wanted = scope == ProbeScope::all ? Accelerator::automatic : options.accelerator;
+  if (scope == ProbeScope::needed && wanted == Accelerator::automatic && options.nproc_per_node &&
+      options.nproc_per_node->kind == config::ProcCount::Kind::xpu) {
+    wanted = Accelerator::xpu;
+  }
+  bool every = scope == ProbeScope::all;
+  auto still_looking = [&] {
+    return every || (wanted == Accelerator::automatic && !has_devices(probes.cuda) &&
+                     !has_devices(probes.xpu) && !has_devices(probes.rocm));
+  };
+  if (wanted == Accelerator::cuda || still_looking()) probes.cuda = probe_cuda_unfiltered(env);
+  if (wanted == Accelerator::xpu || still_looking()) probe_xpu(env, probes);
+  if (wanted == Accelerator::rocm || still_looking()) {
+    probes.rocm = accel::probe_rocm_sysfs(sysfs_root(env));
+  }
+  if (every || wanted == Accelerator::cpu || wanted == Accelerator::automatic) {
+    probes.cpu = accel::probe_cpu();
+  }
+  return probes;
+}
+
+Expected<placement::NodeView> view_of(const std::string& kind, const NodeProbes& probes,
+                                      const EnvMap& env) {
+  const std::optional<accel::BackendReport>& report = report_of(kind, probes);
+  std::vector<accel::Device> devices = report ? report->devices : std::vector<accel::Device>{};
+  if (kind == "cuda") return placement::cuda_view(devices, env);
+  if (kind == "rocm") return placement::rocm_view(devices, env);
+  if (kind == "xpu") {
+    auto hierarchy = placement::ze_hierarchy_in_force(env, probes.xpu_default);
+    if (!hierarchy) return tl::unexpected(hierarchy.error());
+    return placement::xpu_view(devices, *hierarchy, env);
+  }
+  return fail(ErrorCode::usage, "no device view for accelerator " + kind);
+}
+
+std::vector<std::string> node_names() {
+  std::vector<std::string> names = {"localhost"};
+  char buffer[256] = {};
+  if (::gethostname(buffer, sizeof buffer - 1) == 0 && buffer[0] != '\0') {
+    std::string host = buffer;
+    names.push_back(host);
+    if (auto dot = host.find('.'); dot != std::string::npos) names.push_back(host.substr(0, dot));
+  }
+  return names;
+}
+
+Expected<NodeDevices> node_devices(const config::Options& options, const EnvMap& env,
+                                   const NodeProbes& probes) {
+  NodeDevices node;
+  node.kind = chosen_kind(options, probes);
+  placement::SelectionFlags flags{.gpu_ids = options.gpu_ids,
+                                  .include = options.include,
+                                  .exclude = options.exclude,
+                                  .num_gpus = options.num_gpus};
+  if (node.kind == "cpu") {
+    if (flags.any() || options.visible_devices == config::VisibleDevices::per_rank) {
+      return fail(ErrorCode::usage,
+                  "device selection (--gpu_ids, --include/--exclude, --num_gpus, "
+                  "--visible-devices per-rank) needs accelerators, but the launch runs on CPUs "
+                  "(--accelerator " +
+                      std::string(config::to_string(options.accelerator)) +
+                      (options.accelerator == Accelerator::automatic
+                           ? ", and no CUDA, Intel XPU or AMD GPU was found; 'gangrun devices' "
+                             "says why"
+                           : "") +
+                      ")");
+    }
+    return node;
+  }
+  if (auto list = vendor_list(options.accelerator)) {
+    auto view = placement::vendor_list_view(*list, env);
+    if (!view) return tl::unexpected(view.error());
+    node.view = std::move(*view);
+  } else {
+    auto view = view_of(node.kind, probes, env);
+    if (!view) return tl::unexpected(view.error());
+    node.view = std::move(*view);
+    const auto& report = report_of(node.kind, probes);
+    if (report && report->unavailable) node.why_none = report->unavailable;
+  }
+  auto selected = placement::select_devices(node.view->visible, flags, node_names());
+  if (!selected) return tl::unexpected(selected.error());
+  node.selected = std::move(*selected);
+  return node;
+}
+
+}  // namespace gangrun::launch
