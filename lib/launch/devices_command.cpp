@@ -205,7 +205,7 @@ int run_devices_command(const config::Options& options, const EnvMap& env) {
   bool malformed = false;
   for (Section& section : sections) {
     if (!(*section.report)->devices.empty()) {
-      section.view = view_of(section.kind, probes, env);
+      section.view = view_of(section.kind, probes, env, options);
       malformed = malformed || !section.view;
     }
   }

@@ -17,7 +17,7 @@ std::string quoted_command(const std::vector<std::string>& argv) {
   return strings::join(words, " ");
 }
 
-// "cuda: 2 selected (CUDA_VISIBLE_DEVICES 2,0), per-rank"; "inherited" when
+// "cuda: 2 selected (named 2,0 in CUDA_VISIBLE_DEVICES), per-rank"; "inherited" when
 // the launch does not depend on devices.
 std::string devices_text(const LaunchPlan& plan) {
   if (!plan.devices) return "inherited unchanged (no device option given)";

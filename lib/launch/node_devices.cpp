@@ -5,18 +5,40 @@
 #include "accel/cuda_visibility.hpp"
 #include "accel/level_zero_backend.hpp"
 #include "accel/rocm_sysfs.hpp"
+#include "util/strings.hpp"
 
 #include <unistd.h>
+
+#include <algorithm>
 
 namespace gangrun::launch {
 namespace {
 
 using config::Accelerator;
 
+// CUDA enumerates one MIG instance per process at most, so the unfiltered
+// probe cannot show the others; each MIG UUID the user listed is probed on
+// its own and added.
 accel::BackendReport probe_cuda_unfiltered(const EnvMap& env) {
   EnvMap unfiltered = env;
   unfiltered.erase(std::string(accel::k_cuda_visible_devices));
-  return accel::probe_cuda_in_child(unfiltered);
+  accel::BackendReport report = accel::probe_cuda_in_child(unfiltered);
+  auto inherited = env_lookup(env, std::string(accel::k_cuda_visible_devices));
+  if (!inherited || report.devices.empty()) return report;
+  for (const std::string& entry : strings::split(*inherited, ',')) {
+    std::string_view uuid = strings::trim(entry);
+    if (!uuid.starts_with("MIG-")) continue;
+    EnvMap alone = unfiltered;
+    alone[std::string(accel::k_cuda_visible_devices)] = uuid;
+    for (accel::Device& device : accel::probe_cuda_in_child(alone).devices) {
+      bool known = std::any_of(report.devices.begin(), report.devices.end(),
+                               [&](const accel::Device& d) { return d.uuid == device.uuid; });
+      if (known) continue;
+      device.index = static_cast<int>(report.devices.size());
+      report.devices.push_back(std::move(device));
+    }
+  }
+  return report;
 }
 
 // The cards come from a COMPOSITE probe, which shows each card once with its
@@ -127,10 +149,12 @@ NodeProbes probe_node(const config::Options& options, const EnvMap& env, ProbeSc
 }
 
 Expected<placement::NodeView> view_of(const std::string& kind, const NodeProbes& probes,
-                                      const EnvMap& env) {
+                                      const EnvMap& env, const config::Options& options) {
   const std::optional<accel::BackendReport>& report = report_of(kind, probes);
   std::vector<accel::Device> devices = report ? report->devices : std::vector<accel::Device>{};
-  if (kind == "cuda") return placement::cuda_view(devices, env);
+  bool one_device_each =
+      options.visible_devices == config::VisibleDevices::per_rank && options.devices_per_proc == 1;
+  if (kind == "cuda") return placement::cuda_view(devices, env, one_device_each);
   if (kind == "rocm") return placement::rocm_view(devices, env);
   if (kind == "xpu") {
     auto hierarchy = placement::ze_hierarchy_in_force(env, probes.xpu_default);
@@ -179,7 +203,7 @@ Expected<NodeDevices> node_devices(const config::Options& options, const EnvMap&
     if (!view) return tl::unexpected(view.error());
     node.view = std::move(*view);
   } else {
-    auto view = view_of(node.kind, probes, env);
+    auto view = view_of(node.kind, probes, env, options);
     if (!view) return tl::unexpected(view.error());
     node.view = std::move(*view);
     const auto& report = report_of(node.kind, probes);

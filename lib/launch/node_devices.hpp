@@ -60,9 +60,11 @@ struct NodeDevices {
 Expected<NodeDevices> node_devices(const config::Options& options, const EnvMap& env,
                                    const NodeProbes& probes);
 
-// The view one probed kind gives ("cuda", "xpu", "rocm"), for `gangrun devices`.
+// The view one probed kind gives ("cuda", "xpu", "rocm"); options matter
+// only for an inherited list of MIG instances, which per-rank with one
+// device each may split.
 Expected<placement::NodeView> view_of(const std::string& kind, const NodeProbes& probes,
-                                      const EnvMap& env);
+                                      const EnvMap& env, const config::Options& options);
 
 // The names this node answers to in a deepspeed NODE_SPEC.
 std::vector<std::string> node_names();

@@ -22,14 +22,42 @@ void note_if_set(NodeView& view, const EnvMap& env, std::string_view name) {
 
 }  // namespace
 
-Expected<NodeView> cuda_view(const std::vector<accel::Device>& unfiltered, const EnvMap& env) {
+// Several inherited MIG UUIDs, each read on its own (one per worker).
+Expected<accel::CudaVisibility> each_mig_alone(std::string_view value,
+                                               const std::vector<accel::Device>& all) {
+  accel::CudaVisibility joined{.set = true, .devices = {}};
+  for (const std::string& entry : strings::split(value, ',')) {
+    auto alone = accel::check_cuda_visible_devices(strings::trim(entry), all);
+    if (!alone) return tl::unexpected(alone.error());
+    for (const accel::CudaVisibleDevice& device : alone->devices) {
+      for (const accel::CudaVisibleDevice& earlier : joined.devices) {
+        if (earlier.position == device.position) {
+          return fail(ErrorCode::usage, std::string(accel::k_cuda_visible_devices) + "=" +
+                                            std::string(value) + ": entry " +
+                                            strings::quoted(device.entry) +
+                                            " names a MIG instance an earlier entry already "
+                                            "named; list each once");
+        }
+      }
+      joined.devices.push_back(device);
+    }
+  }
+  return joined;
+}
+
+Expected<NodeView> cuda_view(const std::vector<accel::Device>& unfiltered, const EnvMap& env,
+                             bool one_mig_per_worker) {
   NodeView view;
   view.kind = "cuda";
   view.variable = accel::k_cuda_visible_devices;
   note_if_set(view, env, accel::k_cuda_visible_devices);
   note_if_set(view, env, k_cuda_device_order);
-  auto visibility =
-      accel::check_cuda_visible_devices(lookup(env, accel::k_cuda_visible_devices), unfiltered);
+  std::optional<std::string_view> inherited = lookup(env, accel::k_cuda_visible_devices);
+  bool mig_list = inherited && accel::parse_cuda_visible_devices(*inherited).form ==
+                                   accel::CudaEntryForm::mig_uuids;
+  auto visibility = one_mig_per_worker && mig_list
+                        ? each_mig_alone(*inherited, unfiltered)
+                        : accel::check_cuda_visible_devices(inherited, unfiltered);
   if (!visibility) return tl::unexpected(visibility.error());
   for (const accel::CudaVisibleDevice& seen : visibility->devices) {
     const accel::Device& device = unfiltered[seen.position];
@@ -87,7 +115,11 @@ Expected<NodeView> xpu_view(const std::vector<accel::Device>& cards, accel::ZeHi
       std::vector<std::string> parts;
       for (std::uint32_t tile : seen.tiles) parts.push_back(token + "." + std::to_string(tile));
       token = strings::join(parts, ",");
-      device.tiles = static_cast<int>(seen.tiles.size());
+      // The device is only the kept tiles: scale what the card reported.
+      auto kept = static_cast<std::uint64_t>(seen.tiles.size());
+      device.memory_bytes = device.memory_bytes * kept / static_cast<std::uint64_t>(device.tiles);
+      device.compute_units = device.compute_units * static_cast<int>(kept) / device.tiles;
+      device.tiles = static_cast<int>(kept);
     }
     view.visible.push_back({device, token});
   }

@@ -43,9 +43,16 @@ struct NodeView {
 };
 
 // CUDA: `unfiltered` is what cuInit enumerates with CUDA_VISIBLE_DEVICES
-// unset and CUDA_DEVICE_ORDER as the workers get it. Tokens are the entries
-// of CUDA_VISIBLE_DEVICES as written, or the ordinals when it is unset.
-Expected<NodeView> cuda_view(const std::vector<accel::Device>& unfiltered, const EnvMap& env);
+// unset and CUDA_DEVICE_ORDER as the workers get it, plus any MIG instance
+// an inherited MIG UUID names (a process enumerates only its first MIG
+// device, so those are probed one by one). Tokens are the entries of
+// CUDA_VISIBLE_DEVICES as written, or the ordinals when it is unset.
+//
+// An inherited list of several MIG UUIDs is refused, since one process
+// would use only the first, unless one_mig_per_worker: then each entry is
+// read on its own, for a launch that gives every worker one of them.
+Expected<NodeView> cuda_view(const std::vector<accel::Device>& unfiltered, const EnvMap& env,
+                             bool one_mig_per_worker = false);
 
 // The Level Zero hierarchy the workers run under: ZE_FLAT_DEVICE_HIERARCHY
 // when it names a mode (strictly: another value is an error), else
