@@ -87,13 +87,18 @@ std::optional<accel::VendorList> vendor_list(Accelerator accelerator) {
   }
 }
 
+// --accelerator, where --nproc_per_node xpu settles an auto.
+Accelerator wanted_accelerator(const config::Options& options) {
+  if (options.accelerator == Accelerator::automatic && options.nproc_per_node &&
+      options.nproc_per_node->kind == config::ProcCount::Kind::xpu) {
+    return Accelerator::xpu;
+  }
+  return options.accelerator;
+}
+
 // The accelerator the options ask for; auto resolved against the probes.
 std::string chosen_kind(const config::Options& options, const NodeProbes& probes) {
-  Accelerator accelerator = options.accelerator;
-  if (accelerator == Accelerator::automatic && options.nproc_per_node &&
-      options.nproc_per_node->kind == config::ProcCount::Kind::xpu) {
-    accelerator = Accelerator::xpu;
-  }
+  Accelerator accelerator = wanted_accelerator(options);
   if (accelerator != Accelerator::automatic) return config::to_string(accelerator);
   if (has_devices(probes.cuda)) return "cuda";
   if (has_devices(probes.xpu)) return "xpu";
@@ -127,11 +132,8 @@ bool launch_needs_devices(const config::Options& options) {
 
 NodeProbes probe_node(const config::Options& options, const EnvMap& env, ProbeScope scope) {
   NodeProbes probes;
-  Accelerator wanted = scope == ProbeScope::all ? Accelerator::automatic : options.accelerator;
-  if (scope == ProbeScope::needed && wanted == Accelerator::automatic && options.nproc_per_node &&
-      options.nproc_per_node->kind == config::ProcCount::Kind::xpu) {
-    wanted = Accelerator::xpu;
-  }
+  Accelerator wanted =
+      scope == ProbeScope::all ? Accelerator::automatic : wanted_accelerator(options);
   bool every = scope == ProbeScope::all;
   auto still_looking = [&] {
     return every || (wanted == Accelerator::automatic && !has_devices(probes.cuda) &&
