@@ -70,6 +70,8 @@ int launch_main(int argc, char** argv) {
     }
     if (found->why_none) spdlog::debug("no {} device: {}", found->kind, *found->why_none);
     devices = std::move(*found);
+  } else if (auto warning = launch::unprobed_cuda_warning(env)) {
+    spdlog::warn("{}", *warning);
   }
   auto plan = launch::make_plan(options, env, std::move(devices));
   if (!plan) return report_error(plan.error());

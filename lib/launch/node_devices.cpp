@@ -166,6 +166,30 @@ Expected<placement::NodeView> view_of(const std::string& kind, const NodeProbes&
   return fail(ErrorCode::usage, "no device view for accelerator " + kind);
 }
 
+std::optional<std::string> unprobed_cuda_warning(const EnvMap& env) {
+  auto value = env_lookup(env, std::string(accel::k_cuda_visible_devices));
+  if (!value || value->empty()) return std::nullopt;
+  accel::CudaEntries entries = accel::parse_cuda_visible_devices(*value);
+  if (entries.form != accel::CudaEntryForm::indices) return std::nullopt;
+  // Enough stand-in GPUs that every index read is in range: only the
+  // entries' form is judged.
+  std::uint64_t highest = 0;
+  for (const std::string& entry : strings::split(*value, ',')) {
+    if (auto number = strings::parse_int(strings::trim(entry)); number && *number > 0) {
+      highest = std::max(highest, static_cast<std::uint64_t>(*number));
+    }
+  }
+  if (highest > 4096) return std::nullopt;
+  std::vector<accel::Device> stand_ins(highest + 1);
+  for (std::size_t i = 0; i < stand_ins.size(); ++i) {
+    stand_ins[i].index = static_cast<int>(i);
+    stand_ins[i].uuid = "GPU-stand-in-" + std::to_string(i);
+  }
+  auto checked = accel::check_cuda_visible_devices(*value, stand_ins);
+  if (checked) return std::nullopt;
+  return checked.error().message();
+}
+
 std::vector<std::string> node_names() {
   std::vector<std::string> names = {"localhost"};
   char buffer[256] = {};

@@ -66,6 +66,12 @@ Expected<NodeDevices> node_devices(const config::Options& options, const EnvMap&
 Expected<placement::NodeView> view_of(const std::string& kind, const NodeProbes& probes,
                                       const EnvMap& env, const config::Options& options);
 
+// For a launch that probes nothing: what is wrong with an inherited
+// CUDA_VISIBLE_DEVICES list of indices on its face (a repeat, junk after a
+// number, a sign), which the runtime would silently turn into fewer GPUs or
+// none. Whether an index exists needs a probe and is not judged.
+std::optional<std::string> unprobed_cuda_warning(const EnvMap& env);
+
 // The names this node answers to in a deepspeed NODE_SPEC.
 std::vector<std::string> node_names();
 

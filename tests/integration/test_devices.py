@@ -448,6 +448,18 @@ class BadInput(DeviceTestCase):
                 self.assert_refused(self.env(cuda=FOUR, CUDA_VISIBLE_DEVICES=value), ["--nproc_per_node", "gpu"],
                                     ["CUDA_VISIBLE_DEVICES", entry])
 
+    def test_plain_launch_warns_about_an_index_list_the_runtime_would_empty(self):
+        # No device option: nothing is probed and the variable passes through, but a
+        # repeat that makes CUDA show no GPU is still pointed out.
+        env = self.env(cuda=FOUR, CUDA_VISIBLE_DEVICES="0,0")
+        result = self.gangrun(["--nproc_per_node", 1, *self.fake()], env=env, timeout=30)
+        self.assertExit(result, 0)
+        self.assertIn("CUDA_VISIBLE_DEVICES=0,0: entry '0' repeats GPU 0", result.stderr)
+        env = self.env(cuda=FOUR, CUDA_VISIBLE_DEVICES="2,0")
+        result = self.gangrun(["--nproc_per_node", 1, *self.fake()], env=env, timeout=30)
+        self.assertExit(result, 0)
+        self.assertNotIn("CUDA_VISIBLE_DEVICES", result.stderr)
+
     def test_bad_selection_flags(self):
         cases = [
             (["--gpu_ids", 5], ["--gpu_ids", "5"]),
