@@ -5,13 +5,17 @@
 #include "config/cli.hpp"
 
 #include "config/build_options.hpp"
+#include "config/completion.hpp"
 #include "config/help_text.hpp"
 #include "config/layering.hpp"
 #include "config/option_table.hpp"
+#include "util/strings.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <map>
+#include <optional>
+#include <vector>
 
 namespace gangrun::config {
 
@@ -121,6 +125,33 @@ Command text_command(Command::Kind kind, std::string text) {
   return command;
 }
 
+// gangrun completion SHELL: exactly one word, a shell's name.
+Expected<Command> completion_command(const std::vector<std::string>& args) {
+  std::vector<std::string> names(shell_names().begin(), shell_names().end());
+  const std::string usage_line = "usage: gangrun completion " + strings::join(names, "|");
+  if (args.empty()) return usage("completion: missing shell (" + usage_line + ")");
+  std::optional<Shell> shell = parse_shell(args.front());
+  if (!shell && (args.front() == "--help" || args.front() == "-h")) {
+    return text_command(
+        Command::Kind::help,
+        "Usage: gangrun completion " + strings::join(names, "|") +
+            "\n\nPrints the completion script of that shell, generated from gangrun's own "
+            "option table.\nInstalled packages put them where each shell looks; to try one:\n"
+            "  source <(gangrun completion bash)\n"
+            "  gangrun completion zsh > ~/.zfunc/_gangrun   (a directory on $fpath)\n"
+            "  gangrun completion fish | source\n");
+  }
+  if (!shell) {
+    return usage("completion: unknown shell " + strings::quoted(args.front()) +
+                 "; accepted: " + strings::join(names, ", ") + " (" + usage_line + ")");
+  }
+  if (args.size() > 1) {
+    return usage("completion: unexpected argument " + strings::quoted(args[1]) +
+                 " after the shell (" + usage_line + ")");
+  }
+  return text_command(Command::Kind::completion, completion_script(*shell));
+}
+
 }  // namespace
 
 Expected<Command> parse_command_line(int argc, const char* const* argv, const EnvMap& env) {
@@ -136,6 +167,9 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
     command.kind = Command::Kind::store;
     command.store = std::move(*store);
     return command;
+  }
+  if (argc > 1 && std::string_view(argv[1]) == "completion") {
+    return completion_command(std::vector<std::string>(argv + 2, argv + argc));
   }
   Purpose purpose = Purpose::launch;
   if (argc > 1 && std::string_view(argv[1]) == "devices") {

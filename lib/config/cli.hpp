@@ -13,11 +13,11 @@ namespace gangrun::config {
 
 // What the command line asked for.
 struct Command {
-  enum class Kind { launch, devices, help, version, store };
+  enum class Kind { launch, devices, help, version, store, completion };
   Kind kind = Kind::launch;
   Options options;     // valid when kind == launch or devices
   StoreCommand store;  // valid when kind == store
-  std::string text;    // help or version text when kind != launch
+  std::string text;    // help or version text, or the completion script: printed as is
 };
 
 // Parses argv (argv[0] is the program name) and layers every option value:
@@ -26,7 +26,9 @@ struct Command {
 // Option names accept snake_case and dash-case. The first positional word
 // and everything after it (or everything after "--") is the program and its
 // arguments, passed through untouched. "gangrun devices OPTIONS" takes the
-// same options and no program.
+// same options and no program. "gangrun completion SHELL" (bash, zsh, fish)
+// gives that shell's completion script; any other word after "completion",
+// --help included, is a usage error naming the shells.
 //
 // Every problem is an ErrorCode::usage error whose message names the option
 // (with the spelling the user gave, or the environment variable / config

@@ -17,6 +17,7 @@ std::vector<OptionSpec> make_table() {
       {.name = "nproc_per_node",
        .group = G::process_counts,
        .metavar = "N|auto|gpu|xpu|cpu",
+       .suggestions = {"auto", "gpu", "xpu", "cpu"},
        .help = "workers per node (torchrun). gpu/xpu: one per selected device; cpu: one per "
                "usable CPU; auto: devices if any, else CPUs. Default 1"},
       {.name = "num_processes",
@@ -145,18 +146,21 @@ std::vector<OptionSpec> make_table() {
       {.name = "python",
        .group = G::program,
        .metavar = "PATH",
+       .value_hint = ValueHint::command,
        .help = "Python interpreter. Default: $PYTHON_EXEC, else python3 on PATH"},
 
       // ---- output
       {.name = "log_dir",
        .group = G::output,
        .metavar = "DIR",
+       .value_hint = ValueHint::directory,
        .help = "write each worker's stdout, stderr and error file under DIR"},
       {.name = "redirects",
        .short_name = 'r',
        .group = G::output,
        .metavar = "0-3|LR:V,...",
        .default_text = "0",
+       .suggestions = {"0", "1", "2", "3"},
        .help = "send worker streams to the log files instead of the console: 0 none, 1 stdout, "
                "2 stderr, 3 both; or per local rank, e.g. 0:3,1:2"},
       {.name = "tee",
@@ -164,6 +168,7 @@ std::vector<OptionSpec> make_table() {
        .group = G::output,
        .metavar = "0-3|LR:V,...",
        .default_text = "0",
+       .suggestions = {"0", "1", "2", "3"},
        .help = "copy worker streams to the log files as well as the console (values as -r)"},
       {.name = "local_ranks_filter",
        .group = G::output,
@@ -209,12 +214,14 @@ std::vector<OptionSpec> make_table() {
       {.name = "report",
        .group = G::reporting,
        .metavar = "FILE",
+       .value_hint = ValueHint::file,
        .help = "write the whole run as JSON to FILE"},
 
       // ---- general
       {.name = "config",
        .group = G::general,
        .metavar = "FILE",
+       .value_hint = ValueHint::file,
        .help = "JSON object of option values (keys are long option names); the command line "
                "and environment override it. Default: $GANGRUN_CONFIG, else $PET_CONFIG"},
       {.name = "verbose",

@@ -32,6 +32,15 @@ enum class OptionKind {
 // Which long spelling --help shows first; both are always accepted.
 enum class Spelling { snake, dash };
 
+// What a shell completion script offers for an option's value besides its
+// choices and suggestions (completion.hpp).
+enum class ValueHint {
+  none,       // free text: nothing to offer
+  file,       // any file
+  directory,  // a directory
+  command,    // an executable: a command on PATH, or a path
+};
+
 struct OptionSpec {
   std::string_view name =
       {};               // snake_case: Options field, origins key, GANGRUN_/PET_ suffix, config key
@@ -43,6 +52,10 @@ struct OptionSpec {
   std::string_view default_text =
       {};  // parsed like a user value when nothing else gives one; empty: unset
   std::vector<std::string_view> choices = {};  // the complete set of values, when it is fixed
+  // Values shell completion offers when the set is open (nproc_per_node also
+  // takes a number); completion offers choices when there are any.
+  std::vector<std::string_view> suggestions = {};
+  ValueHint value_hint = ValueHint::none;
   std::string_view help = {};
   Spelling shown = Spelling::snake;
   bool command_line_only = false;  // --help, --version: never read from environment or file

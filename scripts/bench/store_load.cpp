@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +36,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-#include <cerrno>
 
 namespace {
 
@@ -110,7 +110,7 @@ int run_setget(const tcp::endpoint& endpoint, int connections, double seconds) {
   const std::size_t reply_size = 8 + value.size();
   struct Client {
     UniqueSocket fd;
-    std::string round;        // SET key value + GET key
+    std::string round;         // SET key value + GET key
     std::size_t received = 0;  // bytes of the current reply
     std::uint64_t rounds = 0;
   };
@@ -197,22 +197,24 @@ int run_storm(const tcp::endpoint& endpoint, int count, double timeout_seconds) 
       client.buffer.resize(8);
       asio::async_write(client.socket, asio::buffer(add), [&](auto write_error, std::size_t) {
         if (write_error) die("write: " + write_error.message());
-        asio::async_read(client.socket, asio::buffer(client.buffer), [&](auto read_error, std::size_t) {
-          if (read_error) die("read ADD reply: " + read_error.message());
-          store::ReplyReader reader(client.buffer);
-          std::int64_t reached = reader.read_i64().value_or(0);
-          // The last arriver releases everyone, then waits like the others.
-          const std::string& next = reached == count ? set_done + wait : wait;
-          asio::async_write(client.socket, asio::buffer(next), [&](auto error2, std::size_t) {
-            if (error2) die("write: " + error2.message());
-            client.buffer.resize(1);
-            asio::async_read(client.socket, asio::buffer(client.buffer), [&](auto error3, std::size_t) {
-              if (error3) die("read WAIT reply: " + error3.message());
-              last_release = Clock::now();
-              if (++released == count) io.stop();
+        asio::async_read(
+            client.socket, asio::buffer(client.buffer), [&](auto read_error, std::size_t) {
+              if (read_error) die("read ADD reply: " + read_error.message());
+              store::ReplyReader reader(client.buffer);
+              std::int64_t reached = reader.read_i64().value_or(0);
+              // The last arriver releases everyone, then waits like the others.
+              const std::string& next = reached == count ? set_done + wait : wait;
+              asio::async_write(client.socket, asio::buffer(next), [&](auto error2, std::size_t) {
+                if (error2) die("write: " + error2.message());
+                client.buffer.resize(1);
+                asio::async_read(client.socket, asio::buffer(client.buffer),
+                                 [&](auto error3, std::size_t) {
+                                   if (error3) die("read WAIT reply: " + error3.message());
+                                   last_release = Clock::now();
+                                   if (++released == count) io.stop();
+                                 });
+              });
             });
-          });
-        });
       });
     });
   }
