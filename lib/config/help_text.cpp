@@ -90,8 +90,8 @@ std::string help_text(std::size_t width) {
   std::string out =
       "Usage: gangrun [OPTIONS] [--] PROGRAM [ARGS...]\n"
       "       gangrun devices [--json] [OPTIONS]  (gangrun devices --help)\n"
-      "       gangrun store serve|get|set|add|wait|check|delete|keys|num-keys ...  "
-      "(gangrun store --help)\n"
+      "       gangrun store serve|get|set|add|wait|check|delete|keys|num-keys ...\n"
+      "                                     (gangrun store --help)\n"
       "       gangrun completion bash|zsh|fish  (prints a shell completion script)\n\n";
   append_paragraph(out, k_intro, width);
   const std::vector<OptionSpec>& table = option_table();
