@@ -7,6 +7,7 @@
 #include "launch/plan.hpp"
 #include "launch/run.hpp"
 #include "launch/store_command.hpp"
+#include "report/run_report.hpp"
 #include "util/exit_codes.hpp"
 
 #include <spdlog/spdlog.h>
@@ -77,7 +78,7 @@ int launch_main(int argc, char** argv) {
   if (!plan) return report_error(plan.error());
   if (options.dry_run) {
     if (options.json) {
-      std::cout << launch::plan_to_json(*plan).dump(2) << '\n';
+      std::cout << report::json_text(launch::plan_to_json(*plan)) << '\n';
     } else {
       std::cout << launch::plan_to_text(*plan, options.verbosity > 0);
     }
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
   } catch (...) {
     std::fprintf(stderr, "gangrun: internal error\n");
   }
-  return 1;
+  return exit_codes::k_system_failure;
 }
 
 }  // namespace gangrun

@@ -29,7 +29,7 @@ int Error::exit_code() const {
     case ErrorCode::internal:
       break;
   }
-  return 1;
+  return exit_codes::k_system_failure;
 }
 
 std::string errno_text(int error_number) {
