@@ -72,7 +72,7 @@ Expected<Options> type_each_value(const LayeredValues& values) {
   typer.set("standalone", parse_bool, o.standalone);
   typer.set("rdzv_backend", parse_rdzv_backend, o.rdzv_backend);
   typer.set("rdzv_id", non_empty_text, o.rdzv_id);
-  typer.set("max_restarts", parse_non_negative_int, o.max_restarts);
+  typer.set("max_restarts", parse_max_restarts, o.max_restarts);
   typer.set("monitor_interval", parse_non_negative_seconds, o.monitor_interval);
   typer.set("role", non_empty_text, o.role);
   typer.set("module", parse_bool, o.module);

@@ -1,12 +1,14 @@
 #include "config/config_file.hpp"
 
+#include "util/fd.hpp"
+
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <system_error>
 
 namespace gangrun::config {
 
@@ -16,17 +18,47 @@ tl::unexpected<Error> usage(std::string message) {
   return fail(ErrorCode::usage, std::move(message));
 }
 
+std::string file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// O_NONBLOCK: opening a FIFO without a writer would otherwise block forever;
+// the type is judged on the open descriptor, so nothing can be swapped in
+// between the check and the read. /dev/zero and the like are refused by type,
+// a regular file larger than the limit by size, and a /proc-style file that
+// reports size 0 by what is actually read.
 Expected<std::string> read_whole_file(const std::string& path) {
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) {
-    return usage(path + ": cannot read the config file: it is a directory");
+  auto cannot = [&](const std::string& why) {
+    return usage(path + ": cannot read the config file: " + why);
+  };
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return cannot(errno_text(errno));
+  UniqueFd file(fd);
+  struct stat info {};
+  if (::fstat(file.get(), &info) != 0) return cannot(errno_text(errno));
+  if (!S_ISREG(info.st_mode)) {
+    return cannot("it is " + file_type_name(info.st_mode) +
+                  "; --config reads JSON from a regular file");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return usage(path + ": cannot read the config file: " + errno_text(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return usage(path + ": cannot read the config file: " + errno_text(errno));
-  return text.str();
+  const std::string too_large = "it is larger than " + std::to_string(k_max_config_bytes / 1024) +
+                                " KiB; a config file holds a few option values";
+  if (info.st_size > static_cast<off_t>(k_max_config_bytes)) return cannot(too_large);
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    ssize_t got = ::read(file.get(), buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return cannot(errno_text(errno));
+    if (got == 0) break;
+    text.append(buffer, static_cast<std::size_t>(got));
+    if (text.size() > k_max_config_bytes) return cannot(too_large);
+  }
+  return text;
 }
 
 // nlohmann's what() starts with "[json.exception.parse_error.101] "; the rest

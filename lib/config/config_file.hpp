@@ -4,6 +4,7 @@
 
 #include "util/error.hpp"
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -16,9 +17,13 @@ struct ConfigEntry {
   Type type = Type::string;
 };
 
+// The largest config file read: a few option values fit many times over.
+inline constexpr std::size_t k_max_config_bytes = 1024 * 1024;
+
 // Reads `path`. Usage errors (each message starts with the path): the file
-// cannot be read, is not valid JSON, is not an object, or has a value that is
-// not a string, number or boolean. Entries come in the file's key order.
+// cannot be read, is not a regular file (a directory, a FIFO, a device such
+// as /dev/zero), is larger than k_max_config_bytes, is not valid JSON, is not an object, or has a
+// value that is not a string, number or boolean. Entries come in the file's key order.
 Expected<std::vector<ConfigEntry>> load_config_file(const std::string& path);
 
 // The same checks on JSON text already in memory; `path` only names it in messages.

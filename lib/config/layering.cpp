@@ -4,6 +4,7 @@
 #include "config/option_values.hpp"
 #include "util/strings.hpp"
 
+#include <limits>
 #include <optional>
 
 namespace gangrun::config {
@@ -30,7 +31,11 @@ Expected<Partial> from_command_line(const std::vector<CommandLineValue>& command
     if (spec.kind == OptionKind::counter) {
       Expected<int> count = parse_count(given.text);
       if (!count) return usage(given.spelling + ": " + count.error().message());
-      text = std::to_string(counts[std::string(spec.name)] += *count);
+      // Saturates: -v=2147483647 -v must not wrap around to -q.
+      int& total = counts[std::string(spec.name)];
+      total = *count > std::numeric_limits<int>::max() - total ? std::numeric_limits<int>::max()
+                                                               : total + *count;
+      text = std::to_string(total);
     }
     values[std::string(spec.name)] = LayeredValue{
         .text = text,

@@ -27,6 +27,8 @@ std::optional<int> int_in_range(std::string_view text, int low, int high) {
 
 constexpr int k_int_max = std::numeric_limits<int>::max();
 
+std::string fmt_seconds(double seconds) { return std::to_string(static_cast<long>(seconds)); }
+
 Expected<int> parse_one_signal(std::string_view item) {
   std::string_view word = strings::trim(item);
   if (word.empty()) return usage("empty signal name in the list");
@@ -34,9 +36,10 @@ Expected<int> parse_one_signal(std::string_view item) {
   if (!number) {
     return usage(strings::quoted(word) + " is not a signal name or number (e.g. SIGTERM, INT, 15)");
   }
-  if (*number == SIGKILL || *number == SIGSTOP) {
-    return usage(strings::quoted(word) +
-                 " cannot be handled: SIGKILL and SIGSTOP cannot be caught");
+  if (std::optional<std::string> reason = unhandleable_signal_reason(*number)) {
+    return usage(strings::quoted(word) + " cannot be handled: " + *reason +
+                 "; list signals that ask gangrun to stop the job, such as SIGTERM, SIGINT, "
+                 "SIGHUP, SIGQUIT");
   }
   return *number;
 }
@@ -79,10 +82,21 @@ Expected<int> parse_non_negative_int(std::string_view text) {
   return *number;
 }
 
+Expected<int> parse_max_restarts(std::string_view text) {
+  std::optional<int> number = int_in_range(text, 0, k_max_restarts);
+  if (!number) {
+    return usage(strings::quoted(text) + " is not a restart count from 0 to " +
+                 std::to_string(k_max_restarts));
+  }
+  return *number;
+}
+
 Expected<double> parse_non_negative_seconds(std::string_view text) {
   std::optional<double> value = strings::parse_double(strings::trim(text));
-  if (!value || !std::isfinite(*value) || *value < 0) {
-    return usage(strings::quoted(text) + " is not a number of seconds >= 0");
+  // !(x <= max) also refuses nan.
+  if (!value || !std::isfinite(*value) || *value < 0 || !(*value <= k_max_seconds)) {
+    return usage(strings::quoted(text) + " is not a number of seconds from 0 to " +
+                 fmt_seconds(k_max_seconds) + " (one day)");
   }
   return *value;
 }
@@ -182,6 +196,42 @@ Expected<std::optional<std::set<int>>> parse_local_ranks(std::string_view text) 
     ranks.insert(*rank);
   }
   return std::optional<std::set<int>>(std::move(ranks));
+}
+
+std::optional<std::string> unhandleable_signal_reason(int signal_number) {
+  switch (signal_number) {
+    case SIGKILL:
+    case SIGSTOP:
+      return "SIGKILL and SIGSTOP cannot be caught";
+    case SIGCHLD:
+    case SIGURG:
+    case SIGWINCH:
+      return signals::name(signal_number) +
+             " reports an event and is ignored by default; it does not ask a process to stop";
+    case SIGCONT:
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:
+      return signals::name(signal_number) +
+             " is job control: gangrun stops or resumes the workers with it";
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGTRAP:
+    case SIGSYS:
+    case SIGABRT:
+      return signals::name(signal_number) +
+             " reports a fault in gangrun itself, which must still crash it";
+    case SIGPIPE:
+      return "gangrun ignores SIGPIPE, so that a closed stdout cannot cut a teardown short";
+    default:
+      break;
+  }
+  if (signal_number >= 32 && signal_number < SIGRTMIN) {
+    return "signal " + std::to_string(signal_number) + " is reserved by the C library's threads";
+  }
+  return std::nullopt;
 }
 
 Expected<std::vector<int>> parse_signals(std::string_view text) {

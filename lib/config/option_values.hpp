@@ -23,7 +23,15 @@ Expected<int> parse_positive_int(std::string_view text);
 // An integer >= 0.
 Expected<int> parse_non_negative_int(std::string_view text);
 
-// A finite number >= 0 (seconds).
+// --max_restarts: an integer from 0 to k_max_restarts. The bound keeps the
+// attempt counter (and TORCHELASTIC_RESTART_COUNT) from overflowing.
+inline constexpr int k_max_restarts = 1'000'000;
+Expected<int> parse_max_restarts(std::string_view text);
+
+// Seconds from 0 to k_max_seconds (one day). Larger values, inf and nan are
+// refused rather than clamped: a grace period turned into a clock offset
+// overflows, and an overflowed timer fires at once ("kill now").
+inline constexpr double k_max_seconds = 86400;
 Expected<double> parse_non_negative_seconds(std::string_view text);
 
 // "N" or "N:N"; a MIN:MAX range with MIN < MAX is refused until elastic
@@ -47,8 +55,21 @@ Expected<StreamsByLocalRank> parse_streams(std::string_view text);
 Expected<std::optional<std::set<int>>> parse_local_ranks(std::string_view text);
 
 // "SIGTERM,int,1": names with or without SIG (any case) or numbers, in the
-// order given without duplicates. SIGKILL and SIGSTOP cannot be handled.
+// order given without duplicates. Each must be a signal that can ask gangrun
+// to stop the job: one whose default action ends a process and that gangrun
+// does not need for something else. Refused, each with its reason: KILL and
+// STOP (cannot be caught); CHLD, URG, WINCH (notifications, ignored by
+// default); CONT, TSTP, TTIN, TTOU (job control: gangrun stops and resumes
+// the workers on them); SEGV, BUS, FPE, ILL, TRAP, SYS, ABRT (a fault in
+// gangrun itself, which must still crash it); PIPE (ignored, so that a closed
+// stdout cannot cut a teardown short); 32 and 33 (reserved by the C
+// library's threads). USR1 and USR2 are accepted: listed here they are
+// forwarded and then stop the gang, as torchrun does; not listed they are
+// only forwarded.
 Expected<std::vector<int>> parse_signals(std::string_view text);
+
+// Why signal_number cannot be in --signals_to_handle; nullopt when it can.
+std::optional<std::string> unhandleable_signal_reason(int signal_number);
 
 Expected<OutputMode> parse_output_mode(std::string_view text);
 // "static" is the only rendezvous backend so far; "c10d" is refused with a hint.

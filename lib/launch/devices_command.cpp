@@ -4,6 +4,7 @@
 #include "accel/report_json.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
+#include "report/run_report.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
 
@@ -229,7 +230,8 @@ int run_devices_command(const config::Options& options, const EnvMap& env) {
          options.visible_devices == config::VisibleDevices::per_rank ? "per-rank" : "shared"},
         {"masks", workers},
         {"error", launch.error ? nlohmann::json(*launch.error) : nlohmann::json()}};
-    std::cout << nlohmann::json{{"backends", backends}, {"launch", launch_json}}.dump(2) << '\n';
+    std::cout << report::json_text(nlohmann::json{{"backends", backends}, {"launch", launch_json}})
+              << '\n';
   } else {
     std::string out;
     for (const Section& section : sections) print_section(out, section, options.verbosity > 0);

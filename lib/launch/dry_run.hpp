@@ -21,7 +21,9 @@ std::string planned_run_dir(const LaunchPlan& plan);
 //  "workers": [{"rank", "local_rank", "argv": [...], "env": {NAME: value},
 //               "prefix"}],
 //  "options": {name: {"value", "source"}}}
-// "env" holds exactly the variables gangrun sets (attempt 0).
+// "env" holds exactly the variables gangrun sets (attempt 0). Print it with
+// report::json_text: argv and env need not be UTF-8, and json_text writes
+// each invalid byte as U+FFFD instead of throwing.
 nlohmann::json plan_to_json(const LaunchPlan& plan);
 
 // The same for people; verbose adds where every option value came from.

@@ -5,6 +5,7 @@
 #include "launch/dry_run.hpp"
 #include "launch/logging.hpp"
 #include "launch/plan.hpp"
+#include "launch/plan_checks.hpp"
 #include "launch/run.hpp"
 #include "launch/store_command.hpp"
 #include "report/run_report.hpp"
@@ -76,6 +77,10 @@ int launch_main(int argc, char** argv) {
   }
   auto plan = launch::make_plan(options, env, std::move(devices));
   if (!plan) return report_error(plan.error());
+  // A dry run checks them too: it says whether this launch would start.
+  if (auto writable = launch::check_output_paths(*plan); !writable) {
+    return report_error(writable.error());
+  }
   if (options.dry_run) {
     if (options.json) {
       std::cout << report::json_text(launch::plan_to_json(*plan)) << '\n';

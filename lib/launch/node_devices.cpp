@@ -115,6 +115,23 @@ const std::optional<accel::BackendReport>& report_of(const std::string& kind,
   return none;
 }
 
+// One "CUDA: <reason>" per GPU kind probed, for a launch that found none.
+std::vector<std::string> why_no_gpu(const NodeProbes& probes) {
+  std::vector<std::string> reasons;
+  auto add = [&](const char* name, const std::optional<accel::BackendReport>& report) {
+    if (!report) return;
+    if (report->unavailable) {
+      reasons.push_back(std::string(name) + ": " + *report->unavailable);
+    } else if (report->devices.empty()) {
+      reasons.push_back(std::string(name) + ": no device");
+    }
+  };
+  add("CUDA", probes.cuda);
+  add("Intel XPU", probes.xpu);
+  add("AMD ROCm", probes.rocm);
+  return reasons;
+}
+
 }  // namespace
 
 bool launch_needs_devices(const config::Options& options) {
@@ -210,6 +227,7 @@ Expected<NodeDevices> node_devices(const config::Options& options, const EnvMap&
                                   .exclude = options.exclude,
                                   .num_gpus = options.num_gpus};
   if (node.kind == "cpu") {
+    node.gpus_not_found = why_no_gpu(probes);
     if (flags.any() || options.visible_devices == config::VisibleDevices::per_rank) {
       return fail(ErrorCode::usage,
                   "device selection (--gpu_ids, --include/--exclude, --num_gpus, "

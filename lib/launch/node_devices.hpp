@@ -51,6 +51,9 @@ struct NodeDevices {
   std::optional<placement::NodeView> view;  // nullopt for cpu
   std::vector<placement::Candidate> selected;
   std::optional<std::string> why_none;  // the probe's reason when the kind has no device
+  // With --accelerator auto and no GPU of any kind (kind "cpu"): why each
+  // probed kind has none, e.g. "CUDA: libcuda.so.1 not found".
+  std::vector<std::string> gpus_not_found;
 };
 
 // Chooses the kind (--accelerator, or for auto the first of cuda, xpu, rocm

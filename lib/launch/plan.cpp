@@ -1,7 +1,9 @@
 #include "launch/plan.hpp"
 
+#include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
 #include "placement/masks.hpp"
+#include "util/strings.hpp"
 
 #include <fmt/format.h>
 
@@ -10,6 +12,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdint>
+#include <limits>
 #include <random>
 
 namespace gangrun::launch {
@@ -32,8 +36,16 @@ std::string kind_name(const std::string& kind) {
   return kind;
 }
 
-// Why --nproc_per_node gpu/xpu found nothing to count.
-std::string no_device_reason(const NodeDevices& devices) {
+// Why --nproc_per_node gpu/xpu found nothing to count: "no GPU found (CUDA:
+// libcuda.so.1 not found; ...)", or what hides the devices of the kind in use.
+std::string no_device_reason(const NodeDevices& devices, bool gpu) {
+  if (devices.kind == "cpu") {
+    std::string reason = gpu ? "no GPU found" : "no Intel XPU found";
+    if (!devices.gpus_not_found.empty()) {
+      reason += " (" + strings::join(devices.gpus_not_found, "; ") + ")";
+    }
+    return reason;
+  }
   std::string reason = "no " + kind_name(devices.kind) + " device is selected";
   if (devices.why_none) return reason + " (" + *devices.why_none + ")";
   if (devices.view && !devices.view->shaped_by.empty()) {
@@ -59,11 +71,10 @@ Expected<int> workers_per_node(const config::Options& options,
       case config::ProcCount::Kind::gpu:
       case config::ProcCount::Kind::xpu:
         if (selected == 0) {
+          bool gpu = count.kind == config::ProcCount::Kind::gpu;
           return fail(ErrorCode::usage,
-                      std::string("--nproc_per_node ") +
-                          (count.kind == config::ProcCount::Kind::gpu ? "gpu" : "xpu") +
-                          " counts devices, but " +
-                          (devices ? no_device_reason(*devices) : "none was probed") +
+                      std::string("--nproc_per_node ") + (gpu ? "gpu" : "xpu") + ": " +
+                          (devices ? no_device_reason(*devices, gpu) : "no device was probed") +
                           "; give the number of workers, or see gangrun devices");
         }
         return static_cast<int>(selected);
@@ -146,6 +157,34 @@ config::Streams either(config::Streams a, config::Streams b) {
   return {a.out || b.out, a.err || b.err};
 }
 
+// "--nproc_per_node 500000", "--num_processes 8 over 2 nodes": where the
+// worker count came from, for messages.
+std::string worker_count_given(const config::Options& options, int per_node) {
+  auto text = [&](const char* name) {
+    auto origin = options.origins.find(name);
+    return origin == options.origins.end() ? std::to_string(per_node) : origin->second.text;
+  };
+  if (options.nproc_per_node) return "--nproc_per_node " + text("nproc_per_node");
+  if (options.num_gpus) return "--num_gpus " + text("num_gpus");
+  if (options.num_processes) {
+    return "--num_processes " + text("num_processes") + " over " + std::to_string(options.nnodes) +
+           " nodes";
+  }
+  return std::to_string(per_node) + " workers per node";
+}
+
+Expected<void> check_worker_count(const config::Options& options, int per_node,
+                                  const ProcessCapacity& capacity) {
+  std::string given = worker_count_given(options, per_node);
+  if (static_cast<std::int64_t>(per_node) * options.nnodes > std::numeric_limits<int>::max()) {
+    return fail(ErrorCode::usage,
+                fmt::format("{}: {} workers per node on {} nodes is more than {} ranks in all; "
+                            "give fewer workers or nodes",
+                            given, per_node, options.nnodes, std::numeric_limits<int>::max()));
+  }
+  return check_process_capacity(per_node, given, capacity);
+}
+
 }  // namespace
 
 Expected<PlacedWorkers> place_workers(const config::Options& options,
@@ -167,7 +206,15 @@ std::string worker_dir(const std::string& run_dir, int attempt, int local_rank) 
 }
 
 Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
-                               std::optional<NodeDevices> devices) {
+                               std::optional<NodeDevices> devices,
+                               const ProcessCapacity& capacity) {
+  // Before anything proportional to the worker count is allocated.
+  auto per_node = workers_per_node(options, devices);
+  if (!per_node) return tl::unexpected(per_node.error());
+  if (auto fits = check_worker_count(options, *per_node, capacity); !fits) {
+    return tl::unexpected(fits.error());
+  }
+
   LaunchPlan plan;
   plan.options = options;
   plan.host_env = host_env;
@@ -232,6 +279,11 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
     plan.workers.push_back(std::move(worker));
   }
   return plan;
+}
+
+Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
+                               std::optional<NodeDevices> devices) {
+  return make_plan(options, host_env, std::move(devices), read_process_capacity());
 }
 
 EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker, int attempt,

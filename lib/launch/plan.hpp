@@ -60,10 +60,16 @@ struct PlacedWorkers {
 Expected<PlacedWorkers> place_workers(const config::Options& options,
                                       const std::optional<NodeDevices>& devices);
 
+struct ProcessCapacity;  // plan_checks.hpp
+
 // Validates and resolves. `devices` is this node's devices when
-// launch_needs_devices(options) (node_devices.hpp), else nullopt. Errors are
-// usage (2), not_found (127) or not_executable (126), each naming what was
-// wrong.
+// launch_needs_devices(options) (node_devices.hpp), else nullopt. The worker
+// count is checked against `capacity` (and the world size against int)
+// before anything proportional to it is allocated. Errors are usage (2),
+// not_found (127) or not_executable (126), each naming what was wrong.
+Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
+                               std::optional<NodeDevices> devices, const ProcessCapacity& capacity);
+// The same, against this host's limits (read_process_capacity()).
 Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
                                std::optional<NodeDevices> devices = std::nullopt);
 

@@ -62,14 +62,18 @@ std::vector<supervise::WorkerLaunch> make_launches(const LaunchPlan& plan, int a
   return launches;
 }
 
+// Reads the root cause's error file now, while it exists: a temporary run
+// directory is deleted when gangrun ends, so its paths are left out of the
+// record and what the file said is kept instead.
 report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int attempt,
-                                const std::string& run_dir) {
+                                const RunDirectory& run_dir) {
   report::AttemptRecord record;
   record.attempt = attempt;
   record.root_cause = outcome.root_cause;
   record.stopped_by_signal = outcome.stopped_by_signal;
   record.teardown_latency_ms = outcome.teardown_latency_ms;
-  for (const supervise::WorkerOutcome& worker : outcome.workers) {
+  for (std::size_t i = 0; i < outcome.workers.size(); ++i) {
+    const supervise::WorkerOutcome& worker = outcome.workers[i];
     report::WorkerRecord entry;
     entry.rank = worker.rank;
     entry.local_rank = worker.local_rank;
@@ -85,7 +89,16 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
     entry.peak_rss_kib = worker.peak_rss_kib;
     entry.stopped_by_gangrun = worker.stopped_by_gangrun;
     entry.last_lines = worker.last_lines;
-    entry.error_file = worker_dir(run_dir, attempt, worker.local_rank) + "/error.json";
+    std::string error_file = worker_dir(run_dir.path(), attempt, worker.local_rank) + "/error.json";
+    if (outcome.root_cause == i) {
+      auto read = report::read_worker_error(error_file);
+      if (read) {
+        entry.error = std::move(*read);
+      } else {
+        spdlog::warn("{}", read.error().describe());
+      }
+    }
+    if (!run_dir.temporary()) entry.error_file = std::move(error_file);
     entry.spawn_error = worker.spawn_error;
     record.workers.push_back(std::move(entry));
   }
@@ -95,21 +108,11 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
 void report_failure(const LaunchPlan& plan, const report::RunRecord& run,
                     const report::AttemptRecord& attempt) {
   const report::WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
-  std::optional<report::WorkerError> root_error;
-  if (root.error_file) {
-    auto read = report::read_worker_error(*root.error_file);
-    if (read) {
-      root_error = *read;
-    } else {
-      spdlog::warn("{}", read.error().describe());
-    }
-  }
-  std::string summary = report::format_failure(run, attempt, root_error);
+  std::string summary = report::format_failure(run, attempt, root.error);
   std::fflush(stdout);
   std::fputs(summary.c_str(), stderr);
-  if (plan.parent_error_file && root_error) {
-    auto written =
-        report::write_parent_error(*plan.parent_error_file, *root_error, root.shell_code);
+  if (plan.parent_error_file && root.error) {
+    auto written = report::write_parent_error(*plan.parent_error_file, *root.error, root.shell_code);
     if (!written) spdlog::warn("{}", written.error().describe());
   }
 }
@@ -170,7 +173,7 @@ RunResult run(const LaunchPlan& plan) {
     }
     supervise::AttemptOutcome outcome =
         gang.run(make_launches(plan, attempt, run_dir->path(), master_port));
-    record.attempts.push_back(to_record(outcome, attempt, run_dir->path()));
+    record.attempts.push_back(to_record(outcome, attempt, *run_dir));
     if (outcome.succeeded() || outcome.stopped_by_signal) break;
     if (attempt < plan.options.max_restarts) {
       const supervise::WorkerOutcome& root = outcome.workers.at(*outcome.root_cause);

@@ -58,7 +58,7 @@ Expected<void> write_parent_error(const std::string& path, const WorkerError& er
   }
   std::ofstream file(path, std::ios::trunc);
   if (!file) return fail(ErrorCode::io, "cannot write " + path + ": " + errno_text(errno));
-  file << document.dump() << '\n';
+  file << document.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
   if (!file) return fail(ErrorCode::io, "cannot write " + path + ": " + errno_text(errno));
   return {};
 }

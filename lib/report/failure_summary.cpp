@@ -1,5 +1,6 @@
 #include "report/failure_summary.hpp"
 
+#include "report/worker_end.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
 
@@ -32,6 +33,12 @@ void append_indented(std::string& out, std::string_view text, std::string_view i
 }
 
 }  // namespace
+
+std::optional<std::string> incomplete_logs_note(const AttemptRecord& attempt) {
+  if (attempt.incomplete_logs.empty()) return std::nullopt;
+  return "some log files are incomplete (a write failed): " +
+         strings::join(attempt.incomplete_logs, ", ");
+}
 
 std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
                            const std::optional<WorkerError>& root_error) {
@@ -66,20 +73,17 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
     if (i == *attempt.root_cause) continue;
     const WorkerRecord& worker = attempt.workers[i];
     any_other = true;
-    std::string how;
-    if (worker.pid < 0 && !worker.spawn_error) {
-      how = "not started";
-    } else if (worker.succeeded()) {
+    std::string how = describe_worker_end(worker, attempt);
+    if (worker.succeeded() && !worker.stopped_by_gangrun) {
       how = "finished successfully";
-    } else if (worker.stopped_by_gangrun) {
-      how = "stopped by gangrun (" + describe_end(worker) + ")";
-    } else {
-      how = "failed on its own (" + describe_end(worker) + ")";
+    } else if (!worker.stopped_by_gangrun && worker.pid >= 0 && !worker.spawn_error) {
+      how = "failed on its own (" + how + ")";
     }
     out += fmt::format("  rank {} (local_rank {}, pid {}): {}\n", worker.rank, worker.local_rank,
                        worker.pid, how);
   }
   if (!any_other) out += "  <none>\n";
+  if (auto note = incomplete_logs_note(attempt)) out += *note + "\n";
   out += k_rule;
   out += '\n';
   return out;

@@ -2,6 +2,8 @@
 // JSON report. launch/ fills it from the supervisor's outcomes.
 #pragma once
 
+#include "report/error_file.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -23,9 +25,17 @@ struct WorkerRecord {
   TimePoint started_at;
   TimePoint ended_at;
   long peak_rss_kib = 0;
+  // gangrun had signalled it (a teardown) before it ended; how it then ended
+  // is exit_code or signal (worker_end.hpp puts the two together).
   bool stopped_by_gangrun = false;
   std::vector<std::string> last_lines;
-  std::optional<std::string> error_file;   // TORCHELASTIC_ERROR_FILE given to the worker
+  // TORCHELASTIC_ERROR_FILE given to the worker, when it outlives gangrun
+  // (--log_dir); nullopt when the run directory was a temporary one, which
+  // is deleted when gangrun ends.
+  std::optional<std::string> error_file;
+  // What the worker wrote to its error file (torch's @record), read once when
+  // the attempt ended; filled for the root cause only.
+  std::optional<WorkerError> error;
   std::optional<std::string> spawn_error;  // why it never started
 
   bool succeeded() const { return exit_code && *exit_code == 0; }
@@ -37,6 +47,9 @@ struct AttemptRecord {
   std::optional<std::size_t> root_cause;  // index into workers
   std::optional<int> stopped_by_signal;
   std::optional<double> teardown_latency_ms;
+  // Log files whose writes failed (a full disk, an I/O error): what they
+  // hold stops where the failure happened.
+  std::vector<std::string> incomplete_logs;
 };
 
 struct RunRecord {

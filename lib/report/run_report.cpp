@@ -1,5 +1,6 @@
 #include "report/run_report.hpp"
 
+#include "report/worker_end.hpp"
 #include "util/signals.hpp"
 
 #include <fmt/format.h>
@@ -15,7 +16,18 @@ nlohmann::json optional_signal(const std::optional<int>& signal_number) {
   return signals::name(*signal_number);
 }
 
-nlohmann::json worker_json(const WorkerRecord& worker) {
+nlohmann::json optional_text(const std::optional<std::string>& text) {
+  return text ? nlohmann::json(*text) : nlohmann::json();
+}
+
+nlohmann::json error_json(const std::optional<WorkerError>& error) {
+  if (!error) return nullptr;
+  return {{"message", error->message},
+          {"traceback", optional_text(error->traceback)},
+          {"timestamp", optional_text(error->timestamp)}};
+}
+
+nlohmann::json worker_json(const WorkerRecord& worker, const AttemptRecord& attempt) {
   nlohmann::json out = {
       {"rank", worker.rank},
       {"local_rank", worker.local_rank},
@@ -28,8 +40,10 @@ nlohmann::json worker_json(const WorkerRecord& worker) {
       {"duration_s", std::chrono::duration<double>(worker.ended_at - worker.started_at).count()},
       {"peak_rss_kib", worker.peak_rss_kib},
       {"stopped_by_gangrun", worker.stopped_by_gangrun},
-      {"error_file", worker.error_file ? nlohmann::json(*worker.error_file) : nlohmann::json()},
-      {"spawn_error", worker.spawn_error ? nlohmann::json(*worker.spawn_error) : nlohmann::json()},
+      {"ended", describe_worker_end(worker, attempt)},
+      {"error", error_json(worker.error)},
+      {"error_file", optional_text(worker.error_file)},
+      {"spawn_error", optional_text(worker.spawn_error)},
   };
   return out;
 }
@@ -53,12 +67,14 @@ nlohmann::json to_json(const RunRecord& run) {
   nlohmann::json root_cause = nullptr;
   for (const AttemptRecord& attempt : run.attempts) {
     nlohmann::json workers = nlohmann::json::array();
-    for (const WorkerRecord& worker : attempt.workers) workers.push_back(worker_json(worker));
+    for (const WorkerRecord& worker : attempt.workers) {
+      workers.push_back(worker_json(worker, attempt));
+    }
     nlohmann::json attempt_root = nullptr;
     if (attempt.root_cause) {
       const WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
       attempt_root = {{"rank", root.rank}, {"local_rank", root.local_rank}};
-      root_cause = worker_json(root);
+      root_cause = worker_json(root, attempt);
       root_cause["attempt"] = attempt.attempt;
     } else {
       root_cause = nullptr;
@@ -71,6 +87,7 @@ nlohmann::json to_json(const RunRecord& run) {
                                     ? nlohmann::json(*attempt.teardown_latency_ms)
                                     : nlohmann::json()},
         {"workers", workers},
+        {"incomplete_logs", attempt.incomplete_logs},
     });
   }
   return {
@@ -89,8 +106,12 @@ nlohmann::json to_json(const RunRecord& run) {
   };
 }
 
+std::string json_text(const nlohmann::json& document, int indent) {
+  return document.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 Expected<void> write_report(const std::string& path, const RunRecord& run) {
-  std::string text = to_json(run).dump(2) + "\n";
+  std::string text = json_text(to_json(run)) + "\n";
   std::ofstream file(path, std::ios::trunc);
   if (!file) return fail(ErrorCode::io, "cannot write report " + path + ": " + errno_text(errno));
   file << text;

@@ -16,12 +16,28 @@ namespace gangrun::report {
 //  "plan": {...},
 //  "attempts": [{"attempt", "root_cause": {"rank", "local_rank"}|null,
 //                "stopped_by_signal": name|null, "teardown_latency_ms": x|null,
+//                "incomplete_logs": [path, ...],
 //                "workers": [{"rank", "local_rank", "pid", "exit_code"|null,
 //                             "signal": name|null, "shell_code", "started_at",
 //                             "ended_at", "duration_s", "peak_rss_kib",
-//                             "stopped_by_gangrun", "error_file", "spawn_error"}]}],
+//                             "stopped_by_gangrun", "ended", "error", "error_file",
+//                             "spawn_error"}]}],
 //  "root_cause": the last attempt's root cause worker object, with "attempt", or null}
+// "stopped_by_gangrun": gangrun had signalled the worker; "ended" says how it
+// then ended ("stopped by gangrun (SIGTERM)", "exited with 2 after gangrun's
+// SIGTERM", "killed by SIGKILL after --term-timeout ...", "exited with 3").
+// "error": {"message", "traceback"|null, "timestamp"|null} as the worker wrote
+// it to its TORCHELASTIC_ERROR_FILE (the root cause only), or null.
+// "error_file": that file's path, or null when it was in a temporary run
+// directory (no --log_dir), which is gone once gangrun has ended.
 nlohmann::json to_json(const RunRecord& run);
+
+// Every JSON document gangrun prints or writes goes through here. Strings in
+// them come from outside (argv, the environment, workers' output, driver
+// names) and need not be UTF-8, which JSON text must be: each invalid byte
+// becomes U+FFFD, so the document is always valid JSON and writing it never
+// throws. The byte-exact text is in the console output and the log files.
+std::string json_text(const nlohmann::json& document, int indent = 2);
 
 Expected<void> write_report(const std::string& path, const RunRecord& run);
 

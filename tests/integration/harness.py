@@ -121,8 +121,14 @@ def dry_run_workers(doc):
 #  "attempts": [{"attempt", "root_cause": {"rank", "local_rank"}|null, "workers": [WORKER...]}],
 #  "root_cause": the last attempt's root-cause WORKER (plus "attempt"), or null}
 # WORKER = {"rank", "local_rank", "pid", "exit_code": int|null, "signal": name|null,
-#           "started_at", "ended_at", "peak_rss_kib", "stopped_by_gangrun", ...}
+#           "started_at", "ended_at", "peak_rss_kib", "stopped_by_gangrun",
+#           "ended": how it ended, in words,
+#           "error": {"message", "traceback"|null, "timestamp"|null}|null (root cause only),
+#           "error_file": path|null (null when the run directory was temporary), ...}
 REPORT_ROOT_CAUSE_KEY = "root_cause"
+REPORT_ERROR_KEY = "error"
+REPORT_ERROR_FILE_KEY = "error_file"
+REPORT_ENDED_KEY = "ended"
 REPORT_RESTARTS_KEY = "restarts"
 REPORT_ATTEMPTS_KEY = "attempts"
 REPORT_WORKERS_KEY = "workers"

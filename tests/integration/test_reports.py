@@ -159,5 +159,125 @@ class JsonReport(GangrunTestCase):
         self.assertEqual(len(harness.report_attempts(doc)), 2 if harness.REPORT_ATTEMPTS_KEY in doc else 1)
 
 
+class ReportKeepsRootCause(GangrunTestCase):
+    def test_report_holds_message_and_traceback_and_no_deleted_path(self):
+        report = self.path("report.json")
+        marker = "FakeError: kept-in-the-report-{rank}"
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 5, "--report", report, *self.fake(
+            "--only-rank", 1, "--write-error-file", marker,
+            "--only-rank", 1, "--exit", 5,
+            "--sleep", 30)])
+        self.assertExit(result, 5)
+        doc = self.read_json(report)
+        root = harness.report_root_cause(doc)
+        self.assertEqual(int(root["rank"]), 1)
+        error = root[harness.REPORT_ERROR_KEY]
+        self.assertIsNotNone(error, json.dumps(root))
+        self.assertIn("kept-in-the-report-1", error["message"])
+        self.assertIn("kept-in-the-report-1", result.stderr, "the summary should show the same message")
+        # Without --log_dir the run directory is gone: no worker may point into it.
+        for attempt in doc[harness.REPORT_ATTEMPTS_KEY]:
+            for worker in attempt[harness.REPORT_WORKERS_KEY]:
+                path = worker.get(harness.REPORT_ERROR_FILE_KEY)
+                self.assertTrue(path is None or os.path.exists(path), f"error_file {path!r} does not exist")
+        self.assertIsNone(root.get(harness.REPORT_ERROR_FILE_KEY))
+
+    def test_report_with_log_dir_points_at_the_kept_error_file(self):
+        report = self.path("report.json")
+        log_dir = self.path("logs")
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 5, "--log_dir", log_dir, "--rdzv_id", "r9",
+                               "--report", report, *self.fake(
+                                   "--only-rank", 0, "--write-error-file", "FakeError: on-disk-{rank}",
+                                   "--only-rank", 0, "--exit", 4,
+                                   "--sleep", 30)])
+        self.assertExit(result, 4)
+        root = harness.report_root_cause(self.read_json(report))
+        path = root[harness.REPORT_ERROR_FILE_KEY]
+        self.assertTrue(path.startswith(log_dir + os.sep), path)
+        self.assertTrue(path.endswith(os.path.join("attempt_0", "0", "error.json")), path)
+        self.assertTrue(os.path.isfile(path), f"{path} does not exist after the run")
+        self.assertIn("on-disk-0", root[harness.REPORT_ERROR_KEY]["message"])
+
+    def test_real_torch_traceback_in_the_report(self):
+        harness.require_torch()
+        report = self.path("report.json")
+        marker = "torch-record-marker-8812"
+        script = os.path.join(harness.HERE, "torch_record_worker.py")
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 2, "--python", TEST_PYTHON,
+                               "--report", report, script, self.pid_dir, marker, 1], timeout=120)
+        self.assertExit(result, 1)
+        error = harness.report_root_cause(self.read_json(report))[harness.REPORT_ERROR_KEY]
+        self.assertIn(f"{marker} raised by rank 1", error["message"])
+        self.assertIn("Traceback", error["traceback"] or "")
+
+
+class NotUtf8(GangrunTestCase):
+    BAD = os.fsdecode(b"\xff")  # passed to the child as the single byte 0xff
+
+    def test_report_of_a_run_with_a_non_utf8_argument(self):
+        # Writing the report used to throw (type_error.316): exit 1 instead of 7, no report.
+        report = self.path("report.json")
+        result = self.gangrun(["--report", report, *self.fake("--exit", 7, "--", self.BAD)])
+        self.assertExit(result, 7)
+        self.assertNotIn("internal error", result.stderr, result.describe())
+        with open(report, "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))  # strict UTF-8: valid JSON text
+        self.assertIn("\ufffd", json.dumps(doc["plan"], ensure_ascii=False))
+
+    def test_dry_run_json_with_a_non_utf8_argument(self):
+        result = self.gangrun(["--dry-run", "--json", *self.fake("--exit", 7, "--", self.BAD)], binary_output=True)
+        self.assertExit(result, 0)
+        doc = json.loads(result.stdout.decode("utf-8"))
+        workers = harness.dry_run_workers(doc)
+        self.assertEqual(workers[0]["argv"][-1], "\ufffd")
+
+
+class HowWorkersEnded(GangrunTestCase):
+    def test_worker_that_outlives_sigterm_and_exits_on_its_own(self):
+        report = self.path("report.json")
+        term = self.path("term.{rank}")
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 20, "--report", report, *self.fake(
+            "--only-rank", 0, "--ignore-term",
+            "--only-rank", 0, "--on-term", term,
+            "--touch", self.ready_file(),
+            "--only-rank", 0, "--wait-file", term, 20,
+            "--only-rank", 0, "--exit", 2,
+            "--only-rank", 1, "--wait-file", self.path("ready.0"), 20,
+            "--only-rank", 1, "--exit", 3)])
+        self.assertExit(result, 3)
+        self.assertRegex(result.stderr, r"rank 0 \(local_rank 0, pid \d+\): exited with 2 after gangrun's SIGTERM")
+        self.assertNotIn("stopped by gangrun", result.stderr, result.describe())
+        worker = {w["rank"]: w for w in self.read_json(report)["attempts"][0]["workers"]}[0]
+        self.assertEqual(worker["exit_code"], 2)
+        self.assertTrue(worker["stopped_by_gangrun"])
+        self.assertEqual(worker[harness.REPORT_ENDED_KEY], "exited with 2 after gangrun's SIGTERM")
+
+    def test_worker_killed_after_term_timeout(self):
+        report = self.path("report.json")
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 0.5, "--report", report, *self.fake(
+            "--only-rank", 0, "--ignore-term",
+            "--touch", self.ready_file(),
+            "--only-rank", 0, "--sleep", 60,
+            "--only-rank", 1, "--wait-file", self.path("ready.0"), 20,
+            "--only-rank", 1, "--exit", 3)])
+        self.assertExit(result, 3)
+        self.assertIn("killed by SIGKILL after --term-timeout", result.stderr, result.describe())
+        worker = {w["rank"]: w for w in self.read_json(report)["attempts"][0]["workers"]}[0]
+        self.assertEqual(worker["signal"], "SIGKILL")
+        self.assertTrue(worker[harness.REPORT_ENDED_KEY].startswith("killed by SIGKILL after --term-timeout"))
+
+    def test_worker_stopped_by_sigterm(self):
+        report = self.path("report.json")
+        result = self.gangrun(["--nproc_per_node", 2, "--term-timeout", 20, "--report", report, *self.fake(
+            "--touch", self.ready_file(),
+            "--only-rank", 0, "--sleep", 60,
+            "--only-rank", 1, "--wait-file", self.path("ready.0"), 20,
+            "--only-rank", 1, "--exit", 3)])
+        self.assertExit(result, 3)
+        self.assertRegex(result.stderr, r"rank 0 \(local_rank 0, pid \d+\): stopped by gangrun \(SIGTERM\)")
+        worker = {w["rank"]: w for w in self.read_json(report)["attempts"][0]["workers"]}[0]
+        self.assertEqual(worker[harness.REPORT_ENDED_KEY], "stopped by gangrun (SIGTERM)")
+
+
 if __name__ == "__main__":
     harness.main()

@@ -8,7 +8,7 @@ import harness
 from harness import GangrunTestCase, option_named
 
 
-class UsageErrors(GangrunTestCase):
+class UsageErrorCase(GangrunTestCase):
     def check(self, options, must_name=(), env=None, with_program=True):
         """gangrun OPTIONS [fake worker] exits 2, starts nothing, and stderr names each of
         MUST_NAME (options in either spelling, or plain text; a tuple gives alternatives,
@@ -25,6 +25,8 @@ class UsageErrors(GangrunTestCase):
         self.assert_nothing_started()
         return result
 
+
+class UsageErrors(UsageErrorCase):
     def test_bad_process_counts(self):
         cases = [
             (["--nproc_per_node", "0"], ["--nproc_per_node"]),
@@ -97,7 +99,134 @@ class UsageErrors(GangrunTestCase):
         self.check([], ["PET_NPROC_PER_NODE"], env=env)
 
 
-class ConfigFileErrors(GangrunTestCase):
+class NumericRanges(UsageErrorCase):
+    def test_term_timeout_out_of_range(self):
+        # 1e16 s used to overflow the grace period into "SIGKILL at once".
+        for value in ("1e16", "1e308", "inf", "nan", "-1", "86401"):
+            with self.subTest(value=value):
+                result = self.check([f"--term-timeout={value}"], ["--term_timeout", value])
+                self.assertIn("from 0 to 86400", result.stderr, result.describe())
+
+    def test_other_numbers_out_of_range(self):
+        cases = [
+            (["--monitor_interval", "1e308"], ["--monitor_interval", "from 0 to 86400"]),
+            (["--max_restarts", "2147483647"], ["--max_restarts", "from 0 to 1000000"]),
+            (["--nnodes", "2000000000", "--nproc_per_node", "2", "--master_port", harness.free_port()],
+             ["--nproc_per_node", "2147483647"]),
+        ]
+        for options, names in cases:
+            with self.subTest(options=options):
+                self.check(options, names)
+
+
+class SignalsThatCannotStop(UsageErrorCase):
+    def test_signals_that_cannot_mean_stop(self):
+        for name in ("SIGCHLD", "CONT", "STOP", "KILL", "TSTP", "TTIN", "TTOU", "WINCH", "URG",
+                     "SEGV", "BUS", "FPE", "ILL", "ABRT", "PIPE"):
+            with self.subTest(signal=name):
+                result = self.check(["--signals_to_handle", f"SIGTERM,{name}"],
+                                    ["--signals_to_handle", f"'{name}' cannot be handled"])
+                self.assertIn("such as SIGTERM", result.stderr, result.describe())
+
+    def test_usr1_is_accepted(self):
+        result = self.gangrun(["--signals_to_handle", "SIGTERM,SIGUSR1", *self.fake("--exit", 0)])
+        self.assertExit(result, 0)
+
+
+class UnwritableOutputs(UsageErrorCase):
+    def test_report_into_a_missing_directory(self):
+        report = self.path("no-such-dir", "report.json")
+        result = self.check(["--report", report], ["--report", self.path("no-such-dir"), "does not exist"])
+        self.assertFalse(os.path.exists(self.path("no-such-dir")))
+
+    def test_report_that_is_a_directory(self):
+        self.check(["--report", self.tmp], ["--report", "is a directory"])
+
+    def test_report_checked_in_a_dry_run_too(self):
+        self.check(["--dry-run", "--report", self.path("no-such-dir", "r.json")], ["--report"])
+
+    def test_log_dir_that_is_a_file(self):
+        file = self.path("a-file")
+        with open(file, "w"):
+            pass
+        self.check(["--log_dir", file], ["--log_dir", "is not a directory"])
+        self.check(["--log_dir", os.path.join(file, "sub")], ["--log_dir", "is not a directory"])
+
+    def test_unwritable_log_dir(self):
+        if os.geteuid() == 0:
+            self.skipTest("root may write in a directory without write permission")
+        locked = self.path("locked")
+        os.mkdir(locked, 0o555)
+        self.check(["--log_dir", os.path.join(locked, "logs")], ["--log_dir", "cannot write in"])
+
+    def test_missing_tmpdir_without_log_dir(self):
+        missing = self.path("no-such-tmp")
+        result = self.check([], ["TMPDIR=" + missing, "--log_dir"],
+                            env=harness.clean_env(TMPDIR=missing))
+        self.assertFalse(os.path.exists(missing))
+
+
+class ProcessLimits(UsageErrorCase):
+    def test_worker_count_beyond_any_pid_space(self):
+        # 2 processes per worker: 6,000,032 is beyond the largest kernel.pid_max (2^22).
+        result = self.check(["--nproc_per_node", "3000000"], ["--nproc_per_node", "3000000", "processes"])
+        self.assertIn("give fewer workers per node", result.stderr, result.describe())
+
+    def test_worker_count_beyond_this_machines_limits(self):
+        with open("/proc/sys/kernel/pid_max") as f:
+            pid_max = int(f.read())
+        with open("/proc/sys/kernel/threads-max") as f:
+            threads_max = int(f.read())
+        limit = min(pid_max, threads_max)
+        if limit // 2 > 2_000_000:
+            self.skipTest(f"this machine allows {limit} processes")
+        workers = limit // 2 + 1
+        result = self.check(["--nproc_per_node", workers], ["--nproc_per_node", str(workers), "processes"])
+        self.assertTrue("kernel.pid_max" in result.stderr or "kernel.threads-max" in result.stderr,
+                        result.describe())
+
+
+class MissingDevices(UsageErrorCase):
+    def no_device_env(self):
+        """No CUDA, Level Zero or ROCm driver, whatever this machine has."""
+        sysfs = self.path("empty-sysfs")
+        os.mkdir(sysfs)
+        return harness.clean_env(GANGRUN_CUDA_LIBRARY=self.path("no-libcuda.so.1"),
+                                 GANGRUN_LEVEL_ZERO_LIBRARY=self.path("no-libze_loader.so.1"),
+                                 GANGRUN_SYSFS_ROOT=sysfs)
+
+    def test_nproc_per_node_gpu_names_the_missing_gpu_kinds(self):
+        result = self.check(["--nproc_per_node", "gpu"], ["--nproc_per_node gpu: no GPU found (CUDA: "],
+                            env=self.no_device_env())
+        for kind in ("Intel XPU: ", "AMD ROCm: ", "give the number of workers"):
+            self.assertIn(kind, result.stderr, result.describe())
+        self.assertNotIn("cpu device", result.stderr, result.describe())
+
+    def test_nproc_per_node_xpu_names_level_zero(self):
+        result = self.check(["--nproc_per_node", "xpu"], ["--nproc_per_node xpu: no Intel XPU"],
+                            env=self.no_device_env())
+        self.assertNotIn("cpu device", result.stderr, result.describe())
+
+
+class ConfigFileErrors(UsageErrorCase):
+    def test_config_that_never_ends(self):
+        # /dev/zero used to be read until memory ran out.
+        result = self.check_config("/dev/zero")
+        self.assertIn("character device", result.stderr, result.describe())
+
+    def test_config_fifo_without_writer(self):
+        fifo = self.path("config.fifo")
+        os.mkfifo(fifo)
+        result = self.check_config(fifo)
+        self.assertIn("FIFO", result.stderr, result.describe())
+
+    def test_config_too_large(self):
+        path = self.path("big.json")
+        with open(path, "w") as f:
+            f.write('{"nnodes": 1' + " " * (2 * 1024 * 1024) + "}")
+        result = self.check_config(path)
+        self.assertIn("larger than 1024 KiB", result.stderr, result.describe())
+
     def test_missing_config_file(self):
         path = self.path("no-such-config.json")
         self.check_config(path)

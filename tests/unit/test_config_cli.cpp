@@ -181,6 +181,15 @@ TEST_CASE("config::parse_command_line checks the other numbers", "[config]") {
   CHECK_THAT(usage_error({"--max_restarts", "-1", "x"}), StartsWith("--max_restarts: '-1'"));
   CHECK_THAT(usage_error({"--term-timeout", "-2", "x"}), StartsWith("--term-timeout: '-2'"));
   CHECK_THAT(usage_error({"--term_timeout", "nan", "x"}), StartsWith("--term_timeout: 'nan'"));
+  // A huge grace used to overflow into "kill at once".
+  CHECK(usage_error({"--term-timeout", "1e16", "x"}) ==
+        "--term-timeout: '1e16' is not a number of seconds from 0 to 86400 (one day)");
+  CHECK_THAT(usage_error({"--monitor_interval", "1e308", "x"}),
+             StartsWith("--monitor_interval: '1e308' is not a number of seconds from 0 to 86400"));
+  CHECK_THAT(usage_error({"--max_restarts", "2147483647", "x"}),
+             StartsWith("--max_restarts: '2147483647' is not a restart count from 0 to 1000000"));
+  // -v counts saturate instead of wrapping around to a negative (quiet) level.
+  CHECK(launch({"--verbose=2147483647", "-v", "x"}).verbosity == 2147483647);
   CHECK_THAT(usage_error({"--monitor-interval", "soon", "x"}),
              StartsWith("--monitor-interval: 'soon'"));
 }

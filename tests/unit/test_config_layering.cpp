@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -18,6 +19,7 @@
 namespace {
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
 using Catch::Matchers::StartsWith;
 using gangrun::EnvMap;
 using gangrun::ErrorCode;
@@ -215,6 +217,46 @@ TEST_CASE("config::parse_command_line rejects bad config files", "[config]") {
     TempFile twice(R"({"nnodes": 2, "num_machines": 2})");
     CHECK_THAT(usage_error({"--config", twice.path(), "x"}),
                StartsWith(twice.path() + ": key \"num_machines\": sets --nnodes again"));
+  }
+}
+
+TEST_CASE("config::load_config_file reads only a bounded regular file", "[config]") {
+  SECTION("a device without end is refused by its type, without reading it") {
+    auto loaded = gangrun::config::load_config_file("/dev/zero");
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error().code() == ErrorCode::usage);
+    CHECK(loaded.error().message() ==
+          "/dev/zero: cannot read the config file: it is a character device; --config reads "
+          "JSON from a regular file");
+  }
+  SECTION("a FIFO without a writer is refused at once instead of blocking") {
+    TempFile dir("{}");
+    std::string fifo = dir.dir() + "/pipe.json";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(usage_error({"--config", fifo, "x"}),
+               Equals(fifo + ": cannot read the config file: it is a FIFO (named pipe); --config "
+                             "reads JSON from a regular file"));
+  }
+  SECTION("a directory") {
+    TempFile dir("{}");
+    CHECK_THAT(usage_error({"--config", dir.dir(), "x"}),
+               Equals(dir.dir() + ": cannot read the config file: it is a directory; --config "
+                                  "reads JSON from a regular file"));
+  }
+  SECTION("a file over the limit") {
+    std::string big =
+        "{\"nnodes\": 1" + std::string(gangrun::config::k_max_config_bytes, ' ') + "}";
+    TempFile file(big);
+    CHECK_THAT(usage_error({"--config", file.path(), "x"}),
+               Equals(file.path() +
+                      ": cannot read the config file: it is larger than 1024 KiB; a config file "
+                      "holds a few option values"));
+  }
+  SECTION("a file just under the limit is read") {
+    std::string padded =
+        "{\"nnodes\": 1" + std::string(gangrun::config::k_max_config_bytes - 20, ' ') + "}";
+    TempFile file(padded);
+    CHECK(launch({"--config", file.path(), "x"}).nnodes == 1);
   }
 }
 

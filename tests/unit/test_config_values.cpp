@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <string>
+#include <vector>
 
 using namespace gangrun::config;  // NOLINT: test file, many parsers
 
@@ -72,9 +74,48 @@ TEST_CASE("config::parse_signals reads names and numbers", "[config]") {
   CHECK_FALSE(parse_signals("SIGSTOP"));
 }
 
-TEST_CASE("config::parse_non_negative_seconds refuses negative and non-finite", "[config]") {
+TEST_CASE("config::parse_signals refuses signals that cannot ask for a stop", "[config]") {
+  for (const char* name :
+       {"CHLD", "SIGCONT", "STOP", "KILL", "TSTP", "TTIN", "TTOU", "WINCH", "URG", "SEGV", "BUS",
+        "FPE", "ILL", "TRAP", "SYS", "ABRT", "PIPE", "32", "33"}) {
+    INFO(name);
+    auto parsed = parse_signals(std::string("TERM,") + name);
+    REQUIRE_FALSE(parsed);
+    CHECK_THAT(parsed.error().message(),
+               Catch::Matchers::StartsWith("'" + std::string(name) + "' cannot be handled: "));
+    CHECK_THAT(parsed.error().message(), Catch::Matchers::Contains("such as SIGTERM"));
+  }
+  CHECK_THAT(parse_signals("SIGCHLD").error().message(),
+             Catch::Matchers::Contains("SIGCHLD reports an event"));
+  CHECK_THAT(parse_signals("tstp").error().message(),
+             Catch::Matchers::Contains("SIGTSTP is job control"));
+  CHECK_THAT(parse_signals("11").error().message(),
+             Catch::Matchers::Contains("SIGSEGV reports a fault in gangrun itself"));
+  // USR1/USR2 listed here stop the gang after being forwarded, as in torchrun.
+  CHECK(parse_signals("USR1,USR2,ALRM,XCPU,PWR,VTALRM") ==
+        std::vector<int>{SIGUSR1, SIGUSR2, SIGALRM, SIGXCPU, SIGPWR, SIGVTALRM});
+  CHECK(parse_signals(std::to_string(SIGRTMIN)) == std::vector<int>{SIGRTMIN});
+  CHECK(unhandleable_signal_reason(SIGTERM) == std::nullopt);
+}
+
+TEST_CASE("config::parse_non_negative_seconds refuses negative, non-finite and huge", "[config]") {
   CHECK(parse_non_negative_seconds("0.5") == 0.5);
-  CHECK_FALSE(parse_non_negative_seconds("-0.5"));
-  CHECK_FALSE(parse_non_negative_seconds("inf"));
-  CHECK_FALSE(parse_non_negative_seconds("1s"));
+  CHECK(parse_non_negative_seconds("0") == 0.0);
+  CHECK(parse_non_negative_seconds("86400") == 86400.0);
+  for (const char* text :
+       {"-0.5", "-1", "inf", "-inf", "nan", "1e16", "1e308", "1e309", "86400.5", "1s", ""}) {
+    INFO(text);
+    auto parsed = parse_non_negative_seconds(text);
+    REQUIRE_FALSE(parsed);
+    CHECK(parsed.error().message() ==
+          "'" + std::string(text) + "' is not a number of seconds from 0 to 86400 (one day)");
+  }
+}
+
+TEST_CASE("config::parse_max_restarts bounds the attempt counter", "[config]") {
+  CHECK(parse_max_restarts("0") == 0);
+  CHECK(parse_max_restarts("1000000") == 1000000);
+  CHECK_FALSE(parse_max_restarts("-1"));
+  CHECK(parse_max_restarts("2147483647").error().message() ==
+        "'2147483647' is not a restart count from 0 to 1000000");
 }

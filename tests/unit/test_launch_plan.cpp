@@ -1,6 +1,12 @@
 #include "launch/plan.hpp"
+#include "launch/plan_checks.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 using gangrun::config::Options;
 using gangrun::config::ProcCount;
@@ -197,4 +203,160 @@ TEST_CASE("launch::make_plan keeps Level Zero masks in driver order", "[launch]"
   options.visible_devices = gangrun::config::VisibleDevices::per_rank;
   options.nproc_per_node = ProcCount{ProcCount::Kind::number, 2};
   CHECK(make_plan(options, {}, node));  // one device each: nothing to reorder
+}
+
+TEST_CASE("launch::make_plan names the missing GPU kinds for --nproc_per_node gpu", "[launch]") {
+  Options options = job(1);
+  options.nproc_per_node = ProcCount{ProcCount::Kind::gpu, 1};
+  gangrun::launch::NodeDevices none;  // --accelerator auto found no GPU: the launch is on CPUs
+  none.kind = "cpu";
+  none.gpus_not_found = {"CUDA: libcuda.so.1 not found",
+                         "AMD ROCm: no AMD GPU driver: /sys/class/kfd does not exist"};
+  auto plan = make_plan(options, {}, none);
+  REQUIRE_FALSE(plan);
+  CHECK(plan.error().exit_code() == 2);
+  CHECK(plan.error().message() ==
+        "--nproc_per_node gpu: no GPU found (CUDA: libcuda.so.1 not found; AMD ROCm: no AMD GPU "
+        "driver: /sys/class/kfd does not exist); give the number of workers, or see gangrun "
+        "devices");
+  CHECK_THAT(plan.error().message(), !Catch::Matchers::Contains("cpu device"));
+
+  options.nproc_per_node = ProcCount{ProcCount::Kind::xpu, 1};
+  gangrun::launch::NodeDevices xpu = cuda_node({});
+  xpu.kind = "xpu";
+  xpu.why_none = "libze_loader.so.1: cannot open shared object file";
+  plan = make_plan(options, {}, xpu);
+  REQUIRE_FALSE(plan);
+  CHECK_THAT(plan.error().message(),
+             Catch::Matchers::StartsWith("--nproc_per_node xpu: no Intel XPU device is selected "
+                                         "(libze_loader.so.1: cannot open"));
+}
+
+TEST_CASE("launch::check_process_capacity counts two processes per worker", "[launch]") {
+  using gangrun::launch::check_process_capacity;
+  using gangrun::launch::ProcessCapacity;
+  ProcessCapacity unlimited;
+  CHECK(check_process_capacity(500000, "--nproc_per_node 500000", unlimited));
+
+  ProcessCapacity pid_max{.pid_max = 1'000'000, .tasks_in_use = 300};
+  // 2 * 499900 + 32, with 300 in use, > 1000000
+  auto refused = check_process_capacity(499'900, "--nproc_per_node 499900", pid_max);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().exit_code() == 2);
+  CHECK(refused.error().message() ==
+        "--nproc_per_node 499900: 499900 workers need about 999832 processes (2 each: the worker "
+        "and the shim that supervises it, plus 32 for gangrun), but kernel.pid_max is 1000000 "
+        "(300 in use now); give fewer workers per node, or raise it with sysctl kernel.pid_max");
+  CHECK(check_process_capacity(499'800, "n", ProcessCapacity{.pid_max = 1'000'000}));
+  CHECK_FALSE(check_process_capacity(499'990, "n", ProcessCapacity{.pid_max = 1'000'000}));
+
+  auto rlimit = check_process_capacity(100, "--nproc_per_node 100", {.rlimit_nproc = 200});
+  REQUIRE_FALSE(rlimit);
+  CHECK_THAT(rlimit.error().message(),
+             Catch::Matchers::Contains("(ulimit -u, RLIMIT_NPROC) is 200; give fewer workers per "
+                                       "node, or raise it with ulimit -u"));
+  CHECK(check_process_capacity(84, "n", {.rlimit_nproc = 200}));
+
+  auto threads = check_process_capacity(1000, "n", {.threads_max = 1500});
+  REQUIRE_FALSE(threads);
+  CHECK_THAT(threads.error().message(), Catch::Matchers::Contains("kernel.threads-max is 1500"));
+
+  ProcessCapacity cgroup{.cgroup_pids_max = 100, .cgroup_pids_current = 10, .cgroup = "/job"};
+  auto pids = check_process_capacity(30, "--num_gpus 30", cgroup);
+  REQUIRE_FALSE(pids);
+  CHECK_THAT(pids.error().message(),
+             Catch::Matchers::Contains("but the cgroup /job allows 100 processes (pids.max; 10 in "
+                                       "use now); give fewer workers per node, or raise its "
+                                       "pids.max"));
+  CHECK(check_process_capacity(29, "n", cgroup));
+}
+
+TEST_CASE("launch::make_plan checks the worker count before building workers", "[launch]") {
+  Options options = job(500000);
+  options.origins["nproc_per_node"] = {"500000", gangrun::config::Source::command_line};
+  gangrun::launch::ProcessCapacity small{.pid_max = 32768, .tasks_in_use = 100};
+  auto plan = make_plan(options, {}, std::nullopt, small);
+  REQUIRE_FALSE(plan);
+  CHECK_THAT(plan.error().message(),
+             Catch::Matchers::StartsWith("--nproc_per_node 500000: 500000 workers need about "
+                                         "1000032 processes"));
+
+  // The world size must fit the RANK and WORLD_SIZE integers.
+  options = job(2);
+  options.nnodes = 2'000'000'000;
+  plan = make_plan(options, {}, std::nullopt, gangrun::launch::ProcessCapacity{});
+  REQUIRE_FALSE(plan);
+  CHECK_THAT(plan.error().message(),
+             Catch::Matchers::Contains("2 workers per node on 2000000000 nodes is more than "
+                                       "2147483647 ranks"));
+}
+
+namespace {
+
+// A fresh directory, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern =
+        (std::filesystem::temp_directory_path() / "gangrun-plan-check-XXXXXX").string();
+    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+TEST_CASE("launch::check_report_path finds an unwritable report before the run", "[launch]") {
+  using gangrun::launch::check_report_path;
+  TempDir dir;
+  CHECK(check_report_path(dir / "report.json"));
+  std::ofstream(dir / "existing.json") << "{}";
+  CHECK(check_report_path(dir / "existing.json"));
+
+  auto missing = check_report_path(dir / "no-such-dir/report.json");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().exit_code() == 2);
+  CHECK(missing.error().message() ==
+        "--report " + (dir / "no-such-dir/report.json") + ": the directory " +
+            (dir / "no-such-dir") +
+            " does not exist; create it first, or give a file in an existing directory");
+
+  auto directory = check_report_path(dir / "");
+  REQUIRE_FALSE(directory);
+  CHECK_THAT(directory.error().message(), Catch::Matchers::Contains(": is a directory; give"));
+
+  auto under_file = check_report_path(dir / "existing.json/report.json");
+  REQUIRE_FALSE(under_file);
+  CHECK_THAT(under_file.error().message(), Catch::Matchers::Contains("Not a directory"));
+}
+
+TEST_CASE("launch::check_writable_directory walks up to what exists", "[launch]") {
+  using gangrun::launch::check_writable_directory;
+  TempDir dir;
+  CHECK(check_writable_directory(dir / "a/b/c", "--log_dir x", "fix"));
+  std::ofstream(dir / "file") << "x";
+  auto file = check_writable_directory(dir / "file/run", "--log_dir " + (dir / "file"),
+                                       "give a directory you may write");
+  REQUIRE_FALSE(file);
+  CHECK(file.error().message() == "--log_dir " + (dir / "file") + ": " + (dir / "file") +
+                                      " is not a directory; give a directory you may write");
+  if (::geteuid() != 0) {  // root may write anywhere on a writable file system
+    std::filesystem::create_directory(dir / "locked");
+    std::filesystem::permissions(
+        dir / "locked", std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
+    auto locked = check_writable_directory(dir / "locked/logs", "--log_dir y", "fix");
+    REQUIRE_FALSE(locked);
+    CHECK_THAT(locked.error().message(), Catch::Matchers::Contains("cannot write in"));
+    std::filesystem::permissions(dir / "locked", std::filesystem::perms::owner_all);
+  }
 }

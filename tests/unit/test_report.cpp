@@ -1,11 +1,13 @@
 #include "report/error_file.hpp"
 #include "report/failure_summary.hpp"
 #include "report/run_report.hpp"
+#include "report/worker_end.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -102,7 +104,8 @@ TEST_CASE("report::format_failure names the root cause first", "[report]") {
   CHECK_THAT(text, Catch::Contains("exit code 3"));
   CHECK_THAT(text, Catch::Contains("ValueError: bad batch"));
   CHECK_THAT(text, Catch::Contains("    boom"));
-  CHECK_THAT(text, Catch::Contains("stopped by gangrun (killed by signal 15 (SIGTERM))"));
+  CHECK_THAT(text,
+             Catch::Contains("rank 0 (local_rank 0, pid 4240): stopped by gangrun (SIGTERM)"));
   CHECK(text.find("Root cause") < text.find("Other workers"));
 }
 
@@ -114,4 +117,111 @@ TEST_CASE("report::to_json carries workers, root cause and restarts", "[report]"
   CHECK(json["root_cause"]["rank"] == 2);
   CHECK(json["attempts"][0]["workers"][0]["signal"] == "SIGTERM");
   CHECK(json["attempts"][0]["workers"][1]["pid"] == 4242);
+}
+
+TEST_CASE("report::describe_worker_end says what happened after gangrun's signal", "[report]") {
+  AttemptRecord attempt;
+  WorkerRecord worker;
+  worker.pid = 10;
+  worker.exit_code = 2;
+  CHECK(describe_worker_end(worker, attempt) == "exited with 2");
+  worker.stopped_by_gangrun = true;
+  CHECK(describe_worker_end(worker, attempt) == "exited with 2 after gangrun's SIGTERM");
+  worker.exit_code.reset();
+  worker.signal = SIGTERM;
+  CHECK(describe_worker_end(worker, attempt) == "stopped by gangrun (SIGTERM)");
+  worker.signal = SIGKILL;
+  CHECK(describe_worker_end(worker, attempt) ==
+        "killed by SIGKILL after --term-timeout (it outlived gangrun's SIGTERM)");
+  worker.signal = SIGSEGV;
+  CHECK(describe_worker_end(worker, attempt) == "killed by SIGSEGV after gangrun's SIGTERM");
+
+  attempt.stopped_by_signal = SIGINT;  // gangrun was interrupted and forwarded SIGINT
+  worker.signal = SIGINT;
+  CHECK(describe_worker_end(worker, attempt) == "stopped by gangrun (SIGINT)");
+  worker.signal = SIGKILL;
+  CHECK(describe_worker_end(worker, attempt) == "killed by gangrun's SIGKILL (it outlived SIGINT)");
+
+  worker.stopped_by_gangrun = false;
+  worker.signal = SIGABRT;
+  CHECK(describe_worker_end(worker, attempt) == "killed by SIGABRT");
+  WorkerRecord never;
+  never.spawn_error = "fork: Resource temporarily unavailable";
+  CHECK(describe_worker_end(never, attempt) ==
+        "could not start: fork: Resource temporarily unavailable");
+}
+
+TEST_CASE("report::format_failure tells a worker that outlived SIGTERM from one it stopped",
+          "[report]") {
+  RunRecord run = failed_run();
+  run.attempts[0].workers[0].signal.reset();
+  run.attempts[0].workers[0].exit_code = 2;
+  run.attempts[0].workers[0].shell_code = 2;
+  std::string text = format_failure(run, run.attempts[0], std::nullopt);
+  CHECK_THAT(text, Catch::Contains("rank 0 (local_rank 0, pid 4240): exited with 2 after "
+                                   "gangrun's SIGTERM"));
+  CHECK_THAT(text, !Catch::Contains("stopped by gangrun"));
+
+  run.attempts[0].workers[0].stopped_by_gangrun = false;
+  text = format_failure(run, run.attempts[0], std::nullopt);
+  CHECK_THAT(text, Catch::Contains("pid 4240): failed on its own (exited with 2)"));
+}
+
+TEST_CASE("report::format_failure and to_json list incomplete log files", "[report]") {
+  RunRecord run = failed_run();
+  CHECK_FALSE(incomplete_logs_note(run.attempts[0]));
+  run.attempts[0].incomplete_logs = {"/logs/none/attempt_0/0/stdout.log",
+                                     "/logs/none/attempt_0/1/stderr.log"};
+  CHECK(incomplete_logs_note(run.attempts[0]) ==
+        "some log files are incomplete (a write failed): /logs/none/attempt_0/0/stdout.log, "
+        "/logs/none/attempt_0/1/stderr.log");
+  CHECK_THAT(format_failure(run, run.attempts[0], std::nullopt),
+             Catch::Contains("some log files are incomplete (a write failed): "
+                             "/logs/none/attempt_0/0/stdout.log"));
+  nlohmann::json json = to_json(run);
+  CHECK(json["attempts"][0]["incomplete_logs"] ==
+        nlohmann::json::array(
+            {"/logs/none/attempt_0/0/stdout.log", "/logs/none/attempt_0/1/stderr.log"}));
+}
+
+TEST_CASE("report::to_json keeps the root cause's error and says how each worker ended",
+          "[report]") {
+  RunRecord run = failed_run();
+  WorkerError error;
+  error.message = "ValueError: bad batch";
+  error.traceback = "Traceback (most recent call last):\n  x";
+  error.timestamp = "1700000000";
+  run.attempts[0].workers[1].error = error;
+  nlohmann::json json = to_json(run);
+  CHECK(json["root_cause"]["error"]["message"] == "ValueError: bad batch");
+  CHECK(json["root_cause"]["error"]["traceback"] == "Traceback (most recent call last):\n  x");
+  CHECK(json["root_cause"]["error"]["timestamp"] == "1700000000");
+  CHECK(json["root_cause"]["error_file"].is_null());  // a temporary run directory: no path
+  CHECK(json["root_cause"]["ended"] == "exited with 3");
+  CHECK(json["attempts"][0]["workers"][0]["ended"] == "stopped by gangrun (SIGTERM)");
+  CHECK(json["attempts"][0]["workers"][0]["error"].is_null());
+
+  run.attempts[0].workers[1].error_file = "/logs/none/attempt_0/2/error.json";
+  CHECK(to_json(run)["root_cause"]["error_file"] == "/logs/none/attempt_0/2/error.json");
+}
+
+TEST_CASE("report::json_text and write_report never throw on bytes that are not UTF-8",
+          "[report]") {
+  RunRecord run = failed_run();
+  run.entrypoint = "prog\xff";
+  run.attempts[0].workers[1].last_lines = {"bad \xc3\x28 bytes"};
+  nlohmann::json worker = nlohmann::json::object();
+  worker["argv"] = nlohmann::json::array({"prog", "\xff"});
+  run.plan = nlohmann::json::object();
+  run.plan["workers"] = nlohmann::json::array({worker});
+  std::string text;
+  REQUIRE_NOTHROW(text = json_text(to_json(run)));
+  nlohmann::json parsed = nlohmann::json::parse(text);  // valid JSON, valid UTF-8
+  CHECK(parsed["entrypoint"] == "prog\xef\xbf\xbd");    // U+FFFD
+  CHECK(parsed["plan"]["workers"][0]["argv"][1] == "\xef\xbf\xbd");
+
+  fs::path out = temp_file("");
+  REQUIRE(write_report(out.string(), run));
+  CHECK(nlohmann::json::parse(std::ifstream(out))["entrypoint"] == "prog\xef\xbf\xbd");
+  fs::remove(out);
 }
