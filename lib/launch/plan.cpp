@@ -43,6 +43,8 @@ std::string no_device_reason(const NodeDevices& devices, bool gpu) {
     std::string reason = gpu ? "no GPU found" : "no Intel XPU found";
     if (!devices.gpus_not_found.empty()) {
       reason += " (" + strings::join(devices.gpus_not_found, "; ") + ")";
+    } else {
+      reason += " (--accelerator cpu looks for none)";
     }
     return reason;
   }

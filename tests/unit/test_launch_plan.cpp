@@ -220,6 +220,10 @@ TEST_CASE("launch::make_plan names the missing GPU kinds for --nproc_per_node gp
         "driver: /sys/class/kfd does not exist); give the number of workers, or see gangrun "
         "devices");
   CHECK_THAT(plan.error().message(), !Catch::Matchers::Contains("cpu device"));
+  none.gpus_not_found.clear();  // --accelerator cpu probes nothing
+  CHECK_THAT(make_plan(options, {}, none).error().message(),
+             Catch::Matchers::StartsWith(
+                 "--nproc_per_node gpu: no GPU found (--accelerator cpu looks for none)"));
 
   options.nproc_per_node = ProcCount{ProcCount::Kind::xpu, 1};
   gangrun::launch::NodeDevices xpu = cuda_node({});
