@@ -5,7 +5,9 @@ import re
 import signal
 
 import harness
-from harness import GangrunTestCase
+from harness import GangrunTestCase, TEST_PYTHON
+
+TORCH_WORKER = os.path.join(harness.HERE, "torch_ddp_worker.py")
 
 
 def read_records(path):
@@ -89,6 +91,30 @@ class Restarts(GangrunTestCase):
             "--record", log, "--if-restart-at-least", 1, "--exit", 3, "--exit", 0)], timeout=60)
         self.assertExit(result, 0)
         self.assertEqual(sorted(r["restart"] for r in read_records(log)), [0, 0])
+
+
+class TorchRestarts(GangrunTestCase):
+    def test_a_ddp_gang_whose_rank_was_killed_starts_again_and_trains(self):
+        # Real PyTorch (gloo): rank 1 dies by SIGKILL after the first all-reduce, while
+        # rank 0 blocks in the DDP step; the whole gang is stopped and attempt 1 meets
+        # again through the same store and trains.
+        harness.require_torch()
+        out = self.path("out")
+        os.mkdir(out)
+        result = self.gangrun(["--nproc_per_node", 2, "--max_restarts", 1, "--term-timeout", 2, "--python", TEST_PYTHON,
+                               TORCH_WORKER, out, self.pid_dir, "--kill-rank-in-attempt-0", 1], timeout=240)
+        self.assertExit(result, 0)
+        self.assertIn("restarting", result.stderr)
+        pids = []
+        for rank in (0, 1):
+            attempts = [self.read_json(os.path.join(out, f"attempt.{restart}.{rank}"))["pid"] for restart in (0, 1)]
+            self.assertNotEqual(attempts[0], attempts[1], f"rank {rank} was not started again")
+            pids += attempts
+            outcome = self.read_json(os.path.join(out, f"result.{rank}.json"))
+            self.assertEqual(outcome["restart"], 1)
+            self.assertEqual(outcome["all_reduce"], outcome["expected_sum"])
+            self.assertTrue(outcome["ddp_grads_in_sync"])
+        self.assert_dead(pids, what="workers of both attempts")
 
 
 if __name__ == "__main__":

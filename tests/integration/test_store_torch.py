@@ -1,7 +1,11 @@
-"""PyTorch's own TCPStore client (Debian's torch 1.13, is_master=False) against
-`gangrun store serve`, checked call by call against what PyTorch's own server answers
-to the same script in the same run (issue: TCP store, must show 1)."""
+"""PyTorch's own TCPStore client (is_master=False; Debian's torch 1.13 or PyTorch 2.x,
+whichever GANGRUN_TEST_PYTHON imports) against `gangrun store serve`, checked call by call
+against what PyTorch's own servers answer to the same script in the same run: 1.13's one
+server, or 2.x's default libuv server and its older one (use_libuv=False). Under 2.x the
+script also drives check, append, multi_get/multi_set, the queues, barrier and list_keys
+(issue: TCP store, must show 1)."""
 
+import json
 import os
 import subprocess
 
@@ -11,64 +15,128 @@ from harness import GangrunTestCase, TEST_PYTHON
 
 CLIENT = os.path.join(harness.HERE, "store_torch_client.py")
 
+# Where PyTorch's older servers (1.13's, and 2.x's use_libuv=False) answer otherwise than
+# 2.x's default libuv server, gangrun answers as the libuv server does.
+OLDER_SERVER_DIFFERENCES = {
+    # The older servers do not wake a waiter when compare_set stores its key.
+    "wait_released_by_compare_set", "wait_released_by_compare_set_blocked_until_released",
+    # The older 2.x server has no queues: it closes the connection, and so the next
+    # call on that connection (check_queue) fails too.
+    "queue_len_missing", "queue_push_a", "queue_push_b", "queue_push_c", "queue_len_3", "check_queue",
+    "queue_pop_first", "queue_pop_nonblocking", "queue_len_1", "queue_pop_last", "queue_pop_empty_nonblocking",
+    "queue_len_0", "queue_pop_released_by_push", "queue_pop_released_by_push_blocked_until_released",
+    "queue_pop_empty_times_out", "queue_len_after_pop_timed_out",
+}
+
 
 class TorchClients(GangrunTestCase):
     def setUp(self):
         harness.require_torch()
         super().setUp()
 
-    def run_client(self, *args, timeout=120):
-        result = subprocess.run([TEST_PYTHON, CLIENT, *[str(a) for a in args]], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout)
-        self.assertEqual(result.returncode, 0, f"{args[0]} failed:\n{result.stderr.decode(errors='replace')}")
+    def client(self, *args, stderr=subprocess.PIPE):
+        return subprocess.Popen([TEST_PYTHON, CLIENT, *[str(a) for a in args]], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True)
 
-    def script_results(self, port, name, *flags):
-        out = self.path(name)
-        self.run_client("script", "127.0.0.1", port, out, *flags)
-        return self.read_json(out)
+    def finish_client(self, proc, what, timeout=180):
+        _, err = proc.communicate(timeout=timeout)
+        self.assertEqual(proc.returncode, 0, f"{what} failed:\n{err.decode(errors='replace')[-3000:]}")
+
+    def torch_server(self, *flags):
+        """PyTorch's own server (store_torch_client.py serve); returns (Popen, {port, libuv, torch})."""
+        port_file = self.path(f"torch-server{''.join(flags)}.json")
+        # Its log goes to a file: a pipe nobody reads could fill and stall it.
+        with open(port_file + ".log", "wb") as log:
+            proc = self.client("serve", port_file, *flags, stderr=log)
+        self.addCleanup(store_wire.stop, proc)
+
+        def served():
+            if proc.poll() is not None:
+                with open(port_file + ".log", errors="replace") as log:
+                    self.fail("PyTorch's store server ended early: " + log.read())
+            return os.path.exists(port_file) and self.read_json(port_file)
+
+        return proc, harness.wait_for(served, 90, "PyTorch's store server")
+
+    def run_scripts(self, ports, *flags):
+        """Runs the script against every {name: port} at once; returns {name: results}."""
+        procs = {name: self.client("script", "127.0.0.1", port, self.path(f"{name}.json"), *flags)
+                 for name, port in ports.items()}
+        for name, proc in procs.items():
+            self.finish_client(proc, f"the script against {name}")
+        return {name: self.read_json(self.path(f"{name}.json")) for name in ports}
 
     def concurrent_adds(self, port, key, processes=4, count=200):
-        procs = [subprocess.Popen([TEST_PYTHON, CLIENT, "adder", "127.0.0.1", str(port), key, str(count),
-                                   str(1 if i % 2 == 0 else -3)], stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        procs = [self.client("adder", "127.0.0.1", port, key, count, 1 if i % 2 == 0 else -3)
                  for i in range(processes)]
         for proc in procs:
-            _, err = proc.communicate(timeout=120)
-            self.assertEqual(proc.returncode, 0, err.decode(errors="replace"))
+            self.finish_client(proc, "adder")
         code = ("import sys, datetime, torch.distributed as d\n"
                 "s = d.TCPStore('127.0.0.1', int(sys.argv[1]), is_master=False)\n"
                 "print(s.add(sys.argv[2], 0))\n")
-        out = subprocess.run([TEST_PYTHON, "-c", code, str(port), key], capture_output=True, timeout=60, check=True)
+        out = subprocess.run([TEST_PYTHON, "-c", code, str(port), key], capture_output=True, timeout=90, check=True)
         return int(out.stdout)
 
-    def test_same_answers_as_pytorchs_own_server(self):
-        torch_server, torch_port = store_wire.torch_store_server(self)
-        try:
-            expected = self.script_results(torch_port, "torch.json")
-            expected_sum = self.concurrent_adds(torch_port, "shared")
-        finally:
-            store_wire.stop(torch_server)
+    def test_same_answers_as_pytorchs_own_servers(self):
+        _, default = self.torch_server()
+        ports = {"torch": default["port"]}
+        if default["libuv"]:
+            _, older = self.torch_server("--no-libuv")
+            self.assertFalse(older["libuv"], older)
+            ports["torch_without_libuv"] = older["port"]
         with store_wire.ServedStore(self) as store:
-            got = self.script_results(store.port, "gangrun.json")
+            ports["gangrun"] = store.port
+            results = self.run_scripts(ports)
             got_sum = self.concurrent_adds(store.port, "shared")
+        expected_sum = self.concurrent_adds(default["port"], "shared")
 
-        self.assertEqual(sorted(got), sorted(expected))
-        for call in sorted(expected):
-            with self.subTest(call=call):
-                self.assertEqual(got[call], expected[call], f"{call}: gangrun's server differs from PyTorch's")
+        expected, got = results["torch"], results["gangrun"]
+        older = results.get("torch_without_libuv", expected if not default["libuv"] else None)
+        if default["libuv"]:
+            self.compare(got, expected, "PyTorch's libuv server", allowed=set())
+            self.compare(got, older, "PyTorch's server without libuv", allowed=OLDER_SERVER_DIFFERENCES)
+            differing = {call for call in expected if expected[call] != older[call]}
+            self.assertLessEqual(differing, OLDER_SERVER_DIFFERENCES, "PyTorch's two servers differ elsewhere")
+        else:
+            self.compare(got, expected, f"PyTorch {default['torch']}'s server", allowed=OLDER_SERVER_DIFFERENCES)
+
         # The script itself must have seen PyTorch's documented semantics.
         self.assertEqual(expected["add_negative"], -2)
         self.assertEqual(expected["counter_text"], "-2")
         self.assertEqual(expected["cas_missing_other_expected"], "expected")
         self.assertTrue(expected["cas2_stored_nothing"])
         self.assertEqual(expected["cas_mismatch"], "new")
-        self.assertEqual(expected["wait_timeout"], "RuntimeError")
+        self.assertIn(expected["wait_timeout"], ({"raised": "RuntimeError"}, {"raised": "DistStoreError"}))
+        self.assertTrue(expected["wait_released_blocked_until_released"])
+        self.assertEqual(got["wait_released_by_compare_set"], None, "gangrun wakes waiters on compare_set")
+        if int(default["torch"].split(".")[0]) >= 2:
+            # 2.x's client has every extended call, and each one did something.
+            for name in ("check", "append", "multi_get", "multi_set", "queue_push", "queue_pop", "queue_len",
+                         "list_keys", "barrier"):
+                self.assertIn(name, expected["has"])
+            self.assertEqual(expected["check_some_missing"], False)
+            self.assertEqual(expected["append_more_value"], "abcd")
+            self.assertEqual(expected["multi_get"], ["z", "x", "", "x"])
+            self.assertEqual([expected[f"queue_pop_{n}"] for n in ("first", "nonblocking", "last")], ["a", "b", "c"])
+            self.assertEqual(expected["queue_pop_empty_nonblocking"], {"raised": "QueueEmptyError"})
+            self.assertEqual(expected["queue_pop_released_by_push"], "late item")
+            self.assertTrue(expected["barrier_of_two_blocked_until_released"])
+            self.assertIn("m_late2", expected["list_keys"])
         self.assertEqual(expected_sum, 2 * 200 * 1 + 2 * 200 * -3)
         self.assertEqual(got_sum, expected_sum)
 
+    def compare(self, got, expected, server, allowed):
+        self.assertEqual(sorted(got), sorted(expected), f"gangrun's and {server}'s runs made different calls")
+        for call in sorted(expected):
+            if call in allowed and got[call] != expected[call]:
+                continue
+            with self.subTest(server=server, call=call):
+                self.assertEqual(got[call], expected[call], f"{call}: gangrun's server differs from {server}\n"
+                                 f"gangrun: {json.dumps(got[call])}\n{server}: {json.dumps(expected[call])}")
+
     def test_a_late_key_does_not_desync_a_client_whose_wait_timed_out(self):
         with store_wire.ServedStore(self) as store:
-            got = self.script_results(store.port, "late.json", "--after-timeout-late-set")
+            got = self.run_scripts({"late": store.port}, "--after-timeout-late-set")["late"]
         self.assertEqual(got["get_after_late_set"], "still works")
         self.assertEqual(got["add_after_late_set"], 2)
 
