@@ -1,5 +1,6 @@
 #include "launch/dry_run.hpp"
 
+#include "launch/files.hpp"
 #include "util/strings.hpp"
 
 #include <fmt/format.h>
@@ -34,9 +35,10 @@ std::string devices_text(const LaunchPlan& plan) {
 }  // namespace
 
 std::string planned_run_dir(const LaunchPlan& plan) {
-  if (plan.log_dir) return *plan.log_dir;
+  // XXXXXX: the unique part is chosen when the run starts.
+  if (plan.log_dir) return *plan.log_dir + "/" + run_dir_prefix(plan.run_id) + "XXXXXX";
   std::string tmp = env_lookup(plan.host_env, "TMPDIR").value_or("/tmp");
-  return tmp + "/gangrun-" + plan.run_id + "-XXXXXX";
+  return tmp + "/gangrun-" + run_dir_prefix(plan.run_id) + "XXXXXX";
 }
 
 nlohmann::json plan_to_json(const LaunchPlan& plan) {

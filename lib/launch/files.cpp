@@ -12,6 +12,32 @@
 namespace gangrun::launch {
 namespace fs = std::filesystem;
 
+namespace {
+
+Expected<std::string> make_unique_directory(const std::string& pattern) {
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (::mkdtemp(buffer.data()) == nullptr) {
+    return fail(ErrorCode::io, "cannot create the run directory " + pattern + ": " +
+                                   errno_text(errno));
+  }
+  return std::string(buffer.data());
+}
+
+}  // namespace
+
+std::string run_dir_prefix(const std::string& run_id) {
+  constexpr std::size_t k_max_id_bytes = 64;
+  std::string name = run_id.substr(0, k_max_id_bytes);
+  for (char& c : name) {
+    bool kept = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '.' || c == '_' || c == '-';
+    if (!kept) c = '_';
+  }
+  if (name.empty() || name.front() == '.') name.insert(name.begin(), '_');
+  return name + "_";
+}
+
 Expected<RunDirectory> RunDirectory::create(const std::optional<std::string>& log_dir,
                                             const std::string& tmp_root,
                                             const std::string& run_id) {
@@ -21,16 +47,13 @@ Expected<RunDirectory> RunDirectory::create(const std::optional<std::string>& lo
     if (error) {
       return fail(ErrorCode::io, "--log_dir: cannot create " + *log_dir + ": " + error.message());
     }
-    return RunDirectory(*log_dir, false);
+    auto made = make_unique_directory(*log_dir + "/" + run_dir_prefix(run_id) + "XXXXXX");
+    if (!made) return tl::unexpected(made.error().add_context("--log_dir " + *log_dir));
+    return RunDirectory(*made, false);
   }
-  std::string pattern = tmp_root + "/gangrun-" + run_id + "-XXXXXX";
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  if (::mkdtemp(buffer.data()) == nullptr) {
-    return fail(ErrorCode::io,
-                "cannot create a directory in " + tmp_root + ": " + errno_text(errno));
-  }
-  return RunDirectory(buffer.data(), true);
+  auto made = make_unique_directory(tmp_root + "/gangrun-" + run_dir_prefix(run_id) + "XXXXXX");
+  if (!made) return tl::unexpected(made.error());
+  return RunDirectory(*made, true);
 }
 
 RunDirectory::RunDirectory(RunDirectory&& other) noexcept

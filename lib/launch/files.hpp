@@ -1,6 +1,8 @@
 // The run directory: per-attempt, per-worker folders for log files and
-// error files. DIR/<run_id> with --log_dir, else a private temporary folder
-// that is removed when the run ends.
+// error files. With --log_dir a new DIR/<run_id>_<unique> for every run (as
+// torchrun makes them), so a second run never touches the first one's logs;
+// else a private temporary folder that is removed when the run ends. The run
+// id is only part of a name, never a path: see run_dir_prefix().
 #pragma once
 
 #include "util/error.hpp"
@@ -10,9 +12,15 @@
 
 namespace gangrun::launch {
 
+// "<run_id>_" with every byte outside [A-Za-z0-9._-] replaced by '_', a
+// leading '.' too, and at most 64 bytes of the id kept: the run id comes from
+// the user (--rdzv_id), and "../x" or "a/b" must not reach outside the parent.
+std::string run_dir_prefix(const std::string& run_id);
+
 class RunDirectory {
  public:
-  // Creates log_dir (and parents) if given, else mkdtemp under tmp_root.
+  // Creates log_dir (and parents) if given and a new run_dir_prefix()XXXXXX
+  // inside it, else gangrun-run_dir_prefix()XXXXXX under tmp_root.
   static Expected<RunDirectory> create(const std::optional<std::string>& log_dir,
                                        const std::string& tmp_root, const std::string& run_id);
   RunDirectory(RunDirectory&& other) noexcept;
@@ -23,8 +31,9 @@ class RunDirectory {
   const std::string& path() const { return path_; }
   bool temporary() const { return temporary_; }
 
-  // Deletes and recreates attempt_<n>/<local_rank>/ for every local rank, as
-  // torchrun does when it starts an attempt.
+  // Creates attempt_<n>/<local_rank>/ for every local rank (deleting what a
+  // previous use of the same attempt number left, which in a directory of
+  // this run's own cannot be another run's).
   Expected<void> prepare_attempt(int attempt, int local_world_size) const;
 
  private:

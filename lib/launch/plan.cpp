@@ -251,7 +251,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
       plan.prefix_output = plan.local_world_size > 1;
       break;
   }
-  if (options.log_dir) plan.log_dir = *options.log_dir + "/" + plan.run_id;
+  plan.log_dir = options.log_dir;  // each run makes its own directory inside (launch/files.hpp)
 
   plan.teardown_signals.insert(options.signals_to_handle.begin(), options.signals_to_handle.end());
   if (plan.teardown_signals.empty()) plan.teardown_signals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};

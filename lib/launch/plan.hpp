@@ -45,7 +45,7 @@ struct LaunchPlan {
 
   ResolvedProgram program;
   bool prefix_output = false;          // prefix mode (pipes) rather than inherit
-  std::optional<std::string> log_dir;  // DIR/<run_id> when --log_dir was given
+  std::optional<std::string> log_dir;  // --log_dir; each run makes DIR/<run_id>_<unique> in it
   std::set<int> teardown_signals;
   std::optional<std::string> parent_error_file;  // gangrun's own TORCHELASTIC_ERROR_FILE
   std::vector<WorkerPlan> workers;

@@ -148,6 +148,7 @@ RunResult run(const LaunchPlan& plan) {
     spdlog::error("{}", run_dir.error().describe());
     return {run_dir.error().exit_code(), std::nullopt};
   }
+  if (!run_dir->temporary()) spdlog::info("logs of this run: {}", run_dir->path());
 
   report::RunRecord record;
   record.run_id = plan.run_id;

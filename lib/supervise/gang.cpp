@@ -2,19 +2,24 @@
 
 #include "logmux/tail_buffer.hpp"
 #include "supervise/orphans.hpp"
+#include "supervise/shim.hpp"
 #include "util/pipe.hpp"
 #include "util/signals.hpp"
 
+#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
+#include <exception>
+#include <tuple>
 
 namespace gangrun::supervise {
 namespace asio = boost::asio;
@@ -26,6 +31,9 @@ namespace {
 // drained; a pipe that some unkillable process still holds open is cut off
 // after this long.
 constexpr std::chrono::milliseconds k_drain_limit{2000};
+// Shims are asked to end their trees when the last worker has ended; one
+// that has not exited after this long is killed.
+constexpr std::chrono::milliseconds k_shim_limit{5000};
 
 double milliseconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
@@ -35,8 +43,13 @@ double milliseconds_between(Clock::time_point from, Clock::time_point to) {
 
 struct Gang::Impl {
   struct Running {
-    std::unique_ptr<asio::posix::stream_descriptor> pidfd;
-    bool alive = false;
+    UniqueFd control;  // to the shim; closing it ends what is left of the tree
+    std::unique_ptr<asio::posix::stream_descriptor> report;     // from the shim
+    std::unique_ptr<asio::posix::stream_descriptor> shim_exit;  // the shim's pidfd
+    ShimRecord record;
+    pid_t shim_pid = -1;
+    bool alive = false;         // the worker's end has not been seen yet
+    bool shim_running = false;  // the shim has not been reaped yet
     bool signalled = false;
     Clock::time_point started;
   };
@@ -52,10 +65,13 @@ struct Gang::Impl {
 
   // Per attempt.
   std::unique_ptr<logmux::OutputMux> mux;
+  std::vector<WorkerLaunch> launches;
   std::vector<Running> running;
   std::vector<logmux::TailBuffer> tails;
   AttemptOutcome outcome;
   std::size_t alive_count = 0;
+  std::size_t shims_running = 0;
+  bool spawning = false;
   bool tearing_down = false;
   bool all_exited = false;
   bool finished = false;
@@ -77,42 +93,67 @@ struct Gang::Impl {
   // ---- the attempt ----------------------------------------------------------
 
   AttemptOutcome run(std::vector<WorkerLaunch> workers) {
-    reset(workers.size());
-    for (std::size_t i = 0; i < workers.size(); ++i) {
-      outcome.workers[i].rank = workers[i].rank;
-      outcome.workers[i].local_rank = workers[i].local_rank;
-    }
+    reset(std::move(workers));
     if (stop_signal) {
       outcome.stopped_by_signal = stop_signal;
+      mark_not_started(0);
       return std::move(outcome);
     }
-    for (std::size_t i = 0; i < workers.size() && !tearing_down; ++i) start_worker(i, workers[i]);
-    if (alive_count == 0) on_all_exited();
+    spawning = true;
+    asio::post(io, [this] { start_next(0); });
     io.restart();
     while (!finished) {
       if (io.run_one() == 0) break;  // nothing left to wait for: cannot happen while armed
     }
     for (std::size_t i = 0; i < tails.size(); ++i) outcome.workers[i].last_lines = tails[i].lines();
+    // INCOMPLETE_LOGS_HOOK
     mux.reset();
+    launches.clear();
     return std::move(outcome);
   }
 
-  void reset(std::size_t worker_count) {
+  void reset(std::vector<WorkerLaunch> workers) {
     mux = std::make_unique<logmux::OutputMux>(io, console);
+    launches = std::move(workers);
     running.clear();
-    running.resize(worker_count);
-    tails.assign(worker_count, logmux::TailBuffer());
+    running.resize(launches.size());
+    tails.assign(launches.size(), logmux::TailBuffer());
     outcome = AttemptOutcome{};
-    outcome.workers.resize(worker_count);
+    outcome.workers.resize(launches.size());
+    for (std::size_t i = 0; i < launches.size(); ++i) {
+      outcome.workers[i].rank = launches[i].rank;
+      outcome.workers[i].local_rank = launches[i].local_rank;
+    }
     alive_count = 0;
+    shims_running = 0;
+    spawning = false;
     tearing_down = false;
     all_exited = false;
     finished = false;
   }
 
-  void start_worker(std::size_t index, WorkerLaunch& launch) {
+  // One worker per turn of the loop: a signal or a failure seen in between
+  // stops the spawning of a large gang at once.
+  void start_next(std::size_t index) {
+    if (tearing_down || index == launches.size()) {
+      mark_not_started(index);
+      spawning = false;
+      if (alive_count == 0) on_all_exited();
+      return;
+    }
+    start_worker(index);
+    asio::post(io, [this, index] { start_next(index + 1); });
+  }
+
+  void mark_not_started(std::size_t from) {
+    for (std::size_t i = from; i < outcome.workers.size(); ++i) {
+      outcome.workers[i].spawn_error = "not started: the gang was stopping";
+    }
+  }
+
+  void start_worker(std::size_t index) {
     WorkerOutcome& worker = outcome.workers[index];
-    auto started = start_process(index, launch);
+    auto started = start_process(index, launches[index]);
     worker.started_at = std::chrono::system_clock::now();
     if (!started) {
       worker.spawn_error = started.error().describe();
@@ -124,81 +165,127 @@ struct Gang::Impl {
   }
 
   Expected<void> start_process(std::size_t index, WorkerLaunch& launch) {
+    try {
+      return start_process_or_throw(index, launch);
+    } catch (const std::exception& error) {
+      // Asio reports a failed epoll registration (out of memory or watches)
+      // by throwing; the shim, if started, ends with its control pipe.
+      return fail(ErrorCode::internal,
+                  "cannot start " + launch.spawn.executable + ": " + error.what());
+    }
+  }
+
+  Expected<void> start_process_or_throw(std::size_t index, WorkerLaunch& launch) {
     std::optional<Pipe> out_pipe;
     std::optional<Pipe> err_pipe;
-    if (launch.stdout_route) {
+    for (auto [route, pipe, fd] : {std::tuple{&launch.stdout_route, &out_pipe, &launch.spawn.stdout_fd},
+                                   std::tuple{&launch.stderr_route, &err_pipe, &launch.spawn.stderr_fd}}) {
+      if (!*route) continue;
       auto made = make_pipe();
-      if (!made) return tl::unexpected(made.error());
-      out_pipe = std::move(*made);
-      launch.spawn.stdout_fd = out_pipe->write_end.get();
-    }
-    if (launch.stderr_route) {
-      auto made = make_pipe();
-      if (!made) return tl::unexpected(made.error());
-      err_pipe = std::move(*made);
-      launch.spawn.stderr_fd = err_pipe->write_end.get();
+      if (!made) {
+        return fail(ErrorCode::internal,
+                    "cannot start " + launch.spawn.executable + ": " + made.error().message());
+      }
+      *pipe = std::move(*made);
+      *fd = (*pipe)->write_end.get();
     }
     auto child = spawn(launch.spawn);
     if (!child) return tl::unexpected(child.error());
 
     Running& slot = running[index];
+    slot.control = std::move(child->control);
+    slot.shim_pid = child->shim_pid;
+    slot.shim_running = true;
+    ++shims_running;
+    slot.shim_exit = std::make_unique<asio::posix::stream_descriptor>(io, child->shim_pidfd.release());
+    slot.report = std::make_unique<asio::posix::stream_descriptor>(io, child->report.release());
     slot.alive = true;
     slot.started = Clock::now();
-    slot.pidfd = std::make_unique<asio::posix::stream_descriptor>(io, child->pidfd.release());
     outcome.workers[index].pid = child->pid;
     ++alive_count;
-    slot.pidfd->async_wait(asio::posix::stream_descriptor::wait_read,
-                           [this, index](const boost::system::error_code& error) {
-                             if (!error) on_worker_exit(index);
-                           });
+    wait_for_report(index);
+    wait_for_shim_exit(index);
 
-    // The children hold their own copies of the write ends now; ours must go
+    // The worker holds its own copies of the write ends now; ours must go
     // so that EOF arrives when the worker (and its descendants) are gone.
-    if (out_pipe) {
-      out_pipe->write_end.reset();
-      auto added = mux->add_stream(std::move(out_pipe->read_end), *launch.stdout_route,
-                                   &tails[index], [this] { on_stream_closed(); });
-      if (!added)
-        spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
-    }
-    if (err_pipe) {
-      err_pipe->write_end.reset();
-      auto added = mux->add_stream(std::move(err_pipe->read_end), *launch.stderr_route,
-                                   &tails[index], [this] { on_stream_closed(); });
-      if (!added)
-        spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
+    for (auto [route, pipe] : {std::pair{&launch.stdout_route, &out_pipe},
+                               std::pair{&launch.stderr_route, &err_pipe}}) {
+      if (!*pipe) continue;
+      (*pipe)->write_end.reset();
+      auto added = mux->add_stream(std::move((*pipe)->read_end), **route, &tails[index],
+                                   [this] { on_stream_closed(); });
+      if (!added) spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
     }
     return {};
   }
 
   // ---- events ---------------------------------------------------------------
 
-  void on_worker_exit(std::size_t index) {
+  void wait_for_report(std::size_t index) {
+    running[index].report->async_wait(asio::posix::stream_descriptor::wait_read,
+                                      [this, index](const boost::system::error_code& error) {
+                                        if (!error) on_report(index);
+                                      });
+  }
+
+  void wait_for_shim_exit(std::size_t index) {
+    running[index].shim_exit->async_wait(asio::posix::stream_descriptor::wait_read,
+                                         [this, index](const boost::system::error_code& error) {
+                                           if (!error) on_shim_exit(index);
+                                         });
+  }
+
+  void on_report(std::size_t index) {
     Running& slot = running[index];
-    WorkerOutcome& worker = outcome.workers[index];
-    int wait_status = 0;
-    rusage usage{};
-    pid_t reaped = ::wait4(worker.pid, &wait_status, WNOHANG, &usage);
-    if (reaped == 0) {  // spurious wake-up; the pidfd is level-triggered
-      slot.pidfd->async_wait(asio::posix::stream_descriptor::wait_read,
-                             [this, index](const boost::system::error_code& error) {
-                               if (!error) on_worker_exit(index);
-                             });
+    ssize_t got = ::read(slot.report->native_handle(), &slot.record, sizeof slot.record);
+    if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
+      wait_for_report(index);
       return;
     }
+    slot.report.reset();  // one record per worker; EOF means the shim died (see on_shim_exit)
+    if (got == static_cast<ssize_t>(sizeof slot.record) && slot.record.kind == ShimRecord::exited) {
+      on_worker_end(index, ExitStatus::from_wait_status(slot.record.value),
+                    static_cast<long>(slot.record.peak_rss_kib));
+    }
+  }
+
+  void on_shim_exit(std::size_t index) {
+    Running& slot = running[index];
+    int wait_status = 0;
+    rusage usage{};
+    pid_t reaped = ::wait4(slot.shim_pid, &wait_status, WNOHANG, &usage);
+    if (reaped == 0) {  // spurious wake-up; the pidfd is level-triggered
+      wait_for_shim_exit(index);
+      return;
+    }
+    slot.shim_running = false;
+    slot.shim_exit.reset();
+    --shims_running;
+    if (slot.alive) {
+      // The shim ended before reporting the worker's end: someone killed
+      // it, and the worker died with it (its death signal).
+      ExitStatus status = ExitStatus::from_wait_status(wait_status);
+      spdlog::warn("rank {}: its supervising shim (pid {}) ended by itself ({}); the worker is lost",
+                   outcome.workers[index].rank, slot.shim_pid, status.describe());
+      on_worker_end(index, status, usage.ru_maxrss);
+    }
+    if (all_exited && shims_running == 0) on_shims_gone();
+  }
+
+  void on_worker_end(std::size_t index, ExitStatus status, long peak_rss_kib) {
+    Running& slot = running[index];
+    WorkerOutcome& worker = outcome.workers[index];
     Clock::time_point now = Clock::now();
     worker.ended_at = std::chrono::system_clock::now();
-    worker.status = reaped == worker.pid ? ExitStatus::from_wait_status(wait_status)
-                                         : ExitStatus::exited_with(1);
-    worker.peak_rss_kib = usage.ru_maxrss;
+    worker.status = status;
+    worker.peak_rss_kib = peak_rss_kib;
     worker.stopped_by_gangrun = slot.signalled;
     slot.alive = false;
-    slot.pidfd.reset();
     --alive_count;
     spdlog::debug("rank {} (pid {}) ended: {}", worker.rank, worker.pid, worker.status.describe());
 
     if (!worker.status.success() && !slot.signalled) on_failure(index, now);
-    if (alive_count == 0) on_all_exited();
+    if (alive_count == 0 && !spawning) on_all_exited();
   }
 
   void on_failure(std::size_t index, Clock::time_point exited_at) {
@@ -227,14 +314,16 @@ struct Gang::Impl {
     });
   }
 
+  // Asks every live worker's shim to deliver signal_number to the worker's
+  // process group (SIGKILL: to everything under the shim).
   void signal_workers(int signal_number, bool marks_stopped) {
-    for (std::size_t i = 0; i < running.size(); ++i) {
-      if (!running[i].alive) continue;
-      if (marks_stopped) running[i].signalled = true;
-      // Each worker leads its own session and group: the group reaches the
-      // worker's whole tree unless a descendant moved away (orphan handling
-      // catches those once their parent is gone).
-      ::killpg(outcome.workers[i].pid, signal_number);
+    const auto request = static_cast<unsigned char>(signal_number);
+    for (Running& slot : running) {
+      if (!slot.alive || !slot.control.valid()) continue;
+      if (marks_stopped) slot.signalled = true;
+      // A full pipe would mean 64 KiB of requests the shim has not read yet;
+      // dropping one more changes nothing.
+      (void)!::write(slot.control.get(), &request, 1);
     }
   }
 
@@ -242,11 +331,29 @@ struct Gang::Impl {
     if (all_exited) return;
     all_exited = true;
     kill_timer.cancel();
-    // Whatever is left of the job: members of the workers' groups that
-    // outlived them, and descendants that escaped into sessions of their own.
-    for (const WorkerOutcome& worker : outcome.workers) {
-      if (worker.pid > 0) ::killpg(worker.pid, SIGKILL);
+    // Whatever is left of each worker's tree (group members that outlived
+    // it, descendants that escaped into sessions of their own) is under its
+    // shim: closing the control pipe makes the shim kill it all and exit.
+    for (Running& slot : running) slot.control.reset();
+    if (shims_running == 0) {
+      on_shims_gone();
+      return;
     }
+    // A shim stuck killing a process in uninterruptible sleep must not hold
+    // the run forever.
+    kill_timer.expires_after(k_shim_limit);
+    kill_timer.async_wait([this](const boost::system::error_code& error) {
+      if (error) return;
+      for (Running& slot : running) {
+        if (slot.shim_running) ::syscall(SYS_pidfd_send_signal, slot.shim_exit->native_handle(), SIGKILL, nullptr, 0);
+      }
+    });
+  }
+
+  void on_shims_gone() {
+    kill_timer.cancel();
+    // Descendants of a shim that was killed came back to gangrun, the
+    // subreaper above the shims.
     int killed = kill_orphans({});
     if (killed > 0) spdlog::debug("killed {} leftover process(es) of the job", killed);
     if (mux->open_streams() == 0) {
@@ -263,7 +370,7 @@ struct Gang::Impl {
   }
 
   void on_stream_closed() {
-    if (all_exited && mux->open_streams() == 0) {
+    if (all_exited && shims_running == 0 && mux->open_streams() == 0) {
       drain_timer.cancel();
       finished = true;
     }
@@ -286,11 +393,14 @@ struct Gang::Impl {
     }
     switch (signal_number) {
       case SIGCHLD: {
-        std::set<pid_t> workers;
-        for (std::size_t i = 0; i < running.size(); ++i) {
-          if (running[i].alive) workers.insert(outcome.workers[i].pid);
+        // Shims are reaped by their own pidfd handler; anything else that
+        // ended is a stray (a shim whose worker could not start, an orphan
+        // of a killed shim).
+        std::set<pid_t> shims;
+        for (const Running& slot : running) {
+          if (slot.shim_running) shims.insert(slot.shim_pid);
         }
-        reap_exited_orphans(workers);
+        reap_exited_orphans(shims);
         return;
       }
       case SIGTSTP:
@@ -313,10 +423,11 @@ struct Gang::Impl {
     if (!stop_signal) {
       stop_signal = signal_number;
       outcome.stopped_by_signal = signal_number;
-      if (alive_count == 0) return;
-      spdlog::warn("received {}; stopping the workers (send it again to kill them at once)",
-                   signals::name(signal_number));
-      start_teardown(signal_number);
+      if (alive_count > 0) {
+        spdlog::warn("received {}; stopping the workers (send it again to kill them at once)",
+                     signals::name(signal_number));
+      }
+      start_teardown(signal_number);  // also stops a spawning in progress
       return;
     }
     if (alive_count == 0) return;

@@ -1,14 +1,23 @@
 #include "supervise/process.hpp"
 
+#include "supervise/shim.hpp"
+#include "util/pipe.hpp"
+
 #define BOOST_PROCESS_V2_HEADER_ONLY 1
 #define BOOST_PROCESS_USE_STD_FS 1
 
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
+#include <exception>
 #include <filesystem>
+#include <fstream>
 
 // clang-format off
 // Boost 1.81's Process v2 headers use these two without including them.
@@ -24,25 +33,95 @@ namespace bp = boost::process::v2;
 
 namespace {
 
-// Runs in the child between fork and exec: async-signal-safe calls only.
-struct WorkerChildSetup {
+// ---- in forked children: async-signal-safe calls only ------------------------
+
+void set_every_disposition(sighandler_t disposition) {
+  for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
+    if (signal_number == SIGKILL || signal_number == SIGSTOP) continue;
+    ::signal(signal_number, disposition);
+  }
+}
+
+// A descriptor the shim keeps must not sit on 0-2, which become /dev/null.
+int above_stdio(int fd) { return fd > STDERR_FILENO ? fd : ::fcntl(fd, F_DUPFD, STDERR_FILENO + 1); }
+
+// Closes every descriptor from 3 up except the three given.
+void close_all_except(int a, int b, int c) {
+  int keep[3] = {a, b, c};
+  std::sort(keep, keep + 3);
+  unsigned int from = STDERR_FILENO + 1;
+  for (int fd : keep) {
+    auto kept = static_cast<unsigned int>(fd);
+    if (kept > from) ::syscall(SYS_close_range, from, kept - 1, 0);
+    from = kept + 1;
+  }
+  ::syscall(SYS_close_range, from, ~0U, 0);
+}
+
+void null_stdio() {
+  int null_fd = ::open("/dev/null", O_RDWR);
+  if (null_fd < 0) return;
+  for (int target = 0; target <= STDERR_FILENO; ++target) ::dup2(null_fd, target);
+  if (null_fd > STDERR_FILENO) ::close(null_fd);
+}
+
+// Runs in the child Boost.Process forks. That child becomes the shim: it
+// forks again, and the new child returns from here to be exec'd as the
+// worker, while the shim never returns (shim.hpp says why it exists).
+struct ShimAndWorkerSetup {
   const SpawnSpec& spec;
-  pid_t parent_pid;
+  pid_t gangrun_pid;
+  int control_fd;  // read end
+  int report_fd;   // write end
 
   template <typename Launcher>
   bp::error_code on_exec_setup(Launcher&, const std::filesystem::path&, const char* const*&) {
+    // ---- the shim ----
+    if (::setsid() < 0) return last_error();
+    // gangrun died before we could start: nobody will ever read a report.
+    if (::getppid() != gangrun_pid) ::_exit(1);
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    set_every_disposition(SIG_IGN);
+    ::signal(SIGCHLD, SIG_DFL);  // ignoring it would reap children unseen
+    sigset_t only_child;
+    sigemptyset(&only_child);
+    sigaddset(&only_child, SIGCHLD);
+    ::sigprocmask(SIG_SETMASK, &only_child, nullptr);
+    int sigchld_fd = ::signalfd(-1, &only_child, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sigchld_fd < 0) return last_error();
+    pid_t shim_pid = ::getpid();
+
+    pid_t worker = ::fork();
+    if (worker == 0) return setup_worker(shim_pid);
+
+    int report = above_stdio(report_fd);
+    if (worker < 0) {
+      ShimRecord failed{ShimRecord::fork_failed, errno, 0};
+      (void)!::write(report, &failed, sizeof failed);
+      ::_exit(127);
+    }
+    ShimRecord started{ShimRecord::started, worker, 0};
+    (void)!::write(report, &started, sizeof started);
+    int control = above_stdio(control_fd);
+    sigchld_fd = above_stdio(sigchld_fd);
+    // Holding gangrun's stdout would keep a reader of it waiting after
+    // gangrun is gone; holding any other descriptor (another shim's control
+    // pipe, Boost's exec-status pipe) would hide an EOF someone waits for.
+    null_stdio();
+    close_all_except(control, report, sigchld_fd);
+    run_shim(worker, control, report, sigchld_fd);
+  }
+
+  // ---- the worker: back in Boost, which closes the rest and execs ----
+  bp::error_code setup_worker(pid_t shim_pid) {
     if (::setsid() < 0) return last_error();
     if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) return last_error();
-    // gangrun may have died between fork() and prctl(); then nobody would
+    // The shim may have died between fork() and prctl(); then nobody would
     // ever send the death signal, so die now.
-    if (::getppid() != parent_pid) ::_exit(1);
-
-    // gangrun ignores SIGPIPE and catches others through Asio; exec keeps
-    // ignored dispositions and the mask, so give the worker a clean slate.
-    for (int signal_number = 1; signal_number < NSIG; ++signal_number) {
-      if (signal_number == SIGKILL || signal_number == SIGSTOP) continue;
-      ::signal(signal_number, SIG_DFL);
-    }
+    if (::getppid() != shim_pid) ::_exit(1);
+    // The shim ignores signals and blocks SIGCHLD, and exec keeps ignored
+    // dispositions and the mask: give the worker a clean slate.
+    set_every_disposition(SIG_DFL);
     sigset_t empty;
     sigemptyset(&empty);
     ::sigprocmask(SIG_SETMASK, &empty, nullptr);
@@ -55,8 +134,19 @@ struct WorkerChildSetup {
     return {};
   }
 
+  // Boost has already written errno to its status pipe; its own fallback is
+  // exit(), which would run gangrun's atexit handlers in this forked copy.
+  // (Variadic: Boost 1.81 probes this hook with one argument more than it
+  // passes.)
+  template <typename... Args>
+  void on_exec_error(Args&&...) {
+    ::_exit(127);
+  }
+
   static bp::error_code last_error() { return {errno, boost::system::system_category()}; }
 };
+
+// ---- in gangrun ---------------------------------------------------------------
 
 ErrorCode classify_exec_error(int error_number) {
   switch (error_number) {
@@ -73,43 +163,120 @@ ErrorCode classify_exec_error(int error_number) {
   }
 }
 
-}  // namespace
+// ENOENT for a file that exists means its #! interpreter does not.
+std::string explain_exec_error(const std::string& executable, int error_number) {
+  std::string text = "cannot execute " + executable + ": " + errno_text(error_number);
+  if (error_number != ENOENT) return text;
+  std::ifstream file(executable);
+  std::string first_line;
+  if (!file || !std::getline(file, first_line) || !first_line.starts_with("#!")) return text;
+  std::string interpreter = first_line.substr(2);
+  interpreter.erase(0, interpreter.find_first_not_of(" \t"));
+  interpreter = interpreter.substr(0, interpreter.find_first_of(" \t\r"));
+  return text + " (its #! interpreter " + interpreter + " does not exist)";
+}
 
-Expected<Child> spawn(const SpawnSpec& spec) {
+// Out of descriptors, processes or memory: gangrun's failure, not the
+// program's (exit_codes::k_system_failure).
+tl::unexpected<Error> cannot_start(const SpawnSpec& spec, const std::string& why) {
+  return fail(ErrorCode::internal, "cannot start " + spec.executable + ": " + why);
+}
+
+bool read_record(int fd, ShimRecord& record) {
+  for (;;) {
+    ssize_t got = ::read(fd, &record, sizeof record);
+    if (got < 0 && errno == EINTR) continue;
+    return got == static_cast<ssize_t>(sizeof record);
+  }
+}
+
+void reap(pid_t pid) {
+  while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
+}
+
+Expected<void> make_non_blocking(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    return fail(ErrorCode::internal, "fcntl(O_NONBLOCK) failed: " + errno_text(errno));
+  }
+  return {};
+}
+
+Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   // Boost.Process notifies the executor's context around fork(); a private
   // context keeps that from touching (and, in the child, re-creating) the
   // reactor of gangrun's event loop.
   static boost::asio::io_context spawn_context;
+
+  auto control = make_pipe();
+  if (!control) return cannot_start(spec, control.error().message());
+  auto report = make_pipe();
+  if (!report) return cannot_start(spec, report.error().message());
 
   std::vector<std::string> env_strings = to_envp_strings(spec.env);
   std::vector<const char*> envp;
   envp.reserve(env_strings.size() + 1);
   for (const std::string& entry : env_strings) envp.push_back(entry.c_str());
   envp.push_back(nullptr);
-
   std::vector<std::string> args(spec.argv.begin() + (spec.argv.empty() ? 0 : 1), spec.argv.end());
 
   bp::posix::default_launcher launcher;
   launcher.env = envp.data();
   bp::error_code error;
-  auto process = launcher(spawn_context, error, std::filesystem::path(spec.executable), args,
-                          WorkerChildSetup{spec, ::getpid()});
+  // The executor overload: Boost 1.81's (context, error_code) overload
+  // forwards without the error_code and throws instead.
+  auto process = launcher(spawn_context.get_executor(), error,
+                          std::filesystem::path(spec.executable), args,
+                          ShimAndWorkerSetup{spec, ::getpid(), control->read_end.get(),
+                                             report->write_end.get()});
+  // Only the shim keeps these ends; from now on the control pipe's EOF
+  // means "gangrun is done with you".
+  control->read_end.reset();
+  report->write_end.reset();
   if (error) {
-    return fail(classify_exec_error(error.value()),
-                "cannot execute " + spec.executable + ": " + error.message());
+    int error_number = error.value();
+    ErrorCode code = classify_exec_error(error_number);
+    if (code == ErrorCode::internal) return cannot_start(spec, errno_text(error_number));
+    return fail(code, explain_exec_error(spec.executable, error_number));
   }
-  pid_t pid = process.id();
-  // From here on gangrun owns the child: detach so Boost neither waits for
-  // nor terminates it, and watch it through a pidfd of our own.
+  pid_t shim = process.id();
+  // gangrun owns the shim from here: Boost must neither wait for nor
+  // terminate it.
   process.detach();
-  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+
+  ShimRecord first;
+  if (!read_record(report->read_end.get(), first) || first.kind != ShimRecord::started) {
+    control->write_end.reset();
+    reap(shim);
+    if (first.kind == ShimRecord::fork_failed) {
+      return cannot_start(spec, "fork failed: " + errno_text(first.value));
+    }
+    return cannot_start(spec, "its shim ended before starting it");
+  }
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, shim, 0));
   if (pidfd < 0) {
     int saved = errno;
-    ::kill(pid, SIGKILL);
-    return fail(ErrorCode::internal,
-                "pidfd_open(" + std::to_string(pid) + ") failed: " + errno_text(saved));
+    control->write_end.reset();  // the shim kills the worker and exits
+    reap(shim);
+    return cannot_start(spec, "pidfd_open failed: " + errno_text(saved));
   }
-  return Child{pid, UniqueFd(pidfd)};
+  Child child{first.value, shim, UniqueFd(pidfd), std::move(control->write_end),
+              std::move(report->read_end)};
+  for (int fd : {child.control.get(), child.report.get()}) {
+    if (auto made = make_non_blocking(fd); !made) return cannot_start(spec, made.error().message());
+  }
+  return child;
+}
+
+}  // namespace
+
+Expected<Child> spawn(const SpawnSpec& spec) {
+  try {
+    return spawn_under_shim(spec);
+  } catch (const std::exception& error) {
+    return cannot_start(spec, error.what());
+  }
 }
 
 Expected<void> become_subreaper() {

@@ -24,21 +24,29 @@ struct SpawnSpec {
   int stderr_fd = -1;
 };
 
+// A worker started under its shim (supervise/shim.hpp).
 struct Child {
-  pid_t pid = -1;
-  UniqueFd pidfd;  // readable once the child has exited; not yet reaped
+  pid_t pid = -1;       // the worker; its parent is the shim, which reaps it
+  pid_t shim_pid = -1;  // gangrun's own child
+  UniqueFd shim_pidfd;  // readable once the shim has exited; not yet reaped
+  UniqueFd control;     // non-blocking write end: signal numbers; closing it ends the subtree
+  UniqueFd report;      // non-blocking read end: one ShimRecord (exited) when the worker ends
 };
 
-// Starts spec as a child in a new session (so killpg(pid) reaches its whole
-// tree and terminal signals reach only gangrun), with PR_SET_PDEATHSIG
-// SIGKILL (and a check that gangrun did not die before that took effect),
-// default signal dispositions and an empty signal mask. Every other
-// descriptor is closed in the child.
+// Starts spec under a shim. The shim leads a session of its own, is a
+// subreaper, ignores every signal, and forks the worker, which leads
+// another new session (so terminal signals reach only gangrun, and a signal
+// to the worker's group reaches its tree), gets PR_SET_PDEATHSIG SIGKILL
+// against the shim, default signal dispositions and an empty signal mask.
+// Every other descriptor is closed in both.
 //
-// Must be called from the thread that lives as long as gangrun (the death
-// signal fires when the forking *thread* exits). Errors: the exec failure
-// (ENOENT -> not_found, EACCES/ENOEXEC -> not_executable), or a failed
-// fork/pidfd_open (internal). The caller reaps the child (wait4).
+// spawn() returns once the worker's exec succeeded. Errors name the program
+// and the system error: the exec failure (ENOENT -> not_found,
+// EACCES/ENOEXEC -> not_executable), or a failed pipe, fork or pidfd_open
+// (internal: out of descriptors or processes). Nothing is left running after
+// an error: a shim whose worker did not start sees its control pipe close,
+// exits, and is reaped by whoever reaps gangrun's stray children. The caller
+// reaps the shim (wait4) after closing `control`. Never throws.
 Expected<Child> spawn(const SpawnSpec& spec);
 
 // Marks this process as a child subreaper, so orphaned descendants of the

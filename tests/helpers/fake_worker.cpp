@@ -34,10 +34,14 @@
 //                             process group; its pid goes to DIR/grandchild.<rank>.pid
 //   --spawn-setsid-grandchild the same, but the child calls setsid() first; its pid goes to
 //                             DIR/setsid_grandchild.<rank>.pid
+//   --spawn-daemon            double-fork a daemon (setsid, its parent exits at once, so it is
+//                             re-parented to the nearest subreaper); pid in DIR/daemon.<rank>.pid
 //   --alloc-mb N              allocate and touch N MiB (kept until exit)
 //   --write-error-file MSG    write $TORCHELASTIC_ERROR_FILE as torch's @record does
 //   --exit N                  exit with N
 //   --signal SIG              reset SIG to its default action and raise it
+//   --kill PID SIG            send SIG to PID (for example the launcher, to signal it at a
+//                             known point of its work)
 //   --restart-fail-until K    exit 1 while TORCHELASTIC_RESTART_COUNT < K
 // Without a final --exit/--signal the worker exits 0. Words after "--" are ignored (they
 // show up in --print-env's argv).
@@ -453,6 +457,48 @@ void spawn_grandchild(bool new_session) {
   append_file(*g_pid_dir + "/all.pids", std::to_string(pid) + "\n");
 }
 
+// The classic daemon: fork, setsid, fork again and let the middle process exit, so the
+// daemon belongs to no worker's group or session and its parent is gone.
+void spawn_daemon() {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  int ready[2];
+  if (pipe(ready) < 0) {
+    die("pipe: " + std::string(std::strerror(errno)));
+  }
+  const pid_t middle = fork();
+  if (middle < 0) {
+    die("fork: " + std::string(std::strerror(errno)));
+  }
+  if (middle == 0) {
+    setsid();
+    const pid_t daemon = fork();
+    if (daemon == 0) {
+      close(ready[0]);
+      close(ready[1]);
+      for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) {
+        signal(s, SIG_DFL);
+      }
+      const timespec nap{300, 0};
+      nanosleep(&nap, nullptr);
+      std::_Exit(0);
+    }
+    const long long reported = daemon;
+    (void)!write(ready[1], &reported, sizeof reported);
+    std::_Exit(0);
+  }
+  close(ready[1]);
+  long long daemon = -1;
+  if (read(ready[0], &daemon, sizeof daemon) != static_cast<ssize_t>(sizeof daemon) || daemon <= 0) {
+    die("the daemon did not start");
+  }
+  close(ready[0]);
+  waitpid(middle, nullptr, 0);
+  const std::string path = pid_file("daemon");
+  write_file_atomically(path, std::to_string(daemon) + "\n");
+  append_file(*g_pid_dir + "/all.pids", std::to_string(daemon) + "\n");
+}
+
 void write_error_file(const std::string& message) {
   const char* path = std::getenv("TORCHELASTIC_ERROR_FILE");
   if (path == nullptr || *path == '\0') {
@@ -516,10 +562,12 @@ const std::map<std::string, int> k_arity = {
     {"--on-usr2", 1},
     {"--spawn-grandchild", 0},
     {"--spawn-setsid-grandchild", 0},
+    {"--spawn-daemon", 0},
     {"--alloc-mb", 1},
     {"--write-error-file", 1},
     {"--exit", 1},
     {"--signal", 1},
+    {"--kill", 2},
     {"--restart-fail-until", 1},
 };
 
@@ -655,6 +703,8 @@ void run(const Action& action) {
     spawn_grandchild(false);
   } else if (name == "--spawn-setsid-grandchild") {
     spawn_grandchild(true);
+  } else if (name == "--spawn-daemon") {
+    spawn_daemon();
   } else if (name == "--alloc-mb") {
     alloc_mb(parse_long(a[0], "--alloc-mb"));
   } else if (name == "--write-error-file") {
@@ -665,6 +715,10 @@ void run(const Action& action) {
     std::exit(parse_int(a[0], "--exit"));
   } else if (name == "--signal") {
     die_by_signal(parse_signal(a[0]));
+  } else if (name == "--kill") {
+    if (kill(static_cast<pid_t>(parse_long(a[0], "--kill")), parse_signal(a[1])) < 0) {
+      die("kill: " + std::string(std::strerror(errno)));
+    }
   } else if (name == "--restart-fail-until") {
     if (g_id.restart < parse_int(a[0], "--restart-fail-until")) {
       std::fflush(stdout);
