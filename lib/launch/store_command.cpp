@@ -40,6 +40,12 @@ store::Limits limits_for(const config::StoreServeOptions& options) {
       limits.max_request_bytes, limits.max_key_bytes + 2 * limits.max_value_bytes + k_framing);
   limits.max_pending_reply_bytes =
       std::max(limits.max_pending_reply_bytes, limits.max_value_bytes + k_framing);
+  limits.max_reply_bytes = std::max(limits.max_reply_bytes, limits.max_value_bytes + k_framing);
+  // One connection may hold a whole request twice over while it is decoded,
+  // plus its queued replies and one more reply.
+  limits.max_buffered_bytes = std::max(
+      limits.max_buffered_bytes,
+      2 * limits.max_request_bytes + limits.max_pending_reply_bytes + limits.max_reply_bytes);
   return limits;
 }
 

@@ -84,8 +84,9 @@ namespace {
 // in the magic-prefixed dialect.
 constexpr std::string_view k_magic_bytes{"\xCE\xF7\x85\x3C", 4};
 
-// An empty buffer keeps at most this much memory between requests.
-constexpr std::size_t k_kept_capacity = 64 * 1024;
+// An empty buffer keeps at most this much memory between requests (it counts
+// against the server's buffer budget for as long as the connection is open).
+constexpr std::size_t k_kept_capacity = 8 * 1024;
 
 // What comes next in a request, after its opcode.
 enum class Field { key, value, number, count, signed_count, word, end };

@@ -66,6 +66,9 @@ class RequestDecoder {
   std::optional<Dialect> dialect() const { return dialect_; }
   // Bytes received and not yet consumed by a returned request.
   std::size_t buffered_bytes() const { return buffer_.size() - consumed_; }
+  // Memory held for them: the buffer's capacity, plus the fields of the
+  // pending request already copied out of it.
+  std::size_t held_bytes() const { return buffer_.capacity() + (pending_ ? pending_->parsed : 0); }
 
  private:
   // The request being reassembled. It is kept between calls, field by field,

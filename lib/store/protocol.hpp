@@ -80,6 +80,16 @@ struct Limits {
   // Replies queued for a client that does not read them; past this the server
   // stops reading that connection's requests until the client catches up.
   std::size_t max_pending_reply_bytes = 16 * 1024 * 1024;
+  // One reply: a request whose answer would be larger (a MULTI_GET naming
+  // one big value many times, a LIST_KEYS of a huge store) is refused before
+  // the answer is built, and its connection closed. Keep it above
+  // max_value_bytes, so that every value can be read back.
+  std::size_t max_reply_bytes = 64 * 1024 * 1024;
+  // Buffer memory of all connections together: requests being received and
+  // replies not yet sent. Past it the connection holding the most is closed.
+  // Keep it above what one connection may hold (about 2 * max_request_bytes
+  // + max_pending_reply_bytes + max_reply_bytes).
+  std::size_t max_buffered_bytes = 256 * 1024 * 1024;
 };
 
 }  // namespace gangrun::store

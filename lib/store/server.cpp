@@ -9,9 +9,14 @@
 #include <spdlog/spdlog.h>
 
 #include <sys/resource.h>
+#include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <exception>
+#include <fstream>
+#include <list>
 #include <unordered_map>
 
 namespace gangrun::store {
@@ -23,6 +28,27 @@ using Clock = std::chrono::steady_clock;
 
 // Bytes read from one connection before the loop turns to the others.
 constexpr std::size_t k_read_turn_bytes = 256 * 1024;
+
+// The listen backlog asked for. The kernel caps it at net.core.somaxconn
+// (4096 by default since Linux 5.4), so where an administrator raised that,
+// the store gets the raise too.
+constexpr int k_listen_backlog = 65535;
+constexpr std::size_t k_max_listen_queues = 16;  // per address
+
+using ReusePort = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>;
+
+// Reads served between two looks at the listeners. A storm of clients that
+// connect and then send at once keeps the loop busy serving; without these
+// looks the backlog can fill between two readiness events of a listener, and
+// the kernel then drops connections, which retry a second later.
+constexpr unsigned k_reads_between_accepts = 64;
+
+// A newcomer at the connection limit looks at most this many connections for
+// an idle one to replace (busy ones go to the back of the line).
+constexpr std::size_t k_reclaim_scan = 64;
+
+// A reply buffer larger than this is given back once its bytes are sent.
+constexpr std::size_t k_kept_reply_capacity = 8 * 1024;
 
 std::string endpoint_text(const tcp::endpoint& endpoint) {
   const asio::ip::address address = endpoint.address();
@@ -41,26 +67,57 @@ void raise_open_file_limit() {
   ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
-// Says at most once a second that something keeps happening, so a storm of
-// refused connections cannot flood the log.
+// Warnings a client can cause at will (a refused, broken or reclaimed
+// connection): the first k_burst of each second are printed, the rest are
+// counted and summed up in one line when that second is over, so that tens of
+// thousands of bad connections cannot flood the log or slow the loop down.
 class RateLimitedLog {
  public:
+  // what: the plural the summary line counts ("bad connections").
+  RateLimitedLog(asio::io_context& io, std::string what) : timer_(io), what_(std::move(what)) {}
+
+  // Never throws: a warning that cannot be printed is dropped.
   template <typename... Args>
-  void warn(spdlog::format_string_t<Args...> format, Args&&... args) {
-    ++suppressed_;
-    Clock::time_point now = Clock::now();
-    if (now - last_ < std::chrono::seconds(1)) return;
-    last_ = now;
-    std::string message = fmt::format(format, std::forward<Args>(args)...);
-    if (suppressed_ > 1) {
-      message += fmt::format(" ({} more like this in the last second)", suppressed_ - 1);
+  void warn(spdlog::format_string_t<Args...> format, Args&&... args) noexcept {
+    try {
+      Clock::time_point now = Clock::now();
+      if (now - window_start_ >= k_window) {
+        window_start_ = now;
+        printed_ = 0;
+      }
+      if (printed_ < k_burst) {
+        ++printed_;
+        spdlog::warn(format, std::forward<Args>(args)...);
+        return;
+      }
+      if (suppressed_++ > 0) return;  // the summary is already scheduled
+      timer_.expires_at(window_start_ + k_window);
+      // The timer is cancelled when the log is destroyed; the handler then
+      // sees operation_aborted and touches nothing.
+      timer_.async_wait([this](boost::system::error_code error) {
+        if (!error) report();
+      });
+    } catch (...) {
     }
-    suppressed_ = 0;
-    spdlog::warn("{}", message);
   }
 
  private:
-  Clock::time_point last_{};
+  static constexpr std::size_t k_burst = 10;
+  static constexpr Clock::duration k_window = std::chrono::seconds(1);
+
+  void report() noexcept {
+    try {
+      spdlog::warn("store: {} more {} not shown (at most {} warnings a second are)", suppressed_,
+                   what_, k_burst);
+    } catch (...) {
+    }
+    suppressed_ = 0;
+  }
+
+  asio::steady_timer timer_;
+  std::string what_;
+  Clock::time_point window_start_{};
+  std::size_t printed_ = 0;
   std::size_t suppressed_ = 0;
 };
 
@@ -81,22 +138,45 @@ struct Connection {
   bool closed = false;       // set once; handlers that still hold it then do nothing
   bool read_armed = false;
   bool write_armed = false;
+  Clock::time_point last_heard;              // when it connected or last sent bytes
+  std::list<Connection*>::iterator in_line;  // its place in Server::Impl::idle_line
+  std::size_t charged = 0;                   // its part of Server::Impl::buffered
 
   std::size_t pending_reply_bytes() const { return out.size() - out_sent; }
+  // Buffer memory it holds: a request being received, replies not yet sent.
+  std::size_t held_bytes() const { return decoder.held_bytes() + out.capacity(); }
+};
+
+struct Listener {
+  Listener(tcp::acceptor bound, bool first_of_its_address)
+      : acceptor(std::move(bound)), first(first_of_its_address) {}
+  tcp::acceptor acceptor;
+  bool first;  // the one endpoints() names; the others share its address
+  bool wait_armed = false;
 };
 
 struct Server::Impl {
   asio::io_context& io;
   ServerSettings settings;
-  std::vector<tcp::acceptor> acceptors;
+  std::vector<Listener> listeners;
   asio::steady_timer accept_retry_timer;
+  bool accept_paused = false;  // out of descriptors: accept_retry_timer is armed
   StoreState state;
   std::unordered_map<ConnectionId, std::shared_ptr<Connection>> connections;
+  // Every open connection, the one heard from least recently first: whom a
+  // newcomer replaces at the connection limit.
+  std::list<Connection*> idle_line;
+  // Bytes all connections hold in buffers (the sum of their charged),
+  // against limits.max_buffered_bytes.
+  std::size_t buffered = 0;
+  unsigned reads_since_accept = 0;
   ConnectionId next_id = 1;
   std::array<char, 64 * 1024> scratch{};
   ServerStats counters;
-  RateLimitedLog refusal_log;
-  RateLimitedLog accept_error_log;
+  RateLimitedLog refusal_log{io, "refused connections"};
+  RateLimitedLog accept_error_log{io, "failed accepts"};
+  RateLimitedLog close_log{io, "closed bad connections"};
+  RateLimitedLog reclaim_log{io, "reclaimed idle connections"};
   // Shared with every handler: false once the server is gone, so a handler
   // that the io_context runs after the destructor touches nothing.
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
@@ -110,9 +190,9 @@ struct Server::Impl {
   ~Impl() {
     *alive = false;
     close_all();
-    for (tcp::acceptor& acceptor : acceptors) {
+    for (Listener& listener : listeners) {
       boost::system::error_code ignored;
-      acceptor.close(ignored);
+      listener.acceptor.close(ignored);
     }
   }
 
@@ -136,82 +216,196 @@ struct Server::Impl {
         failures += (failures.empty() ? "" : "; ") + bound.error().message();
         continue;
       }
-      port = acceptors.back().local_endpoint().port();
+      port = listeners.back().acceptor.local_endpoint().port();
     }
-    if (acceptors.empty()) {
+    if (listeners.empty()) {
       if (failures.empty()) failures = "cannot listen on " + settings.host + ": no address";
       return fail(ErrorCode::store, failures);
     }
     return {};
   }
 
+  // Listens on endpoint with as many queues as listen_queues() asks for. With
+  // more than one, the port is first claimed by a bind without SO_REUSEPORT,
+  // which fails like a single listener's would when anything else holds it
+  // (and picks the port for port 0); then every queue joins it.
   Expected<void> listen_on(const tcp::endpoint& endpoint) {
+    std::size_t queues = listen_queues();
+    tcp::endpoint claimed = endpoint;
+    if (queues > 1) {
+      Expected<tcp::acceptor> probe = bound_socket(endpoint, false);
+      if (!probe) return tl::unexpected(probe.error());
+      claimed = probe->local_endpoint();
+      boost::system::error_code ignored;
+      probe->close(ignored);  // the group below could not join a socket without SO_REUSEPORT
+    }
+    std::vector<Listener> group;
+    for (std::size_t i = 0; i < queues; ++i) {
+      Expected<tcp::acceptor> acceptor = bound_socket(claimed, queues > 1);
+      boost::system::error_code error;
+      if (acceptor) acceptor->listen(k_listen_backlog, error);
+      if (acceptor && !error) acceptor->non_blocking(true, error);
+      if (!acceptor) return tl::unexpected(acceptor.error());
+      if (error) {
+        return fail(ErrorCode::store,
+                    "cannot listen on " + endpoint_text(claimed) + ": " + error.message());
+      }
+      group.emplace_back(std::move(*acceptor), i == 0);
+    }
+    for (Listener& listener : group) listeners.push_back(std::move(listener));
+    return {};
+  }
+
+  Expected<tcp::acceptor> bound_socket(const tcp::endpoint& endpoint, bool reuse_port) {
     tcp::acceptor acceptor(io);
     boost::system::error_code error;
     acceptor.open(endpoint.protocol(), error);
     if (!error) acceptor.set_option(tcp::acceptor::reuse_address(true), error);
+    if (!error && reuse_port) acceptor.set_option(ReusePort(true), error);
     // "::" serves IPv4 clients too (as ::ffff:a.b.c.d), as PyTorch's server does.
     if (!error && endpoint.address().is_v6() && endpoint.address().is_unspecified()) {
       acceptor.set_option(asio::ip::v6_only(false), error);
     }
     if (!error) acceptor.bind(endpoint, error);
-    if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
-    if (!error) acceptor.non_blocking(true, error);
     if (error) {
       return fail(ErrorCode::store,
                   "cannot listen on " + endpoint_text(endpoint) + ": " + error.message());
     }
-    acceptors.push_back(std::move(acceptor));
-    return {};
+    return acceptor;
+  }
+
+  // A listen queue holds at most net.core.somaxconn connections (4096 by
+  // default). When every client of a job connects at once and the server is
+  // short of CPU, more than that wait to be accepted, and the kernel drops
+  // the rest (they retry a second later, then 3, then 7). So the store
+  // listens with enough SO_REUSEPORT queues, among which the kernel spreads
+  // connections by hash, to hold twice max_connections.
+  std::size_t listen_queues() const {
+    std::size_t per_queue = 4096;
+    std::ifstream somaxconn("/proc/sys/net/core/somaxconn");
+    if (std::size_t value = 0; somaxconn >> value && value > 0) per_queue = value;
+    std::size_t wanted = (2 * settings.limits.max_connections + per_queue - 1) / per_queue;
+    return std::clamp<std::size_t>(wanted, 1, k_max_listen_queues);
   }
 
   // ---- accepting ------------------------------------------------------------
 
-  void arm_accept(tcp::acceptor& acceptor) {
-    acceptor.async_wait(tcp::acceptor::wait_read,
-                        [this, &acceptor, alive = alive](boost::system::error_code error) {
-                          if (!*alive || error == asio::error::operation_aborted) return;
-                          accept_ready(acceptor);
-                        });
+  void arm_accept(Listener& listener) {
+    if (listener.wait_armed) return;
+    listener.wait_armed = true;
+    listener.acceptor.async_wait(tcp::acceptor::wait_read,
+                                 [this, &listener, alive = alive](boost::system::error_code error) {
+                                   if (!*alive) return;
+                                   listener.wait_armed = false;
+                                   if (error == asio::error::operation_aborted) return;
+                                   if (accept_pending(listener)) arm_accept(listener);
+                                 });
   }
 
-  // Accepts every pending connection (a storm arrives as one readiness event).
-  void accept_ready(tcp::acceptor& acceptor) {
+  // Accepts every connection waiting in the listener's backlog (a storm
+  // arrives as one readiness event). False when it stopped on an error and
+  // the retry timer will go on.
+  bool accept_pending(Listener& listener) {
+    if (accept_paused) return false;
     for (;;) {
       boost::system::error_code error;
-      tcp::socket socket = acceptor.accept(error);
-      if (error == asio::error::would_block || error == asio::error::try_again) break;
+      tcp::socket socket = listener.acceptor.accept(error);
+      if (error == asio::error::would_block || error == asio::error::try_again) return true;
       if (error) {
         // Out of descriptors (or memory): the pending connection stays in the
         // backlog; try again shortly instead of spinning on it.
         accept_error_log.warn("store: cannot accept a connection: {}", error.message());
-        accept_retry_timer.expires_after(std::chrono::milliseconds(50));
-        accept_retry_timer.async_wait([this, &acceptor, alive = alive](auto wait_error) {
-          if (*alive && !wait_error) accept_ready(acceptor);
-        });
-        return;
+        pause_accepting();
+        return false;
       }
       admit(std::move(socket));
     }
-    arm_accept(acceptor);
   }
 
-  void admit(tcp::socket socket) {
-    boost::system::error_code error;
-    tcp::endpoint remote = socket.remote_endpoint(error);
-    std::string peer = error ? std::string("unknown peer") : endpoint_text(remote);
-    if (connections.size() >= settings.limits.max_connections) {
-      ++counters.connections_refused;
-      refusal_log.warn("store: refusing a connection from {}: {} connections are open (limit {})",
-                       peer, connections.size(), settings.limits.max_connections);
-      return;  // the socket closes here
+  void pause_accepting() {
+    accept_paused = true;
+    accept_retry_timer.expires_after(std::chrono::milliseconds(50));
+    accept_retry_timer.async_wait([this, alive = alive](boost::system::error_code error) {
+      if (!*alive || error) return;
+      accept_paused = false;
+      for (Listener& listener : listeners) {
+        if (!accept_pending(listener)) return;
+        arm_accept(listener);
+      }
+    });
+  }
+
+  // Called while serving: takes what waits in the backlogs now rather than
+  // when the listeners' turn in the event loop comes.
+  void poll_listeners() {
+    reads_since_accept = 0;
+    for (Listener& listener : listeners) {
+      if (!accept_pending(listener)) return;
     }
-    socket.set_option(tcp::no_delay(true), error);
-    socket.non_blocking(true, error);
-    auto connection = std::make_shared<Connection>(next_id++, std::move(socket), settings.limits);
-    connection->peer = std::move(peer);
-    connections.emplace(connection->id, connection);
-    arm_read(connection);
+  }
+
+  // Never throws: a connection that cannot be set up is dropped.
+  void admit(tcp::socket socket) noexcept {
+    try {
+      boost::system::error_code error;
+      tcp::endpoint remote = socket.remote_endpoint(error);
+      std::string peer = error ? std::string("unknown peer") : endpoint_text(remote);
+      if (connections.size() >= settings.limits.max_connections && !reclaim_idle(peer)) {
+        ++counters.connections_refused;
+        refusal_log.warn(
+            "store: refusing a connection from {}: {} connections are open (limit {}) and none is "
+            "idle",
+            peer, connections.size(), settings.limits.max_connections);
+        return;  // the socket closes here
+      }
+      socket.set_option(tcp::no_delay(true), error);
+      socket.non_blocking(true, error);
+      auto connection = std::make_shared<Connection>(next_id++, std::move(socket), settings.limits);
+      connection->peer = std::move(peer);
+      connection->last_heard = Clock::now();
+      auto entry = connections.emplace(connection->id, connection).first;
+      try {
+        connection->in_line = idle_line.insert(idle_line.end(), connection.get());
+      } catch (...) {
+        connections.erase(entry);
+        throw;
+      }
+      recharge(*connection);
+      arm_read(connection);
+    } catch (const std::exception& failure) {
+      accept_error_log.warn("store: cannot take a connection: {}", failure.what());
+    }
+  }
+
+  // Idle: nothing pending either way. A connection with a WAIT or BARRIER
+  // pending is never idle, however long it has been silent: a PyTorch client
+  // blocked in wait() sends nothing until it is answered.
+  bool idle(const Connection& connection) const {
+    return !state.is_waiting(connection.id) && connection.decoder.buffered_bytes() == 0 &&
+           connection.pending_reply_bytes() == 0;
+  }
+
+  // At the connection limit a newcomer takes the place of the idle
+  // connection heard from least recently. Busy ones met on the way go to the
+  // back of the line, so each newcomer looks at a bounded number. False when
+  // none of those was idle.
+  bool reclaim_idle(const std::string& newcomer) {
+    for (std::size_t looked = 0; looked < k_reclaim_scan && !idle_line.empty(); ++looked) {
+      Connection& oldest = *idle_line.front();
+      if (!idle(oldest)) {
+        idle_line.splice(idle_line.end(), idle_line, idle_line.begin());
+        continue;
+      }
+      ++counters.connections_reclaimed;
+      double silent = std::chrono::duration<double>(Clock::now() - oldest.last_heard).count();
+      reclaim_log.warn(
+          "store: {} connections are open (limit {}): closing the one from {}, idle for {:.1f} s, "
+          "to admit {}",
+          connections.size(), settings.limits.max_connections, oldest.peer, silent, newcomer);
+      close(oldest, "");
+      return true;
+    }
+    return false;
   }
 
   // ---- reading and serving ---------------------------------------------------
@@ -228,8 +422,37 @@ struct Server::Impl {
           connection->read_armed = false;
           if (!*alive || connection->closed) return;
           if (error) return close(*connection, "");  // EOF or reset: the client left
-          read_ready(connection, received);
+          heard_from(*connection);
+          guarded(*connection, [&] { read_ready(connection, received); });
+          if (++reads_since_accept >= k_reads_between_accepts) poll_listeners();
         });
+  }
+
+  void heard_from(Connection& connection) {
+    connection.last_heard = Clock::now();
+    idle_line.splice(idle_line.end(), idle_line, connection.in_line);
+  }
+
+  // Serving one connection must never end the event loop, and with it a
+  // whole launch: an exception out of it (std::bad_alloc for a huge buffer)
+  // closes that connection only.
+  template <typename Work>
+  void guarded(Connection& connection, Work&& work) noexcept {
+    try {
+      work();
+    } catch (const std::exception& failure) {
+      close_after_failure(connection, failure.what());
+    } catch (...) {
+      close_after_failure(connection, "an unknown exception");
+    }
+  }
+
+  void close_after_failure(Connection& connection, const char* what) noexcept {
+    try {
+      close(connection, std::string("serving it failed: ") + what);
+    } catch (...) {
+      close(connection, "");
+    }
   }
 
   void read_ready(const std::shared_ptr<Connection>& connection, std::size_t received) {
@@ -255,6 +478,7 @@ struct Server::Impl {
   // not reading its replies (then the write handler resumes both).
   bool take(Connection& connection, std::string_view bytes) {
     connection.decoder.feed(bytes);
+    if (!within_budget(connection)) return false;
     return serve_requests(connection) && !backed_up(connection);
   }
 
@@ -280,7 +504,7 @@ struct Server::Impl {
         close(connection, *effects.close_reason);
         return false;
       }
-      if (connection.closed) return false;
+      if (connection.closed || !within_budget(connection)) return false;
     }
   }
 
@@ -293,6 +517,35 @@ struct Server::Impl {
     if (found == connections.end()) return;
     found->second->out += bytes;
     flush(*found->second);
+  }
+
+  // ---- the buffer budget -----------------------------------------------------
+
+  // Brings connection's part of `buffered` up to date.
+  void recharge(Connection& connection) {
+    std::size_t held = connection.closed ? 0 : connection.held_bytes();
+    buffered = buffered - connection.charged + held;
+    connection.charged = held;
+  }
+
+  // Keeps all connections' buffers within max_buffered_bytes: while they are
+  // over, the connection holding the most is closed, whichever it is (a
+  // client half-way through one huge request, most likely, rather than the
+  // small request that crossed the line). False if that closed `current`.
+  bool within_budget(Connection& current) {
+    recharge(current);
+    while (buffered > settings.limits.max_buffered_bytes) {
+      Connection* largest = nullptr;
+      for (auto& [id, connection] : connections) {
+        if (!largest || connection->charged > largest->charged) largest = connection.get();
+      }
+      if (!largest) break;
+      close(*largest,
+            fmt::format("connections hold {} bytes in buffers, over the {}-byte budget, and this "
+                        "one holds the most ({} bytes)",
+                        buffered, settings.limits.max_buffered_bytes, largest->charged));
+    }
+    return !current.closed;
   }
 
   // ---- writing ----------------------------------------------------------------
@@ -313,8 +566,13 @@ struct Server::Impl {
       if (error) return close(connection, "");
       connection.out_sent += written;
     }
-    connection.out.clear();
     connection.out_sent = 0;
+    if (connection.out.capacity() > k_kept_reply_capacity) {
+      std::string().swap(connection.out);  // give back what a large reply took
+    } else {
+      connection.out.clear();
+    }
+    recharge(connection);
   }
 
   void arm_write(const std::shared_ptr<Connection>& connection) {
@@ -324,30 +582,37 @@ struct Server::Impl {
       connection->write_armed = false;
       if (!*alive || connection->closed) return;
       if (error) return close(*connection, "");
-      if (connection->out_sent > connection->out.size() / 2) {
-        connection->out.erase(0, connection->out_sent);
-        connection->out_sent = 0;
-      }
-      flush(*connection);
-      if (connection->closed || backed_up(*connection)) return;
-      if (!serve_requests(*connection) || backed_up(*connection)) return;
-      arm_read(connection);
+      guarded(*connection, [&] { write_ready(connection); });
     });
+  }
+
+  void write_ready(const std::shared_ptr<Connection>& connection) {
+    if (connection->out_sent > connection->out.size() / 2) {
+      connection->out.erase(0, connection->out_sent);
+      connection->out_sent = 0;
+    }
+    flush(*connection);
+    if (connection->closed || backed_up(*connection)) return;
+    if (!serve_requests(*connection) || backed_up(*connection)) return;
+    arm_read(connection);
   }
 
   // ---- closing ----------------------------------------------------------------
 
   // reason empty: the client left or the socket failed (not worth a warning).
-  void close(Connection& connection, const std::string& reason) {
+  void close(Connection& connection, const std::string& reason) noexcept {
     if (connection.closed) return;
     connection.closed = true;
     if (!reason.empty()) {
       ++counters.connections_closed_for_errors;
-      spdlog::warn("store: closing the connection from {}: {}", connection.peer, reason);
+      close_log.warn("store: closing the connection from {}: {}", connection.peer, reason);
     }
     boost::system::error_code ignored;
     connection.socket.close(ignored);
     state.disconnect(connection.id);
+    buffered -= connection.charged;
+    connection.charged = 0;
+    idle_line.erase(connection.in_line);
     connections.erase(connection.id);  // handlers still hold it until they run
   }
 
@@ -358,6 +623,8 @@ struct Server::Impl {
       connection->socket.close(ignored);
     }
     connections.clear();
+    idle_line.clear();
+    buffered = 0;
   }
 };
 
@@ -365,19 +632,19 @@ Expected<std::unique_ptr<Server>> Server::start(asio::io_context& io, ServerSett
   if (settings.raise_open_file_limit) raise_open_file_limit();
   auto impl = std::make_unique<Impl>(io, std::move(settings));
   if (auto bound = impl->bind(); !bound) return tl::unexpected(bound.error());
-  for (tcp::acceptor& acceptor : impl->acceptors) impl->arm_accept(acceptor);
+  for (Listener& listener : impl->listeners) impl->arm_accept(listener);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Server::~Server() = default;
 
-int Server::port() const { return impl_->acceptors.front().local_endpoint().port(); }
+int Server::port() const { return impl_->listeners.front().acceptor.local_endpoint().port(); }
 
 std::vector<std::string> Server::endpoints() const {
   std::vector<std::string> listed;
-  for (const tcp::acceptor& acceptor : impl_->acceptors) {
-    listed.push_back(endpoint_text(acceptor.local_endpoint()));
+  for (const Listener& listener : impl_->listeners) {
+    if (listener.first) listed.push_back(endpoint_text(listener.acceptor.local_endpoint()));
   }
   return listed;
 }
@@ -392,6 +659,7 @@ ServerStats Server::stats() const {
   stats.connections = impl_->connections.size();
   stats.keys = impl_->state.key_count();
   stats.stored_bytes = impl_->state.stored_bytes();
+  stats.buffered_bytes = impl_->buffered;
   return stats;
 }
 

@@ -6,9 +6,22 @@
 // buffer when more is waiting, so an idle connection costs a socket and well
 // under a kilobyte.
 // A connection that breaks a limit or sends bytes that are not a request is
-// closed and logged (spdlog warning) and nothing else happens; one that stops
-// reading its replies stops being read once max_pending_reply_bytes are
-// queued for it, so it can neither grow the server's memory nor stall others.
+// closed and logged (spdlog warning, at most 10 a second of each kind, the
+// rest counted in one line) and nothing else happens; one that stops reading
+// its replies stops being read once max_pending_reply_bytes are queued for
+// it, so it can neither grow the server's memory nor stall others. What all
+// connections buffer together is held under max_buffered_bytes by closing the
+// connection that holds the most. At max_connections a newcomer replaces the
+// idle connection heard from least recently (never one with a WAIT or
+// BARRIER pending), and is refused only when none is idle. An exception
+// while serving a connection (std::bad_alloc) closes that connection; no
+// handler of the server lets one reach the io_context.
+//
+// Each address is listened on through enough SO_REUSEPORT queues, each with
+// the largest backlog the kernel allows, to hold twice max_connections, and
+// the queues are drained whenever they are readable and also every few reads
+// while the server is busy: a storm of clients connecting at once to a
+// server short of CPU then waits in the queues instead of being dropped.
 #pragma once
 
 #include "store/protocol.hpp"
@@ -36,20 +49,23 @@ struct ServerSettings {
 };
 
 struct ServerStats {
-  std::size_t connections = 0;            // open now
-  std::size_t keys = 0;                   // GETNUMKEYS
-  std::size_t stored_bytes = 0;           // against limits.max_total_bytes
-  std::uint64_t requests = 0;             // served since start
-  std::uint64_t connections_refused = 0;  // over max_connections
-  std::uint64_t connections_closed_for_errors = 0;
+  std::size_t connections = 0;                      // open now
+  std::size_t keys = 0;                             // GETNUMKEYS
+  std::size_t stored_bytes = 0;                     // against limits.max_total_bytes
+  std::size_t buffered_bytes = 0;                   // against limits.max_buffered_bytes
+  std::uint64_t requests = 0;                       // served since start
+  std::uint64_t connections_refused = 0;            // over max_connections
+  std::uint64_t connections_closed_for_errors = 0;  // a limit, bad bytes, a failure
+  std::uint64_t connections_reclaimed = 0;          // idle ones closed to admit a newcomer
 };
 
 class Server {
  public:
-  // Binds and listens (SO_REUSEADDR, backlog SOMAXCONN, TCP_NODELAY on
+  // Binds and listens (SO_REUSEADDR, backlog net.core.somaxconn, TCP_NODELAY on
   // accepted sockets), raising the open-file limit if settings ask. Fails
   // with ErrorCode::store whose message names host:port and the reason (in
-  // use, not local, ...).
+  // use, not local, ...): a port held by anything else is refused, even by
+  // another SO_REUSEPORT group of the same user.
   static Expected<std::unique_ptr<Server>> start(boost::asio::io_context& io,
                                                  ServerSettings settings);
   ~Server();  // closes the listeners and every connection

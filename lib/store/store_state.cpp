@@ -180,12 +180,22 @@ void StoreState::handle_read(const Request& request, Effects& effects) {
       auto it = values_.find(request.keys[0]);
       return put_bytes(effects.reply, it == values_.end() ? std::string_view() : it->second);
     }
-    case Op::multi_get:
+    case Op::multi_get: {
+      // Sized first: one key may be asked for many times, so a small request
+      // can ask for gigabytes.
+      std::vector<std::string_view> found;
+      found.reserve(request.keys.size());
+      std::size_t size = 0;
       for (const std::string& key : request.keys) {
         auto it = values_.find(key);
-        put_bytes(effects.reply, it == values_.end() ? std::string_view() : it->second);
+        found.push_back(it == values_.end() ? std::string_view() : it->second);
+        size += sizeof(std::uint64_t) + found.back().size();
       }
+      if (!reply_fits(request.op, size, effects)) return;
+      effects.reply.reserve(effects.reply.size() + size);
+      for (std::string_view value : found) put_bytes(effects.reply, value);
       return;
+    }
     case Op::check: {
       bool ready = std::all_of(request.keys.begin(), request.keys.end(),
                                [this](const std::string& key) { return exists(key); });
@@ -197,7 +207,12 @@ void StoreState::handle_read(const Request& request, Effects& effects) {
       // Sorted so that the answer does not depend on hashing.
       std::vector<std::string_view> keys;
       keys.reserve(values_.size());
-      for (const auto& entry : values_) keys.push_back(entry.first);
+      std::size_t size = sizeof(std::int64_t);
+      for (const auto& entry : values_) {
+        keys.push_back(entry.first);
+        size += sizeof(std::uint64_t) + entry.first.size();
+      }
+      if (!reply_fits(request.op, size, effects)) return;
       std::sort(keys.begin(), keys.end());
       put_i64(effects.reply, static_cast<std::int64_t>(keys.size()));
       for (std::string_view key : keys) put_bytes(effects.reply, key);
@@ -309,6 +324,14 @@ bool StoreState::is_waiting(ConnectionId connection) const {
 
 bool StoreState::exists(const std::string& key) const {
   return values_.find(key) != values_.end() || queues_.find(key) != queues_.end();
+}
+
+bool StoreState::reply_fits(Op op, std::size_t bytes, Effects& effects) const {
+  if (bytes <= limits_.max_reply_bytes) return true;
+  effects.close_reason = "the reply to " + std::string(op_name(op)) + " would be " +
+                         std::to_string(bytes) + " bytes, over the " +
+                         std::to_string(limits_.max_reply_bytes) + "-byte reply limit";
+  return false;
 }
 
 bool StoreState::admit(std::size_t after, Effects& effects) const {

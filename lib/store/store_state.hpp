@@ -34,7 +34,7 @@ struct Effects {
   // and for a WAIT that now waits).
   std::string reply;
   // Set when the request must end its connection (a counter that is not a
-  // number, the store's byte limit, an op the server does not serve): the
+  // number, the store's byte limit, a reply over the reply limit): the
   // reason is logged and the connection closed after sending what is above.
   std::optional<std::string> close_reason;
 };
@@ -91,6 +91,9 @@ class StoreState {
   void handle_wait(ConnectionId from, const Request& request, Effects& effects);
 
   bool exists(const std::string& key) const;
+  // True when a reply of `bytes` to op is within max_reply_bytes; otherwise
+  // sets effects.close_reason (the reply is never built).
+  bool reply_fits(Op op, std::size_t bytes, Effects& effects) const;
   // True when `after` (stored_bytes_ once the write is done) is within
   // max_total_bytes; otherwise sets effects.close_reason.
   bool admit(std::size_t after, Effects& effects) const;

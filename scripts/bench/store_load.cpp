@@ -5,10 +5,18 @@
 //   store_load setget HOST PORT CONNECTIONS SECONDS
 //       Each connection repeats SET key_i value then GET key_i (one GET in flight
 //       per connection, as a PyTorch client does) for SECONDS; prints requests/s.
-//   store_load storm HOST PORT N TIMEOUT_SECONDS
-//       N connections open at once; each ADDs 1 to a counter, the one that brings
-//       it to N SETs a "done" key, and every one WAITs for "done". Prints the time
-//       from the first connect to the last STOP_WAITING.
+//   store_load storm HOST PORT N TIMEOUT_SECONDS [THREADS]
+//       N connections open at once, from THREADS threads (default 8) that each
+//       connect their share as fast as they can; each connection ADDs 1 to a
+//       counter, the one that brings it to N SETs a "done" key, and every one
+//       WAITs for "done". Prints the time from the first connect to the last
+//       STOP_WAITING.
+//       On IPv4 loopback each thread connects from its own source address
+//       (127.0.T.1 for thread T): with tens of thousands of connections to one
+//       port, the kernel's search for a free ephemeral port otherwise grows with
+//       every connection, and the generator, not the server, is what gets
+//       slower. The connections end with a reset, so that no TIME_WAIT is left
+//       to slow down the next storm.
 //
 // Output: one JSON object on stdout. Exit 1 on any error or timeout.
 #include "store/codec.hpp"
@@ -27,13 +35,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -176,7 +188,28 @@ struct StormClient {
   std::string buffer;
 };
 
-int run_storm(const tcp::endpoint& endpoint, int count, double timeout_seconds) {
+// A socket for one storm connection, bound to `source` (port chosen at connect).
+tcp::socket storm_socket(asio::io_context& io, const tcp::endpoint& server,
+                         const std::optional<asio::ip::address>& source) {
+  tcp::socket socket(io);
+  socket.open(server.protocol());
+  if (source) {
+    int on = 1;
+    ::setsockopt(socket.native_handle(), IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &on, sizeof on);
+    socket.bind(tcp::endpoint(*source, 0));
+  }
+  return socket;
+}
+
+// One thread's share of a storm: `count` of the `total` connections, on its
+// own event loop. Returns when all of them were released (or exits on error).
+Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int total,
+                                  double timeout_seconds, int thread) {
+  std::optional<asio::ip::address> source;
+  if (endpoint.address().is_v4() && endpoint.address().is_loopback()) {
+    source = asio::ip::make_address_v4(
+        asio::ip::address_v4::uint_type{0x7f000001u | (static_cast<unsigned>(thread + 1) << 8)});
+  }
   asio::io_context io;
   const std::string counter = "/storm/count";
   const std::string done = "/storm/done";
@@ -185,11 +218,12 @@ int run_storm(const tcp::endpoint& endpoint, int count, double timeout_seconds) 
   const std::string set_done = request(store::Op::set, {done}, {"1"});
   int released = 0;
   std::vector<std::unique_ptr<StormClient>> clients;
-  Clock::time_point start = Clock::now();
-  Clock::time_point last_release = start;
+  Clock::time_point last_release = Clock::now();
+  asio::steady_timer timer(io, to_duration(timeout_seconds));
 
   for (int i = 0; i < count; ++i) {
-    clients.push_back(std::make_unique<StormClient>(StormClient{tcp::socket(io), {}}));
+    clients.push_back(
+        std::make_unique<StormClient>(StormClient{storm_socket(io, endpoint, source), {}}));
     StormClient& client = *clients.back();
     client.socket.async_connect(endpoint, [&, i](auto error) {
       if (error) die("connect " + std::to_string(i) + ": " + error.message());
@@ -203,7 +237,7 @@ int run_storm(const tcp::endpoint& endpoint, int count, double timeout_seconds) 
               store::ReplyReader reader(client.buffer);
               std::int64_t reached = reader.read_i64().value_or(0);
               // The last arriver releases everyone, then waits like the others.
-              const std::string& next = reached == count ? set_done + wait : wait;
+              const std::string& next = reached == total ? set_done + wait : wait;
               asio::async_write(client.socket, asio::buffer(next), [&](auto error2, std::size_t) {
                 if (error2) die("write: " + error2.message());
                 client.buffer.resize(1);
@@ -211,33 +245,54 @@ int run_storm(const tcp::endpoint& endpoint, int count, double timeout_seconds) 
                                  [&](auto error3, std::size_t) {
                                    if (error3) die("read WAIT reply: " + error3.message());
                                    last_release = Clock::now();
-                                   if (++released == count) io.stop();
+                                   if (++released == count) timer.cancel();
                                  });
               });
             });
       });
     });
   }
-  asio::steady_timer timer(io, to_duration(timeout_seconds));
   timer.async_wait([&](auto error) {
     if (!error) {
-      die("storm of " + std::to_string(count) + " timed out after " +
-          std::to_string(timeout_seconds) + " s with " + std::to_string(released) + " released");
+      die("storm of " + std::to_string(total) + " timed out after " +
+          std::to_string(timeout_seconds) + " s with " + std::to_string(released) + " of " +
+          std::to_string(count) + " released on one thread");
     }
   });
   io.run();
-  std::printf("{\"mode\": \"storm\", \"connections\": %d, \"seconds\": %.4f}\n", count,
-              std::chrono::duration<double>(last_release - start).count());
+  for (auto& client : clients) {
+    boost::system::error_code ignored;
+    client->socket.set_option(asio::socket_base::linger(true, 0), ignored);
+  }
+  return last_release;
+}
+
+int run_storm(const tcp::endpoint& endpoint, int count, double timeout_seconds, int threads) {
+  threads = std::clamp(threads, 1, count);
+  std::vector<Clock::time_point> last_releases(static_cast<std::size_t>(threads));
+  std::vector<std::thread> workers;
+  Clock::time_point start = Clock::now();
+  for (int t = 0; t < threads; ++t) {
+    int share = count / threads + (t < count % threads ? 1 : 0);
+    workers.emplace_back([&, t, share] {
+      last_releases[static_cast<std::size_t>(t)] =
+          run_storm_share(endpoint, share, count, timeout_seconds, t);
+    });
+  }
+  for (std::thread& worker : workers) worker.join();
+  Clock::time_point last = *std::max_element(last_releases.begin(), last_releases.end());
+  std::printf("{\"mode\": \"storm\", \"connections\": %d, \"threads\": %d, \"seconds\": %.4f}\n",
+              count, threads, std::chrono::duration<double>(last - start).count());
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 6) {
+  if (argc != 6 && argc != 7) {
     std::fprintf(stderr,
                  "usage: store_load setget HOST PORT CONNECTIONS SECONDS\n"
-                 "       store_load storm HOST PORT N TIMEOUT_SECONDS\n");
+                 "       store_load storm HOST PORT N TIMEOUT_SECONDS [THREADS]\n");
     return 2;
   }
   raise_open_file_limit();
@@ -250,6 +305,8 @@ int main(int argc, char** argv) {
   double seconds = std::atof(argv[5]);
   if (count <= 0 || seconds <= 0) die("CONNECTIONS/N and SECONDS must be positive");
   if (mode == "setget") return run_setget(endpoint, count, seconds);
-  if (mode == "storm") return run_storm(endpoint, count, seconds);
+  int threads = argc == 7 ? std::atoi(argv[6]) : 8;
+  if (threads <= 0) die("THREADS must be positive");
+  if (mode == "storm") return run_storm(endpoint, count, seconds, threads);
   die("unknown mode " + mode);
 }

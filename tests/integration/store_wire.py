@@ -5,6 +5,7 @@ Kept apart from harness.py because only the store tests need it.
 """
 
 import os
+import resource
 import signal
 import socket
 import struct
@@ -158,12 +159,20 @@ class Legacy(Wire):
     OPCODES = LEGACY
 
 
-def vm_rss_kib(pid):
+def vm_rss_kib(pid, field="VmRSS"):
+    """VmRSS (or another field of /proc/PID/status given in kB, such as VmHWM) in KiB."""
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    raise RuntimeError(f"no {field} for pid {pid}")
+
+
+def sanitized(binary=harness.GANGRUN):
+    """True if BINARY was built with a sanitizer (which needs terabytes of address space)."""
+    with open(binary, "rb") as f:
+        data = f.read()
+    return b"__asan_init" in data or b"__tsan_init" in data
 
 
 class ServedStore:
@@ -174,11 +183,21 @@ class ServedStore:
     Leaving the block sends SIGTERM and checks the server ended with 0.
     """
 
-    def __init__(self, case, *extra):
+    def __init__(self, case, *extra, address_space=None):
+        """address_space: an RLIMIT_AS for the server, in bytes (so that it runs out of memory)."""
         self.case = case
         self.port_file = case.path(f"store-port.{time.monotonic_ns()}")
-        self.proc = case.start(["store", "serve", "--host", "127.0.0.1", "--port", 0,
-                                "--port-file", self.port_file, *extra])
+        argv = ["store", "serve", "--host", "127.0.0.1", "--port", 0, "--port-file", self.port_file, *extra]
+        if address_space is None:
+            self.proc = case.start(argv)
+        else:
+            # The child inherits the soft limit; this process has it only while starting it.
+            soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, hard))
+            try:
+                self.proc = case.start(argv)
+            finally:
+                resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         self.port = int(harness.wait_for(self._read_port, 20, "the store's port file"))
 
     def _read_port(self):

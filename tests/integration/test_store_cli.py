@@ -210,6 +210,27 @@ class StoreCli(GangrunTestCase):
         self.assertExit(result, 3)
         self.assertIn(f"127.0.0.1:{port}", result.stderr)
 
+    def test_a_port_shared_through_so_reuseport_is_in_use_too(self):
+        """The store listens through several SO_REUSEPORT queues; a second store, or any
+        SO_REUSEPORT listener of the same user, must still make the port count as taken
+        rather than quietly share its connections."""
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as taken:
+            taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            taken.bind(("127.0.0.1", 0))
+            taken.listen()
+            port = taken.getsockname()[1]
+            result = self.gangrun(["store", "serve", "--port", port], timeout=30)
+        self.assertExit(result, 3)
+        self.assertIn(f"127.0.0.1:{port}", result.stderr)
+
+        _, port = self.serve()
+        self.ok(["set", "k", "v"], port)
+        second = self.gangrun(["store", "serve", "--port", port], timeout=30)
+        self.assertExit(second, 3)
+        self.assertIn(f"127.0.0.1:{port}", second.stderr)
+        for _ in range(20):  # every connection still reaches the first store
+            self.assertEqual(self.ok(["get", "k"], port), b"v")
+
     def test_sigterm_and_sigint_end_serve_with_0(self):
         for sig in (signal.SIGTERM, signal.SIGINT):
             with self.subTest(signal=sig.name):

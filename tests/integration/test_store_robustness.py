@@ -1,11 +1,15 @@
-"""The store survives bad clients (issue: TCP store, must show 4): garbage, truncated
-requests, absurd lengths, silent clients, ten thousand idle connections, clients that
-stop reading, and every limit. In each case the bad connection (only) is closed or left
-alone, other clients keep being served, and the server's memory stays bounded."""
+"""The store survives bad clients (issue: TCP store, must show 4; hardening): garbage,
+truncated requests, absurd lengths, silent clients, ten thousand idle connections, clients
+that stop reading, huge replies, half-sent huge requests, a full connection table, floods of
+bad connections, running out of memory, and every limit. In each case the bad connection
+(only) is closed or left alone, other clients keep being served, and the server's memory
+stays bounded."""
 
+import os
 import random
 import resource
 import socket
+import struct
 import time
 
 import harness
@@ -158,20 +162,148 @@ class Robustness(GangrunTestCase):
             self.assertIn("full", store.log())
 
     def test_connection_limit(self):
+        """At the limit, with every connection waiting (none idle), a newcomer is refused."""
         with store_wire.ServedStore(self, "--max-connections", 3) as store:
-            held = [Legacy(store.port) for _ in range(3)]
+            held = [Validated(store.port) for _ in range(3)]
             try:
                 for i, c in enumerate(held):
                     c.set(f"/h{i}", b"x")
-                    self.assertEqual(c.get(f"/h{i}"), b"x")
+                    c.op("WAIT", u64(1) + blob("/never"))
+                    self.assertEqual(c.ping(i), i)  # answered after the WAIT was registered
                 with store_wire.Wire(store.port) as extra:
                     self.assertTrue(extra.closed_within(5), "a fourth connection should be refused")
-                self.assertEqual(held[0].num_keys(), 3)
+                for c in held:
+                    self.assertTrue(c.nothing_within(0.05), "a waiting connection was closed")
             finally:
                 for c in held:
                     c.close()
             harness.wait_for(lambda: served_or_none(store), 10, "a new connection after others closed")
             self.assertIn("refusing", store.log())
+
+    def test_idle_connections_give_way_to_new_clients_but_waiters_never_do(self):
+        with store_wire.ServedStore(self, "--max-connections", 8) as store:
+            waiter = Validated(store.port)
+            waiter.op("WAIT", u64(1) + blob("/later"))
+            self.assertEqual(waiter.ping(7), 7)  # the WAIT is registered
+            silent = [store_wire.Wire(store.port) for _ in range(7)]  # the table is full now
+            newcomers = []
+            try:
+                for i in range(10):
+                    newcomers.append(Legacy(store.port))
+                    newcomers[-1].set(f"/n{i}", b"x")
+                    self.assertEqual(newcomers[-1].get(f"/n{i}"), b"x", f"newcomer {i} was not served")
+                for i, s in enumerate(silent):
+                    self.assertTrue(s.closed_within(5), f"idle connection {i} was not reclaimed")
+                with Legacy(store.port) as setter:
+                    setter.set("/later", b"now")
+                self.assertEqual(waiter.u8(timeout=10), store_wire.STOP_WAITING,
+                                 "the waiting connection must survive and be answered")
+            finally:
+                for c in [waiter, *silent, *newcomers]:
+                    c.close()
+            self.assertIn("idle for", store.log())
+
+    def test_a_reply_over_the_reply_limit_is_refused(self):
+        """2.5 KB of MULTI_GET naming one 8 MiB value 250 times would ask for 2 GB."""
+        value = b"v" * (8 << 20)
+        with store_wire.ServedStore(self) as store, Legacy(store.port) as bystander:
+            bystander.set("/big", value)
+            bystander.set("/small", b"s")
+            self.assertEqual(bystander.get("/small"), b"s")  # both SETs are done
+            with Legacy(store.port) as c:  # under the limit: answered
+                c.op("MULTI_GET", u64(3) + blob("/big") + blob("/small") + blob("/big"))
+                self.assertEqual([c.blob() for _ in range(3)], [value, b"s", value])
+            with Legacy(store.port) as greedy:
+                greedy.op("MULTI_GET", u64(250) + blob("/big") * 250)
+                self.assertTrue(greedy.closed_within(10), "a 2 GB reply must be refused")
+            self.assertEqual(bystander.get("/small"), b"s")
+            self.assertTrue(served(store))
+            self.assertLess(store_wire.vm_rss_kib(store.pid, "VmHWM"), 128 * MIB)
+            self.assertIn("reply limit", store.log())
+
+    def test_buffers_of_all_connections_together_are_bounded(self):
+        """Four clients each send 48 MiB of a 56 MiB MULTI_SET and stop: each request is
+        within every per-request limit, together they are over the 256 MiB buffer budget."""
+        value = b"v" * (8 << 20)
+        with store_wire.ServedStore(self) as store, Legacy(store.port) as bystander:
+            bystander.set("/kept", b"v")
+            hogs = []
+            try:
+                for i in range(4):
+                    hog = store_wire.Wire(store.port)
+                    hogs.append(hog)
+                    try:
+                        hog.send(bytes([LEGACY["MULTI_SET"]]) + u64(7))
+                        for k in range(6):
+                            hog.send(blob(f"/hog{i}/{k}") + blob(value))
+                    except OSError:
+                        pass  # closed by the server while sending: what we want
+                closed = sum(1 for hog in hogs if hog.closed_within(2))
+                self.assertGreaterEqual(closed, 1, "no connection was closed for the buffer budget")
+                self.assertLess(store_wire.vm_rss_kib(store.pid), 300 * MIB)
+                self.assertEqual(bystander.get("/kept"), b"v")
+                self.assertTrue(served(store))
+            finally:
+                for hog in hogs:
+                    hog.close()
+            self.assertIn("budget", store.log())
+
+    def test_warnings_about_bad_connections_are_rate_limited(self):
+        flood = 300
+        with store_wire.ServedStore(self) as store:
+            for _ in range(flood):
+                with store_wire.Wire(store.port) as c:
+                    c.send(b"\xff")  # no opcode of either dialect
+                    self.assertTrue(c.closed_within(5))
+            self.assertTrue(served(store))
+            harness.wait_for(lambda: "not shown" in store.log(), 10, "the count of warnings not shown")
+            shown = store.log().count("closing the connection")
+            self.assertGreater(shown, 0)
+            self.assertLess(shown, flood // 3, f"{shown} warnings for {flood} bad connections")
+
+    def test_running_out_of_memory_closes_only_that_connection(self):
+        """A std::bad_alloc while serving one request ends that connection, not the server."""
+        if store_wire.sanitized():
+            self.skipTest("sanitizer builds need more address space than this test allows")
+        value = b"v" * (40 << 20)
+        # Limits raised so that nothing but memory stops a 240 MiB reply.
+        with store_wire.ServedStore(self, "--max-value-bytes", 300_000_000,
+                                    address_space=256 << 20) as store:
+            with Legacy(store.port) as c:
+                c.set("/big", value)
+                self.assertEqual(c.num_keys(), 1)
+            with Legacy(store.port) as greedy:
+                greedy.op("MULTI_GET", u64(6) + blob("/big") * 6)
+                self.assertTrue(greedy.closed_within(10), "the connection should be closed")
+            self.assertTrue(store.alive(), "the server died")
+            self.assertTrue(served(store))
+            self.assertIn("serving it failed", store.log())
+
+    def test_a_huge_reply_inside_a_launch_leaves_the_launch_alone(self):
+        """The agent store of a launch gets the same protection: the audit's MULTI_GET ended
+        a whole launch (exit 1, workers left behind)."""
+        port = harness.free_port()
+        go = self.path("go")
+        proc = self.start(["--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", port,
+                           *self.fake("--touch", self.path("up.{rank}"), "--wait-file", go, 60)])
+        harness.wait_for(lambda: all(os.path.exists(self.path(f"up.{r}")) for r in range(2)), 30,
+                         "both workers to start")
+        with Legacy(port) as c:
+            c.set("/big", b"v" * (8 << 20))
+            c.op("MULTI_GET", u64(250) + blob("/big") * 250)
+            self.assertTrue(c.closed_within(10))
+        self.assertTrue(served_at(port))
+        with open(go, "w"):
+            pass
+        result = self.finish(proc, timeout=60)
+        self.assertExit(result, 0)
+        self.assertIn("reply limit", result.stderr)
+
+
+def served_at(port):
+    with Legacy(port, timeout=10) as c:
+        c.set("/probe", b"ok")
+        return c.get("/probe") == b"ok"
 
 
 def served_or_none(store):

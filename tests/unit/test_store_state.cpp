@@ -518,6 +518,36 @@ TEST_CASE("store state: the store-wide byte limit", "[store][state]") {
   CHECK(s.state.stored_bytes() == 19);
 }
 
+TEST_CASE("store state: replies over the reply limit are refused before they are built",
+          "[store][state]") {
+  Limits limits;
+  limits.max_reply_bytes = 40;
+  Store s(limits);
+  s.set(1, "/a", "0123456789");  // a MULTI_GET answer is 8 + 10 bytes per "/a"
+
+  Effects& fits = s.send(1, make_request(Op::multi_get, {"/a", "/a"}));
+  CHECK_FALSE(fits.close_reason);
+  CHECK(fits.reply.size() == 36);
+
+  Effects& over = s.send(1, make_request(Op::multi_get, {"/a", "/a", "/a"}));
+  REQUIRE(over.close_reason);
+  CHECK(*over.close_reason ==
+        "the reply to MULTI_GET would be 54 bytes, over the 40-byte reply limit");
+  CHECK(over.reply.empty());
+  // Missing keys cost their length field.
+  CHECK(s.send(1, make_request(Op::multi_get, std::vector<std::string>(6, "/none"))).close_reason);
+  CHECK_FALSE(
+      s.send(1, make_request(Op::multi_get, std::vector<std::string>(5, "/none"))).close_reason);
+
+  // LIST_KEYS: 8 (count) + 8 + 2 per key.
+  s.set(1, "/b", "x");
+  s.set(1, "/c", "x");
+  CHECK_FALSE(s.send(1, make_request(Op::list_keys)).close_reason);  // 38 bytes
+  s.set(1, "/d", "x");
+  CHECK(s.send(1, make_request(Op::list_keys)).close_reason);  // 48 bytes
+  CHECK(s.send(1, make_request(Op::list_keys)).reply.empty());
+}
+
 TEST_CASE("store state: stored_bytes and key_count accounting", "[store][state]") {
   Store s;
   s.set(1, "/k", "abc");  // 2 + 3
