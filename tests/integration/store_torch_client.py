@@ -4,14 +4,14 @@ PyTorch's own server to compare gangrun's with.
 
     store_torch_client.py serve PORT_FILE [--no-libuv]
     store_torch_client.py script HOST PORT OUT.json [--after-timeout-late-set]
-    store_torch_client.py adder HOST PORT KEY COUNT DELTA
+    store_torch_client.py adders HOST PORT KEY COUNT DELTA...
 
 `serve` runs TCPStore(is_master=True) on a free loopback port (2.x: its default libuv
 server, or with --no-libuv the older one) and writes {"port", "libuv"} to PORT_FILE.
 `script` writes what each call returned, or the type of what it raised, to OUT.json, so
 the same run against two servers can be compared (with --after-timeout-late-set: only
-the calls 1.13 has, and a key set after a wait for it timed out). `adder` calls add(KEY, DELTA) COUNT
-times (for concurrent adds).
+the calls 1.13 has, and a key set after a wait for it timed out). `adders` runs one client
+per DELTA at once, each calling add(KEY, DELTA) COUNT times, and prints the sum.
 """
 
 import datetime
@@ -236,10 +236,18 @@ def script(host, port, out, late_set):
         json.dump(r, f, indent=1, sort_keys=True)
 
 
-def adder(host, port, key, count, delta):
-    store = client(host, port)
-    for _ in range(count):
-        store.add(key, delta)
+def adders(host, port, key, count, deltas):
+    """One client per delta, each on a thread of its own, calls add(KEY, delta) COUNT
+    times; then prints what KEY holds. (The store calls release the GIL, so the clients'
+    requests interleave at the server as separate processes' would.)"""
+    stores = [client(host, port) for _ in deltas]
+    threads = [threading.Thread(target=lambda s=s, d=d: [s.add(key, d) for _ in range(count)])
+               for s, d in zip(stores, deltas)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print(stores[0].add(key, 0))
 
 
 def serve(port_file, libuv):
@@ -260,8 +268,8 @@ def main():
     host, port = sys.argv[2], int(sys.argv[3])
     if mode == "script":
         script(host, port, sys.argv[4], "--after-timeout-late-set" in sys.argv[5:])
-    elif mode == "adder":
-        adder(host, port, sys.argv[4], int(sys.argv[5]), int(sys.argv[6]))
+    elif mode == "adders":
+        adders(host, port, sys.argv[4], int(sys.argv[5]), [int(d) for d in sys.argv[6:]])
     else:
         raise SystemExit(f"unknown mode {mode}")
 

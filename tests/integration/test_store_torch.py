@@ -66,16 +66,20 @@ class TorchClients(GangrunTestCase):
             self.finish_client(proc, f"the script against {name}")
         return {name: self.read_json(self.path(f"{name}.json")) for name in ports}
 
-    def concurrent_adds(self, port, key, processes=4, count=200):
-        procs = [self.client("adder", "127.0.0.1", port, key, count, 1 if i % 2 == 0 else -3)
-                 for i in range(processes)]
-        for proc in procs:
-            self.finish_client(proc, "adder")
-        code = ("import sys, datetime, torch.distributed as d\n"
-                "s = d.TCPStore('127.0.0.1', int(sys.argv[1]), is_master=False)\n"
-                "print(s.add(sys.argv[2], 0))\n")
-        out = subprocess.run([TEST_PYTHON, "-c", code, str(port), key], capture_output=True, timeout=90, check=True)
-        return int(out.stdout)
+    def concurrent_adds(self, ports, key, clients=4, count=200):
+        """Per {name: port}, at the same time: CLIENTS clients add +1 or -3 to KEY COUNT
+        times each; returns {name: the sum KEY holds}."""
+        deltas = [1 if i % 2 == 0 else -3 for i in range(clients)]
+        procs = {name: subprocess.Popen([TEST_PYTHON, CLIENT, "adders", "127.0.0.1", str(port), key, str(count),
+                                         *map(str, deltas)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, start_new_session=True)
+                 for name, port in ports.items()}
+        sums = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=180)
+            self.assertEqual(proc.returncode, 0, f"adders against {name}:\n{err.decode(errors='replace')[-3000:]}")
+            sums[name] = int(out)
+        return sums
 
     def test_same_answers_as_pytorchs_own_servers(self):
         _, default = self.torch_server()
@@ -87,8 +91,7 @@ class TorchClients(GangrunTestCase):
         with store_wire.ServedStore(self) as store:
             ports["gangrun"] = store.port
             results = self.run_scripts(ports)
-            got_sum = self.concurrent_adds(store.port, "shared")
-        expected_sum = self.concurrent_adds(default["port"], "shared")
+            sums = self.concurrent_adds({"torch": default["port"], "gangrun": store.port}, "shared")
 
         expected, got = results["torch"], results["gangrun"]
         older = results.get("torch_without_libuv", expected if not default["libuv"] else None)
@@ -122,8 +125,8 @@ class TorchClients(GangrunTestCase):
             self.assertEqual(expected["queue_pop_released_by_push"], "late item")
             self.assertTrue(expected["barrier_of_two_blocked_until_released"])
             self.assertIn("m_late2", expected["list_keys"])
-        self.assertEqual(expected_sum, 2 * 200 * 1 + 2 * 200 * -3)
-        self.assertEqual(got_sum, expected_sum)
+        self.assertEqual(sums["torch"], 2 * 200 * 1 + 2 * 200 * -3)
+        self.assertEqual(sums["gangrun"], sums["torch"])
 
     def compare(self, got, expected, server, allowed):
         self.assertEqual(sorted(got), sorted(expected), f"gangrun's and {server}'s runs made different calls")
