@@ -2,6 +2,8 @@
 
 #include "logmux/write_all.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <fcntl.h>
 
 #include <cerrno>
@@ -17,12 +19,19 @@ Expected<LogFile> LogFile::open(const std::string& path) {
   if (fd < 0) {
     return fail(ErrorCode::io, "cannot open log file " + path + ": " + errno_text(errno));
   }
-  return LogFile(UniqueFd(fd));
+  return LogFile(UniqueFd(fd), path);
 }
 
 void LogFile::write(std::string_view bytes) {
   if (!fd_.valid() || bytes.empty()) return;
-  if (write_all(fd_.get(), bytes) != 0) fd_.reset();
+  if (int error = write_all(fd_.get(), bytes); error != 0) {
+    // Writing on after a gap would make the file look whole while it is
+    // not; a prefix is honest, and the warning says where it ends.
+    spdlog::warn("cannot write log file {}: {}; it ends here, the console still gets everything",
+                 path_, errno_text(error));
+    incomplete_ = true;
+    fd_.reset();
+  }
 }
 
 }  // namespace gangrun::logmux

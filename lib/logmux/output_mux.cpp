@@ -16,6 +16,8 @@ struct OutputMux::Impl {
   // destructor must silence those that finished but wait for their posted
   // callback.
   std::vector<std::shared_ptr<PipeStream>> streams;
+  // Log files of retired streams that lost bytes.
+  std::vector<std::string> incomplete_logs;
 
   void retire(const PipeStream* stream) {
     std::erase_if(streams, [stream](const auto& kept) { return kept.get() == stream; });
@@ -23,7 +25,7 @@ struct OutputMux::Impl {
 };
 
 OutputMux::OutputMux(boost::asio::io_context& io, Console& console)
-    : impl_(std::make_unique<Impl>(Impl{io, console, {}})) {}
+    : impl_(std::make_unique<Impl>(Impl{io, console, {}, {}})) {}
 
 OutputMux::~OutputMux() {
   for (const auto& stream : impl_->streams) stream->abandon();
@@ -43,6 +45,7 @@ Expected<void> OutputMux::add_stream(UniqueFd read_end, StreamRoute route, TailB
   // Retire first: on_closed may destroy this mux, and the stream stays alive
   // meanwhile through whoever called deliver_closed().
   stream->set_on_closed([impl, raw = stream.get(), user = std::move(on_closed)] {
+    if (raw->log_file().incomplete()) impl->incomplete_logs.push_back(raw->log_file().path());
     impl->retire(raw);
     if (user) user();
   });
@@ -55,6 +58,14 @@ std::size_t OutputMux::open_streams() const {
   return static_cast<std::size_t>(
       std::count_if(impl_->streams.begin(), impl_->streams.end(),
                     [](const auto& stream) { return !stream->finished(); }));
+}
+
+std::vector<std::string> OutputMux::incomplete_logs() const {
+  std::vector<std::string> paths = impl_->incomplete_logs;
+  for (const auto& stream : impl_->streams) {
+    if (stream->log_file().incomplete()) paths.push_back(stream->log_file().path());
+  }
+  return paths;
 }
 
 void OutputMux::close_all() {

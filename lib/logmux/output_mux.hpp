@@ -1,6 +1,10 @@
 // Reads every worker pipe on the event loop and routes whole lines to the
 // console (behind the worker's prefix), to log files, and to tail buffers.
-// Only the event-loop thread may call it.
+// Only the event-loop thread may call it. While the console is congested
+// (its reader is slow or stopped) the streams that feed it stop reading
+// their pipes, so the workers block instead of the loop; they resume once
+// the console caught up. Lines reach the console in the order they were
+// read.
 #pragma once
 
 #include "logmux/console.hpp"
@@ -14,8 +18,15 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace gangrun::logmux {
+
+// Ends each console piece of a line cut at the 64 KiB line limit (the last
+// piece has the line's own terminator instead): strip it, and the next
+// line's prefix, to rejoin the line. Log files are never cut.
+inline constexpr std::string_view k_cut_marker = " [gangrun: line continues]";
 
 // Where one worker stream (its stdout or its stderr) goes.
 struct StreamRoute {
@@ -27,7 +38,10 @@ struct StreamRoute {
 
 class OutputMux {
  public:
-  // io and console must outlive the mux.
+  // io and console must outlive the mux. A paused stream leaves a resume
+  // with the console that is posted to io later, so io must outlive the
+  // console too, or the console must be drained (Console::drain()) before io
+  // goes.
   OutputMux(boost::asio::io_context& io, Console& console);
   // Closes streams still open without writing anything more (their console
   // and tails may already be gone) and without calling back; call
@@ -53,11 +67,19 @@ class OutputMux {
   std::size_t open_streams() const;
 
   // Stops reading every open stream now, flushing what was read (used when
-  // a pipe is still held open by a process gangrun could not end): takes
-  // what the pipe already holds without waiting (at most 1 MiB per stream),
-  // flushes fragments, closes, and runs every on_closed not run yet before
-  // returning.
+  // a pipe is still held open by a process gangrun could not end, or the
+  // console stayed congested past the drain time): takes what the pipe
+  // already holds without waiting (at most 1 MiB per stream), even from a
+  // paused stream, hands it and the fragments to the console (which accepts
+  // them however congested it is, and writes them before it is destroyed),
+  // closes, and runs every on_closed not run yet before returning. It never
+  // waits for the console's reader.
   void close_all();
+
+  // Paths of the log files that lost bytes to a write error (each reported
+  // once, as a warning, when it happened), each once. Ask before the mux
+  // is destroyed.
+  std::vector<std::string> incomplete_logs() const;
 
  private:
   struct Impl;

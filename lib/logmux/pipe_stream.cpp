@@ -62,6 +62,10 @@ Expected<void> PipeStream::start(UniqueFd read_end) {
 void PipeStream::read_turn() {
   bool got_bytes = false;
   for (int i = 0; i < k_reads_per_turn; ++i) {
+    if (route_.to_console && console_.congested()) {
+      pause();
+      return;
+    }
     ssize_t got = ::read(pipe_.native_handle(), buffer_.get(), k_read_size);
     if (got > 0) {
       consume({buffer_.get(), static_cast<std::size_t>(got)});
@@ -85,6 +89,18 @@ void PipeStream::read_turn() {
   });
 }
 
+// Bytes left in the pipe stay there; once it is full the worker blocks in
+// write(2), as it would on a slow terminal. The quiet timer is off meanwhile:
+// a fragment may well have its end waiting unread in the pipe.
+void PipeStream::pause() {
+  disarm_quiet_timer();
+  paused_work_.emplace(io_.get_executor());
+  console_.when_drained(io_, [self = shared_from_this()] {
+    self->paused_work_.reset();
+    if (!self->finished_) self->read_turn();
+  });
+}
+
 void PipeStream::wait_readable() {
   pipe_.async_wait(boost::asio::posix::stream_descriptor::wait_read,
                    [self = shared_from_this()](const boost::system::error_code& error) {
@@ -100,12 +116,13 @@ void PipeStream::wait_readable() {
 void PipeStream::consume(std::string_view chunk) {
   file_.write(chunk);
   if (!route_.to_console && tail_ == nullptr) return;  // file only: no need for lines
-  splitter_.feed(chunk, [this](std::string_view line) { route_line(line); });
+  // Inside feed() a line without a terminator is always a cut piece.
+  splitter_.feed(chunk, [this](std::string_view line) { route_line(line, !has_terminator(line)); });
   // One flush per chunk: the console sees whole lines in few large writes.
   console_.flush();
 }
 
-void PipeStream::route_line(std::string_view line) {
+void PipeStream::route_line(std::string_view line, bool cut) {
   if (tail_ != nullptr) tail_->push(line);
   if (!route_.to_console) return;
   if (has_terminator(line)) {
@@ -113,7 +130,10 @@ void PipeStream::route_line(std::string_view line) {
   } else {
     // A fragment or a piece of an overlong line still ends its console line,
     // so the next prefix starts at the left margin.
-    console_.append_line(route_.console_is_err, route_.prefix, std::string(line) + '\n');
+    std::string ended(line);
+    if (cut) ended.append(k_cut_marker);
+    ended.push_back('\n');
+    console_.append_line(route_.console_is_err, route_.prefix, ended);
   }
 }
 
@@ -135,7 +155,7 @@ void PipeStream::disarm_quiet_timer() {
 
 void PipeStream::flush_fragment() {
   if (!splitter_.has_fragment()) return;
-  route_line(splitter_.take_fragment());
+  route_line(splitter_.take_fragment(), false);
   console_.flush();
 }
 
@@ -146,6 +166,7 @@ void PipeStream::finish() {
   disarm_quiet_timer();
   boost::system::error_code ignored;
   pipe_.close(ignored);
+  paused_work_.reset();
   finished_ = true;
 }
 
@@ -174,6 +195,7 @@ void PipeStream::abandon() {
   disarm_quiet_timer();
   boost::system::error_code ignored;
   pipe_.close(ignored);
+  paused_work_.reset();
   file_.close();
 }
 

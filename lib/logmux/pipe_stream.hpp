@@ -12,6 +12,7 @@
 #include "util/error.hpp"
 #include "util/fd.hpp"
 
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 
 namespace gangrun::logmux {
 
@@ -44,12 +46,17 @@ class PipeStream : public std::enable_shared_from_this<PipeStream> {
   void deliver_closed();
 
   bool finished() const { return finished_; }
+  const LogFile& log_file() const { return file_; }
 
  private:
   void read_turn();
   void wait_readable();
   void consume(std::string_view chunk);
-  void route_line(std::string_view line);
+  // cut: a piece of an overlong line, marked so it can be rejoined.
+  void route_line(std::string_view line, bool cut);
+  // Stops reading while the console is congested; the console posts the
+  // next turn once its writer has caught up.
+  void pause();
   void arm_quiet_timer();
   void disarm_quiet_timer();
   void flush_fragment();
@@ -70,6 +77,10 @@ class PipeStream : public std::enable_shared_from_this<PipeStream> {
   std::uint64_t quiet_generation_ = 0;
   LineSplitter splitter_;
   std::unique_ptr<char[]> buffer_;
+  // Held while paused: a resume posted by the console's writer is work the
+  // loop must wait for, though nothing of it is queued in io yet.
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
+      paused_work_;
   bool finished_ = false;
   bool abandoned_ = false;
   bool delivered_ = false;

@@ -5,6 +5,7 @@ console prefix.
 """
 
 import os
+import subprocess
 
 import harness
 from harness import GangrunTestCase, prefixed_lines
@@ -122,6 +123,58 @@ class LocalRanksFilter(GangrunTestCase):
                     self.assertEqual(prefixed_lines(result.stderr, rank), worker_lines(rank, 1) if shown else [],
                                      f"stderr of rank {rank}")
                 self.assertEqual(len(self.pid_files()), 4, "every worker still runs")
+
+
+class FullLogDisk(GangrunTestCase):
+    """A --log_dir on a full filesystem: every log that lost bytes is named at once, and the
+    console still gets everything. The filesystem is a real one: a 64 KiB tmpfs mounted on
+    the log directory in a private mount namespace (needs root or user namespaces)."""
+
+    LINES = 20000  # about 1 MB per worker
+
+    def test_a_full_disk_is_reported_and_the_console_keeps_everything(self):
+        log_dir = self.path("logs")
+        copy = self.path("copy")  # the tmpfs goes with the namespace; its files are copied out
+        os.mkdir(log_dir)
+        mount = 'mount -t tmpfs -o size=64k gangrun-test-logs "$1"'
+        probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh", log_dir],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=harness.EVENT_TIMEOUT)
+        if probe.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs in a private mount namespace: {probe.stderr.decode()[-300:]!r}")
+
+        script = (f'{mount} || exit 99; logs=$1; copy=$2; shift 2; "$@"; status=$?; '
+                  'cp -r "$logs" "$copy" || exit 98; exit $status')
+        argv = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh", log_dir, copy,
+                harness.GANGRUN, "--nproc_per_node", 2, "--log_dir", log_dir, "--rdzv_id", "full", "--tee", 3,
+                *self.fake("--lines", self.LINES)]
+        argv = [str(a) for a in argv]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                env=harness.clean_env(), start_new_session=True, cwd=self.tmp)
+        self._started.append(proc)
+        out, err = proc.communicate(timeout=120)
+        result = harness.Result(argv, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"), 0)
+        self.assertNotIn(result.returncode, (98, 99), "the test's own mount or copy failed" + result.describe())
+
+        logs = {}
+        for root, _, files in os.walk(copy):
+            for name in files:
+                if name == "stdout.log":
+                    with open(os.path.join(root, name)) as f:
+                        logs[os.path.relpath(os.path.join(root, name), copy)] = f.read()
+        self.assertEqual(len(logs), 2, f"expected two stdout.log files, found {sorted(logs)}" + result.describe())
+        for rank in (0, 1):
+            self.assertEqual(prefixed_lines(result.stdout, rank), worker_lines(rank, self.LINES),
+                             f"the console lost lines of rank {rank}")
+        warnings = [line for line in result.stderr.splitlines() if "cannot write log file" in line]
+        wholes = ["".join(line + "\n" for line in worker_lines(rank, self.LINES)) for rank in (0, 1)]
+        for path, text in logs.items():
+            named = [line for line in warnings if os.path.join(log_dir, path) in line]
+            self.assertEqual(len(named), 1, f"want one warning naming {path}" + result.describe())
+            self.assertIn("No space left on device", named[0])
+            # What was written is a true prefix of the worker's output, and less than all of it.
+            self.assertLess(len(text), len(wholes[0]), f"{path} holds everything on a 64 KiB disk")
+            self.assertTrue(any(whole.startswith(text) for whole in wholes),
+                            f"{path} is not a prefix of a worker's output: {text[:100]!r}...{text[-100:]!r}")
 
 
 if __name__ == "__main__":

@@ -99,8 +99,10 @@ class Volume(GangrunTestCase):
         self.assertEqual(problems, [], "\n".join(problems))
 
     def test_overlong_lines_lose_no_byte(self):
-        # Lines beyond the cap are cut into prefixed pieces (by design); put back together,
-        # each rank's pieces must give exactly what it wrote.
+        # Lines beyond the cap are cut into prefixed pieces (by design), each but the last
+        # ending in the marker the README documents; rejoined, each rank's pieces must give
+        # exactly the lines it wrote.
+        marker = b" [gangrun: line continues]"
         pad = b"x" * 300_000
         result = self.gangrun(["--nproc_per_node", 3, *self.fake("--pad", len(pad), "--lines", 4)],
                               timeout=60, binary_output=True)
@@ -108,9 +110,17 @@ class Volume(GangrunTestCase):
         for rank in range(3):
             prefix = b"[rank%d]: " % rank
             pieces = [line[len(prefix):] for line in result.stdout.split(b"\n") if line.startswith(prefix)]
-            expected = b"".join(b"rank=%d line=%d %s" % (rank, i, pad) for i in range(4))
-            self.assertTrue(b"".join(pieces) == expected,
-                            f"rank {rank}: {len(pieces)} pieces, {sum(map(len, pieces))} bytes, expected {len(expected)}")
+            lines, current = [], b""
+            for piece in pieces:
+                if piece.endswith(marker):
+                    current += piece[:-len(marker)]
+                else:
+                    lines.append(current + piece)
+                    current = b""
+            expected = [b"rank=%d line=%d %s" % (rank, i, pad) for i in range(4)]
+            self.assertTrue(lines == expected and current == b"",
+                            f"rank {rank}: {len(pieces)} pieces rejoin to {len(lines)} lines of "
+                            f"{[len(line) for line in lines]} bytes, expected 4 of {len(expected[0])}")
         self.assertEqual(len([l for l in result.stdout.split(b"\n") if l and not l.startswith(b"[rank")]), 0)
 
     def test_output_of_the_failing_worker_is_complete(self):

@@ -6,12 +6,16 @@
 #include "util/pipe.hpp"
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <catch2/catch.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -25,6 +29,7 @@
 using gangrun::ErrorCode;
 using gangrun::UniqueFd;
 using gangrun::logmux::Console;
+using gangrun::logmux::k_cut_marker;
 using gangrun::logmux::OutputMux;
 using gangrun::logmux::StreamRoute;
 using gangrun::logmux::TailBuffer;
@@ -89,6 +94,16 @@ StreamRoute route(std::string prefix, bool to_err = false) {
 
 // Console writing into two temp files.
 struct ConsoleFiles {
+  // What the console wrote so far, once its writer caught up.
+  std::string out_text() {
+    console.drain();
+    return read_file(out_path);
+  }
+  std::string err_text() {
+    console.drain();
+    return read_file(err_path);
+  }
+
   explicit ConsoleFiles(const TempDir& dir)
       : out_path(dir / "console.out"),
         err_path(dir / "console.err"),
@@ -145,10 +160,10 @@ TEST_CASE("logmux::OutputMux routes lines to console, file and tail", "[logmux]"
   CHECK(closed1 == 1);
   CHECK(closed2 == 1);
   CHECK(mux.open_streams() == 0);
-  CHECK(read_file(screen.out_path) ==
+  CHECK(screen.out_text() ==
         "[rank0]: hello\n[rank0]: progress 10%\r[rank0]: progress 20%\r[rank0]: done\r\n"
         "[rank0]: unterminated\n");
-  CHECK(read_file(screen.err_path) == "[rank1]: e1\n[rank1]: e2\n");
+  CHECK(screen.err_text() == "[rank1]: e1\n[rank1]: e2\n");
   CHECK(read_file(dir / "0/stdout.log") == raw0);
   CHECK(read_file(dir / "2.log") == "only in the file\n");
   CHECK(tail0.lines() == Lines{"hello", "progress 10%", "progress 20%", "done", "unterminated"});
@@ -170,7 +185,7 @@ TEST_CASE("logmux::OutputMux flushes a fragment when the worker goes quiet", "[l
 
   write_text(pipe.write_end.get(), "line\nabc");
   io.run_for(std::chrono::milliseconds(300));
-  CHECK(read_file(screen.out_path) == "[p] line\n[p] abc\n");
+  CHECK(screen.out_text() == "[p] line\n[p] abc\n");
   CHECK(mux.open_streams() == 1);
 
   write_text(pipe.write_end.get(), "def\n");
@@ -178,7 +193,7 @@ TEST_CASE("logmux::OutputMux flushes a fragment when the worker goes quiet", "[l
   io.restart();
   io.run();
   CHECK(closed == 1);
-  CHECK(read_file(screen.out_path) == "[p] line\n[p] abc\n[p] def\n");
+  CHECK(screen.out_text() == "[p] line\n[p] abc\n[p] def\n");
   CHECK(read_file(dir / "p.log") == "line\nabcdef\n");
   CHECK(tail.lines() == Lines{"line", "abc", "def"});
 }
@@ -193,12 +208,12 @@ TEST_CASE("logmux::OutputMux with a negative quiet time keeps a fragment until E
 
   write_text(pipe.write_end.get(), "abc");
   io.run_for(std::chrono::milliseconds(100));
-  CHECK(read_file(screen.out_path).empty());
+  CHECK(screen.out_text().empty());
   write_text(pipe.write_end.get(), "def");
   pipe.write_end.reset();
   io.restart();
   io.run();
-  CHECK(read_file(screen.out_path) == "[p] abcdef\n");
+  CHECK(screen.out_text() == "[p] abcdef\n");
 }
 
 TEST_CASE("logmux::OutputMux keeps lines whole and in order under volume", "[logmux]") {
@@ -245,7 +260,7 @@ TEST_CASE("logmux::OutputMux keeps lines whole and in order under volume", "[log
 
   CHECK(closed == k_streams);
   std::vector<int> next(k_streams, 0);
-  std::istringstream console(read_file(screen.out_path));
+  std::istringstream console(screen.out_text());
   std::string line;
   int bad = 0;
   while (std::getline(console, line)) {
@@ -294,7 +309,7 @@ TEST_CASE("logmux::OutputMux close_all drains, flushes and calls back at once", 
   CHECK(closed_a == 1);
   CHECK(closed_b == 1);
   CHECK(mux.open_streams() == 0);
-  CHECK(read_file(screen.out_path) == "[a] one\n[a] two\n[a] partial\n[b] bee\n");
+  CHECK(screen.out_text() == "[a] one\n[a] two\n[a] partial\n[b] bee\n");
 
   // The writers of a pipe nobody reads any more get EPIPE, and the loop
   // has nothing left to call.
@@ -329,7 +344,7 @@ TEST_CASE("logmux::OutputMux destroyed with open streams calls nothing back", "[
   io.restart();
   io.run();
   CHECK(closed == 0);
-  CHECK(read_file(screen.out_path).find("frag") == std::string::npos);
+  CHECK(screen.out_text().find("frag") == std::string::npos);
 }
 
 TEST_CASE("logmux::OutputMux reports a log file it cannot open", "[logmux]") {
@@ -345,4 +360,172 @@ TEST_CASE("logmux::OutputMux reports a log file it cannot open", "[logmux]") {
   REQUIRE_FALSE(added);
   CHECK(added.error().code() == ErrorCode::io);
   CHECK(mux.open_streams() == 0);
+}
+
+TEST_CASE("logmux::OutputMux stops reading while the console is congested", "[logmux]") {
+  // The console's reader stops: its pipe holds one page and nobody reads it.
+  Pipe screen = test_pipe();
+  REQUIRE(::fcntl(screen.write_end.get(), F_SETPIPE_SZ, 4096) >= 0);
+  Pipe screen_err = test_pipe();
+  boost::asio::io_context io;
+  auto console = std::make_unique<Console>(screen.write_end.get(), screen_err.write_end.get(),
+                                           gangrun::logmux::ConsoleLimits{32 * 1024, 8 * 1024});
+  OutputMux mux(io, *console);
+  Pipe worker = test_pipe();
+  bool closed = false;
+  REQUIRE(
+      mux.add_stream(std::move(worker.read_end), route("[w] "), nullptr, [&] { closed = true; }));
+
+  std::string raw;
+  for (int i = 0; i < 40000; ++i) raw += "line " + std::to_string(i) + " of a flooding worker\n";
+  std::atomic<std::size_t> written{0};
+  std::thread flood([&] {
+    std::string_view text = raw;
+    while (!text.empty()) {
+      std::size_t size = std::min<std::size_t>(text.size(), 4096);
+      write_text(worker.write_end.get(), text.substr(0, size));
+      text.remove_prefix(size);
+      written += size;
+    }
+    worker.write_end.reset();
+  });
+
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!console->congested() && std::chrono::steady_clock::now() < deadline) {
+    io.run_one_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(console->congested());
+
+  // The loop stays free for everything else (a blocking console write would
+  // never return here).
+  boost::asio::steady_timer timer(io);
+  bool fired = false;
+  timer.expires_after(std::chrono::milliseconds(1));
+  timer.async_wait([&](const boost::system::error_code& error) { fired = !error; });
+  while (!fired && std::chrono::steady_clock::now() < deadline) {
+    io.run_one_for(std::chrono::milliseconds(100));
+  }
+  CHECK(fired);
+  // Back-pressure: the worker is held up in write(2). What gangrun holds is
+  // bounded by the pipes and the queue (each well under 1 MiB), far less
+  // than the flood.
+  CHECK(written.load() < raw.size() / 2);
+  CHECK_FALSE(closed);
+
+  // The reader returns: the stream resumes and everything arrives, in order.
+  std::string received;
+  std::thread reader([&] {
+    char buffer[65536];
+    while (true) {
+      ssize_t got = ::read(screen.read_end.get(), buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return;
+      received.append(buffer, static_cast<std::size_t>(got));
+    }
+  });
+  while (!closed && std::chrono::steady_clock::now() < deadline) {
+    io.run_one_for(std::chrono::milliseconds(100));
+  }
+  flood.join();
+  CHECK(closed);
+  console->drain();
+  screen.write_end.reset();
+  reader.join();
+
+  std::string expected;
+  std::istringstream lines(raw);
+  for (std::string line; std::getline(lines, line);) expected += "[w] " + line + "\n";
+  CHECK(received.size() == expected.size());
+  CHECK(received == expected);
+}
+
+TEST_CASE("logmux::OutputMux marks the cut pieces of an overlong line", "[logmux]") {
+  TempDir dir;
+  ConsoleFiles screen(dir);
+  boost::asio::io_context io;
+  OutputMux mux(io, screen.console);
+  Pipe pipe = test_pipe();
+  StreamRoute r = route("[p] ");
+  r.file_path = dir / "p.log";
+  REQUIRE(mux.add_stream(std::move(pipe.read_end), r, nullptr, {}));
+
+  constexpr std::size_t k_limit = 64 * 1024;
+  std::string line;
+  for (std::size_t i = 0; line.size() < 2 * k_limit + 1000; ++i) line += std::to_string(i % 10);
+  const std::string raw = line + "\nshort\n" + std::string(k_limit, 'y') + "\n";
+  std::thread writer([&] {
+    write_text(pipe.write_end.get(), raw);
+    pipe.write_end.reset();
+  });
+  io.run();
+  writer.join();
+
+  std::vector<std::string> shown;
+  std::istringstream console(screen.out_text());
+  for (std::string text; std::getline(console, text);) shown.push_back(text);
+  REQUIRE(shown.size() == 5);
+  const std::string marker(k_cut_marker);
+  CHECK(shown[0] == "[p] " + line.substr(0, k_limit) + marker);
+  CHECK(shown[1] == "[p] " + line.substr(k_limit, k_limit) + marker);
+  CHECK(shown[2] == "[p] " + line.substr(2 * k_limit));
+  CHECK(shown[3] == "[p] short");
+  CHECK(shown[4] == "[p] " + std::string(k_limit, 'y'));  // at the limit: not cut
+
+  // The documented way back: strip the marker and the next prefix.
+  std::string rejoined;
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::string_view piece = std::string_view(shown[i]).substr(4);
+    if (piece.ends_with(marker)) piece.remove_suffix(marker.size());
+    rejoined += piece;
+  }
+  CHECK(rejoined == line);
+  CHECK(read_file(dir / "p.log") == raw);  // the log file is never cut
+}
+
+TEST_CASE("logmux::OutputMux reports a log file that lost bytes, once", "[logmux]") {
+  // /dev/full fails every write with ENOSPC, as a full disk does.
+  REQUIRE(::access("/dev/full", W_OK) == 0);
+  std::ostringstream warnings;
+  auto previous = spdlog::default_logger();
+  auto capture = std::make_shared<spdlog::logger>(
+      "capture", std::make_shared<spdlog::sinks::ostream_sink_st>(warnings));
+  spdlog::set_default_logger(capture);
+
+  TempDir dir;
+  ConsoleFiles screen(dir);
+  boost::asio::io_context io;
+  OutputMux mux(io, screen.console);
+  Pipe full = test_pipe();
+  Pipe fine = test_pipe();
+  StreamRoute to_full = route("[f] ");
+  to_full.file_path = "/dev/full";
+  StreamRoute to_disk = route("[g] ");
+  to_disk.file_path = dir / "g.log";
+  int closed = 0;
+  REQUIRE(mux.add_stream(std::move(full.read_end), to_full, nullptr, [&] { ++closed; }));
+  REQUIRE(mux.add_stream(std::move(fine.read_end), to_disk, nullptr, [&] { ++closed; }));
+  CHECK(mux.incomplete_logs().empty());
+
+  write_text(full.write_end.get(), "first\n");
+  io.poll();
+  while (mux.incomplete_logs().empty()) REQUIRE(io.run_one_for(std::chrono::seconds(10)) == 1);
+  CHECK(mux.incomplete_logs() == std::vector<std::string>{"/dev/full"});  // still open
+  write_text(full.write_end.get(), "second\n");
+  write_text(fine.write_end.get(), "kept\n");
+  full.write_end.reset();
+  fine.write_end.reset();
+  io.run();
+  spdlog::set_default_logger(previous);
+
+  CHECK(closed == 2);
+  CHECK(mux.incomplete_logs() == std::vector<std::string>{"/dev/full"});  // and after EOF
+  const std::string shown = screen.out_text();  // the console got everything
+  CHECK(shown.size() == std::string("[f] first\n[f] second\n[g] kept\n").size());
+  CHECK(shown.find("[f] first\n[f] second\n") != std::string::npos);
+  CHECK(shown.find("[g] kept\n") != std::string::npos);
+  CHECK(read_file(dir / "g.log") == "kept\n");
+  const std::string said = warnings.str();
+  CHECK(said.find("/dev/full") != std::string::npos);
+  CHECK(said.find("No space left on device") != std::string::npos);
+  CHECK(said.find("/dev/full", said.find("/dev/full") + 1) == std::string::npos);  // once
 }
