@@ -201,8 +201,7 @@ struct Gang::Impl {
     slot.report = std::make_unique<asio::posix::stream_descriptor>(io, child->report.release());
     slot.alive = true;
     slot.started = Clock::now();
-    outcome.workers[index].pid = child->pid;
-    ++alive_count;
+    ++alive_count;  // its pid comes with the shim's first record
     wait_for_report(index);
     wait_for_shim_exit(index);
 
@@ -237,15 +236,38 @@ struct Gang::Impl {
 
   void on_report(std::size_t index) {
     Running& slot = running[index];
-    ssize_t got = ::read(slot.report->native_handle(), &slot.record, sizeof slot.record);
-    if (got < 0 && (errno == EAGAIN || errno == EINTR)) {
-      wait_for_report(index);
-      return;
+    for (;;) {
+      ssize_t got = ::read(slot.report->native_handle(), &slot.record, sizeof slot.record);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && errno == EAGAIN) {
+        wait_for_report(index);
+        return;
+      }
+      if (got != static_cast<ssize_t>(sizeof slot.record)) {
+        slot.report.reset();  // EOF: the shim is gone; on_shim_exit has the rest
+        return;
+      }
+      on_record(index, slot.record);
     }
-    slot.report.reset();  // one record per worker; EOF means the shim died (see on_shim_exit)
-    if (got == static_cast<ssize_t>(sizeof slot.record) && slot.record.kind == ShimRecord::exited) {
-      on_worker_end(index, ExitStatus::from_wait_status(slot.record.value),
-                    static_cast<long>(slot.record.peak_rss_kib));
+  }
+
+  void on_record(std::size_t index, const ShimRecord& record) {
+    WorkerOutcome& worker = outcome.workers[index];
+    switch (record.kind) {
+      case ShimRecord::started:
+        worker.pid = record.value;
+        return;
+      case ShimRecord::exited:
+        on_worker_end(index, ExitStatus::from_wait_status(record.value),
+                      static_cast<long>(record.peak_rss_kib));
+        return;
+      default: {  // exec_failed, fork_failed
+        Error error = start_failure(launches[index].spawn, record);
+        worker.spawn_error = error.describe();
+        spdlog::error("rank {} could not be started: {}", worker.rank, *worker.spawn_error);
+        on_worker_end(index, ExitStatus::exited_with(error.exit_code()), 0);
+        return;
+      }
     }
   }
 

@@ -7,6 +7,7 @@
 #define BOOST_PROCESS_USE_STD_FS 1
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
@@ -45,12 +46,14 @@ void set_every_disposition(sighandler_t disposition) {
 // A descriptor the shim keeps must not sit on 0-2, which become /dev/null.
 int above_stdio(int fd) { return fd > STDERR_FILENO ? fd : ::fcntl(fd, F_DUPFD, STDERR_FILENO + 1); }
 
-// Closes every descriptor from 3 up except the three given.
-void close_all_except(int a, int b, int c) {
-  int keep[3] = {a, b, c};
-  std::sort(keep, keep + 3);
+// Closes every descriptor from 3 up except those in keep (negative entries
+// are ignored). keep is sorted in place.
+template <std::size_t N>
+void close_all_except(int (&keep)[N]) {
+  std::sort(keep, keep + N);
   unsigned int from = STDERR_FILENO + 1;
   for (int fd : keep) {
+    if (fd < static_cast<int>(from)) continue;
     auto kept = static_cast<unsigned int>(fd);
     if (kept > from) ::syscall(SYS_close_range, from, kept - 1, 0);
     from = kept + 1;
@@ -65,18 +68,64 @@ void null_stdio() {
   if (null_fd > STDERR_FILENO) ::close(null_fd);
 }
 
-// Runs in the child Boost.Process forks. That child becomes the shim: it
-// forks again, and the new child returns from here to be exec'd as the
-// worker, while the shim never returns (shim.hpp says why it exists).
-struct ShimAndWorkerSetup {
+// What the worker's starting code needs; it runs on the shim's memory
+// (CLONE_VM), so exec_errno is how it tells the shim that execve failed.
+struct WorkerStart {
+  const SpawnSpec* spec;
+  const char* executable;
+  const char* const* argv;
+  const char* const* envp;
+  pid_t shim_pid;
+  int exec_errno;
+};
+
+// The worker between clone and exec: a new session, the death signal
+// against the shim, default dispositions, an empty mask, its stdio, and no
+// other descriptor.
+int start_worker(void* argument) {
+  auto& start = *static_cast<WorkerStart*>(argument);
+  if (::setsid() < 0 || ::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) {
+    start.exec_errno = errno;
+    ::_exit(127);
+  }
+  // The shim may have died before prctl(); then nobody would ever send the
+  // death signal, so die now.
+  if (::getppid() != start.shim_pid) ::_exit(1);
+  // The shim ignores signals and blocks SIGCHLD, and exec keeps ignored
+  // dispositions and the mask: give the worker a clean slate.
+  set_every_disposition(SIG_DFL);
+  sigset_t empty;
+  sigemptyset(&empty);
+  ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  const int sources[3] = {start.spec->stdin_fd, start.spec->stdout_fd, start.spec->stderr_fd};
+  for (int target = 0; target <= STDERR_FILENO; ++target) {
+    if (sources[target] >= 0 && ::dup2(sources[target], target) < 0) {
+      start.exec_errno = errno;
+      ::_exit(127);
+    }
+  }
+  ::syscall(SYS_close_range, STDERR_FILENO + 1, ~0U, 0);
+  ::execve(start.executable, const_cast<char* const*>(start.argv),
+           const_cast<char* const*>(start.envp));
+  start.exec_errno = errno;
+  ::_exit(127);
+}
+
+// Runs in the child Boost.Process forks, which becomes the shim: it starts
+// the worker and never returns (shim.hpp says why it exists). Boost's exec
+// of `executable` never happens: the shim closes Boost's status pipe as soon
+// as it has kept what it needs, so gangrun goes on to the next worker while
+// this one starts, and the shim reports the worker's exec on the report pipe.
+struct ShimSetup {
   const SpawnSpec& spec;
+  const char* const* envp;
   pid_t gangrun_pid;
   int control_fd;  // read end
   int report_fd;   // write end
 
   template <typename Launcher>
-  bp::error_code on_exec_setup(Launcher&, const std::filesystem::path&, const char* const*&) {
-    // ---- the shim ----
+  bp::error_code on_exec_setup(Launcher&, const std::filesystem::path& executable,
+                               const char* const*& argv) {
     if (::setsid() < 0) return last_error();
     // gangrun died before we could start: nobody will ever read a report.
     if (::getppid() != gangrun_pid) ::_exit(1);
@@ -89,55 +138,44 @@ struct ShimAndWorkerSetup {
     ::sigprocmask(SIG_SETMASK, &only_child, nullptr);
     int sigchld_fd = ::signalfd(-1, &only_child, SFD_NONBLOCK | SFD_CLOEXEC);
     if (sigchld_fd < 0) return last_error();
-    pid_t shim_pid = ::getpid();
 
-    pid_t worker = ::fork();
-    if (worker == 0) return setup_worker(shim_pid);
-
+    // Keep what the shim and the worker need, close the rest (Boost's
+    // status pipe among them, which lets gangrun go on; another shim's
+    // control pipe, whose EOF must not be hidden).
+    int control = above_stdio(control_fd);
     int report = above_stdio(report_fd);
-    if (worker < 0) {
-      ShimRecord failed{ShimRecord::fork_failed, errno, 0};
+    sigchld_fd = above_stdio(sigchld_fd);
+    int keep[6] = {control, report, sigchld_fd, spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
+    close_all_except(keep);
+
+    // CLONE_VM | CLONE_VFORK, as posix_spawn does: no copy of the address
+    // space, and the shim waits here until the worker has exec'd (or failed
+    // to), so the stack below is free again when clone returns.
+    WorkerStart start{&spec, executable.c_str(), argv, envp, ::getpid(), 0};
+    alignas(64) char worker_stack[64 * 1024];
+    pid_t worker = ::clone(start_worker, worker_stack + sizeof worker_stack,
+                           CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
+    if (worker < 0 || start.exec_errno != 0) {
+      ShimRecord failed{worker < 0 ? ShimRecord::fork_failed : ShimRecord::exec_failed,
+                        worker < 0 ? errno : start.exec_errno, 0};
+      if (worker > 0) ::waitpid(worker, nullptr, 0);
       (void)!::write(report, &failed, sizeof failed);
       ::_exit(127);
     }
     ShimRecord started{ShimRecord::started, worker, 0};
     (void)!::write(report, &started, sizeof started);
-    int control = above_stdio(control_fd);
-    sigchld_fd = above_stdio(sigchld_fd);
-    // Holding gangrun's stdout would keep a reader of it waiting after
-    // gangrun is gone; holding any other descriptor (another shim's control
-    // pipe, Boost's exec-status pipe) would hide an EOF someone waits for.
+    // Holding gangrun's stdout, or the worker's pipes, would keep their
+    // readers waiting after the worker is gone.
     null_stdio();
-    close_all_except(control, report, sigchld_fd);
+    int only[3] = {control, report, sigchld_fd};
+    close_all_except(only);
     run_shim(worker, control, report, sigchld_fd);
   }
 
-  // ---- the worker: back in Boost, which closes the rest and execs ----
-  bp::error_code setup_worker(pid_t shim_pid) {
-    if (::setsid() < 0) return last_error();
-    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) return last_error();
-    // The shim may have died between fork() and prctl(); then nobody would
-    // ever send the death signal, so die now.
-    if (::getppid() != shim_pid) ::_exit(1);
-    // The shim ignores signals and blocks SIGCHLD, and exec keeps ignored
-    // dispositions and the mask: give the worker a clean slate.
-    set_every_disposition(SIG_DFL);
-    sigset_t empty;
-    sigemptyset(&empty);
-    ::sigprocmask(SIG_SETMASK, &empty, nullptr);
-
-    const int targets[3] = {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO};
-    const int sources[3] = {spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
-    for (int i = 0; i < 3; ++i) {
-      if (sources[i] >= 0 && ::dup2(sources[i], targets[i]) < 0) return last_error();
-    }
-    return {};
-  }
-
-  // Boost has already written errno to its status pipe; its own fallback is
-  // exit(), which would run gangrun's atexit handlers in this forked copy.
-  // (Variadic: Boost 1.81 probes this hook with one argument more than it
-  // passes.)
+  // Only when on_exec_setup failed before the worker existed. Boost's own
+  // fallback is exit(), which would run gangrun's atexit handlers in this
+  // forked copy. (Variadic: Boost 1.81 probes this hook with one argument
+  // more than it passes.)
   template <typename... Args>
   void on_exec_error(Args&&...) {
     ::_exit(127);
@@ -182,14 +220,6 @@ tl::unexpected<Error> cannot_start(const SpawnSpec& spec, const std::string& why
   return fail(ErrorCode::internal, "cannot start " + spec.executable + ": " + why);
 }
 
-bool read_record(int fd, ShimRecord& record) {
-  for (;;) {
-    ssize_t got = ::read(fd, &record, sizeof record);
-    if (got < 0 && errno == EINTR) continue;
-    return got == static_cast<ssize_t>(sizeof record);
-  }
-}
-
 void reap(pid_t pid) {
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
@@ -228,32 +258,18 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   // forwards without the error_code and throws instead.
   auto process = launcher(spawn_context.get_executor(), error,
                           std::filesystem::path(spec.executable), args,
-                          ShimAndWorkerSetup{spec, ::getpid(), control->read_end.get(),
-                                             report->write_end.get()});
+                          ShimSetup{spec, envp.data(), ::getpid(), control->read_end.get(),
+                                    report->write_end.get()});
   // Only the shim keeps these ends; from now on the control pipe's EOF
   // means "gangrun is done with you".
   control->read_end.reset();
   report->write_end.reset();
-  if (error) {
-    int error_number = error.value();
-    ErrorCode code = classify_exec_error(error_number);
-    if (code == ErrorCode::internal) return cannot_start(spec, errno_text(error_number));
-    return fail(code, explain_exec_error(spec.executable, error_number));
-  }
+  if (error) return cannot_start(spec, errno_text(error.value()));
   pid_t shim = process.id();
   // gangrun owns the shim from here: Boost must neither wait for nor
   // terminate it.
   process.detach();
 
-  ShimRecord first;
-  if (!read_record(report->read_end.get(), first) || first.kind != ShimRecord::started) {
-    control->write_end.reset();
-    reap(shim);
-    if (first.kind == ShimRecord::fork_failed) {
-      return cannot_start(spec, "fork failed: " + errno_text(first.value));
-    }
-    return cannot_start(spec, "its shim ended before starting it");
-  }
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, shim, 0));
   if (pidfd < 0) {
     int saved = errno;
@@ -261,8 +277,7 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
     reap(shim);
     return cannot_start(spec, "pidfd_open failed: " + errno_text(saved));
   }
-  Child child{first.value, shim, UniqueFd(pidfd), std::move(control->write_end),
-              std::move(report->read_end)};
+  Child child{shim, UniqueFd(pidfd), std::move(control->write_end), std::move(report->read_end)};
   for (int fd : {child.control.get(), child.report.get()}) {
     if (auto made = make_non_blocking(fd); !made) return cannot_start(spec, made.error().message());
   }
@@ -277,6 +292,15 @@ Expected<Child> spawn(const SpawnSpec& spec) {
   } catch (const std::exception& error) {
     return cannot_start(spec, error.what());
   }
+}
+
+Error start_failure(const SpawnSpec& spec, const ShimRecord& record) {
+  if (record.kind == ShimRecord::exec_failed) {
+    ErrorCode code = classify_exec_error(record.value);
+    if (code != ErrorCode::internal) return {code, explain_exec_error(spec.executable, record.value)};
+    return {code, "cannot start " + spec.executable + ": " + errno_text(record.value)};
+  }
+  return {ErrorCode::internal, "cannot start " + spec.executable + ": fork failed: " + errno_text(record.value)};
 }
 
 Expected<void> become_subreaper() {

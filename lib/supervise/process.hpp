@@ -3,6 +3,7 @@
 // The only user of Boost.Process.
 #pragma once
 
+#include "supervise/shim.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
@@ -24,30 +25,36 @@ struct SpawnSpec {
   int stderr_fd = -1;
 };
 
-// A worker started under its shim (supervise/shim.hpp).
+// A worker being started under its shim (supervise/shim.hpp).
 struct Child {
-  pid_t pid = -1;       // the worker; its parent is the shim, which reaps it
   pid_t shim_pid = -1;  // gangrun's own child
   UniqueFd shim_pidfd;  // readable once the shim has exited; not yet reaped
   UniqueFd control;     // non-blocking write end: signal numbers; closing it ends the subtree
-  UniqueFd report;      // non-blocking read end: one ShimRecord (exited) when the worker ends
+  // Non-blocking read end of ShimRecords: started (the worker's pid) or
+  // exec_failed/fork_failed, then exited. EOF without `exited`: the shim died.
+  UniqueFd report;
 };
 
-// Starts spec under a shim. The shim leads a session of its own, is a
-// subreaper, ignores every signal, and forks the worker, which leads
+// Starts spec under a shim and returns without waiting for the worker's
+// exec: the shim's first record tells how that went (start_failure() turns
+// a failure into the error to report). The shim leads a session of its own,
+// is a subreaper, ignores every signal, and starts the worker, which leads
 // another new session (so terminal signals reach only gangrun, and a signal
 // to the worker's group reaches its tree), gets PR_SET_PDEATHSIG SIGKILL
-// against the shim, default signal dispositions and an empty signal mask.
-// Every other descriptor is closed in both.
+// against the shim, default signal dispositions, an empty signal mask and
+// no descriptor but its stdio.
 //
-// spawn() returns once the worker's exec succeeded. Errors name the program
-// and the system error: the exec failure (ENOENT -> not_found,
-// EACCES/ENOEXEC -> not_executable), or a failed pipe, fork or pidfd_open
-// (internal: out of descriptors or processes). Nothing is left running after
-// an error: a shim whose worker did not start sees its control pipe close,
-// exits, and is reaped by whoever reaps gangrun's stray children. The caller
-// reaps the shim (wait4) after closing `control`. Never throws.
+// Errors (internal: out of descriptors, processes or memory) name the
+// program and the system error. Nothing is left running after an error; a
+// shim whose worker did not start exits when its control pipe closes and is
+// reaped by whoever reaps gangrun's stray children. The caller reaps the
+// shim (wait4) after closing `control`. Never throws.
 Expected<Child> spawn(const SpawnSpec& spec);
+
+// The error for a shim's exec_failed or fork_failed record: the exec
+// failure names the program (and a missing #! interpreter), ENOENT is
+// not_found, EACCES/ENOEXEC not_executable, anything else internal.
+Error start_failure(const SpawnSpec& spec, const ShimRecord& record);
 
 // Marks this process as a child subreaper, so orphaned descendants of the
 // workers are re-parented to gangrun and can be found and killed.

@@ -36,9 +36,10 @@ namespace gangrun::supervise {
 // smaller than PIPE_BUF, so each write arrives whole.
 struct ShimRecord {
   enum Kind : std::int32_t {
-    started = 1,      // value: the worker's pid; always the first record
-    fork_failed = 2,  // value: errno of the shim's fork(); the shim then exits
-    exited = 3,       // value: the worker's wait status; peak_rss_kib from wait4
+    started = 1,      // value: the worker's pid; the first record after a successful exec
+    fork_failed = 2,  // value: errno of the shim's clone(); the shim then exits
+    exec_failed = 3,  // value: errno of the worker's execve(); the shim then exits
+    exited = 4,       // value: the worker's wait status; peak_rss_kib from wait4
   };
   std::int32_t kind = 0;
   std::int32_t value = 0;
