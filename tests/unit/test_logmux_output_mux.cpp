@@ -529,3 +529,62 @@ TEST_CASE("logmux::OutputMux reports a log file that lost bytes, once", "[logmux
   CHECK(said.find("No space left on device") != std::string::npos);
   CHECK(said.find("/dev/full", said.find("/dev/full") + 1) == std::string::npos);  // once
 }
+
+TEST_CASE("logmux::OutputMux close_all takes a paused stream's pipe and loses nothing",
+          "[logmux]") {
+  // The gang's drain timer ran out while the console's reader was still
+  // stalled: close_all() must not wait for the reader, and the console must
+  // still write all of it later.
+  Pipe screen = test_pipe();
+  REQUIRE(::fcntl(screen.write_end.get(), F_SETPIPE_SZ, 4096) >= 0);
+  Pipe screen_err = test_pipe();
+  boost::asio::io_context io;
+  Console console(screen.write_end.get(), screen_err.write_end.get(),
+                  gangrun::logmux::ConsoleLimits{8 * 1024, 2 * 1024});
+  OutputMux mux(io, console);
+  Pipe worker = test_pipe();
+  int closed = 0;
+  REQUIRE(mux.add_stream(std::move(worker.read_end), route("[w] "), nullptr, [&] { ++closed; }));
+
+  // Each half is less than the worker pipe holds, so this thread never
+  // blocks: the first congests the console, the second stays in the pipe of
+  // the paused stream, behind which the worker has exited.
+  std::string raw;
+  for (int i = 0; raw.size() < 40 * 1024; ++i) raw += "line " + std::to_string(i) + "\n";
+  const std::size_t half = raw.find('\n', raw.size() / 2) + 1;
+  write_text(worker.write_end.get(), std::string_view(raw).substr(0, half));
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!console.congested() && std::chrono::steady_clock::now() < deadline) {
+    io.run_one_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(console.congested());
+  write_text(worker.write_end.get(), std::string_view(raw).substr(half));
+  worker.write_end.reset();
+  io.poll();  // nothing to run: the stream is paused, not waiting on its pipe
+  CHECK(mux.open_streams() == 1);
+
+  mux.close_all();
+  CHECK(closed == 1);
+  CHECK(mux.open_streams() == 0);
+
+  std::string received;
+  std::thread reader([&] {
+    char buffer[4096];
+    while (true) {
+      ssize_t got = ::read(screen.read_end.get(), buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return;
+      received.append(buffer, static_cast<std::size_t>(got));
+    }
+  });
+  console.drain();
+  screen.write_end.reset();
+  reader.join();
+  std::string expected;
+  std::istringstream lines(raw);
+  for (std::string line; std::getline(lines, line);) expected += "[w] " + line + "\n";
+  CHECK(received == expected);
+  io.restart();
+  io.poll();  // the resume the console posted finds the stream closed
+  CHECK(closed == 1);
+}
