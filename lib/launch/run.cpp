@@ -72,6 +72,7 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
   record.root_cause = outcome.root_cause;
   record.stopped_by_signal = outcome.stopped_by_signal;
   record.teardown_latency_ms = outcome.teardown_latency_ms;
+  record.incomplete_logs = outcome.incomplete_logs;
   for (std::size_t i = 0; i < outcome.workers.size(); ++i) {
     const supervise::WorkerOutcome& worker = outcome.workers[i];
     report::WorkerRecord entry;

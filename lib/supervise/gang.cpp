@@ -106,7 +106,7 @@ struct Gang::Impl {
       if (io.run_one() == 0) break;  // nothing left to wait for: cannot happen while armed
     }
     for (std::size_t i = 0; i < tails.size(); ++i) outcome.workers[i].last_lines = tails[i].lines();
-    // INCOMPLETE_LOGS_HOOK
+    outcome.incomplete_logs = mux->incomplete_logs();
     mux.reset();
     launches.clear();
     return std::move(outcome);

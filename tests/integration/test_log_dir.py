@@ -18,8 +18,18 @@ def worker_lines(rank, count):
 
 
 class LogDir(GangrunTestCase):
+    def run_dirs(self, log_dir, prefix):
+        """The run directories gangrun made in LOG_DIR for a run id that PREFIX starts."""
+        return sorted(os.path.join(log_dir, name) for name in os.listdir(log_dir) if name.startswith(prefix))
+
+    def run_dir(self, log_dir, run_id):
+        """The one directory <run_id>_<unique> that a run made in LOG_DIR."""
+        found = self.run_dirs(log_dir, run_id + "_")
+        self.assertEqual(len(found), 1, f"expected one run directory for {run_id!r}; have: {self.tree()}")
+        return found[0]
+
     def log(self, log_dir, run_id, attempt, local_rank, stream):
-        return os.path.join(log_dir, run_id, f"attempt_{attempt}", str(local_rank), f"{stream}.log")
+        return os.path.join(self.run_dir(log_dir, run_id), f"attempt_{attempt}", str(local_rank), f"{stream}.log")
 
     def read_lines(self, path):
         self.assertTrue(os.path.isfile(path), f"missing log file {path}; have: {self.tree()}")
@@ -91,7 +101,7 @@ class LogDir(GangrunTestCase):
         self.assertExit(result, 0)
         for rank in (0, 1):
             env = self.read_json(self.path(f"env.{rank}.json"))["env"]
-            expected = os.path.join(log_dir, "r1", "attempt_0", str(rank), "error.json")
+            expected = os.path.join(self.run_dir(log_dir, "r1"), "attempt_0", str(rank), "error.json")
             self.assertEqual(os.path.normpath(env.get("TORCHELASTIC_ERROR_FILE", "")), expected)
 
     def test_every_attempt_gets_its_own_directory(self):
@@ -107,6 +117,43 @@ class LogDir(GangrunTestCase):
             for rank in (0, 1):
                 self.assertEqual(self.read_lines(self.log(log_dir, "none", attempt, rank, "stdout")),
                                  worker_lines(rank, 2), f"attempt {attempt} rank {rank}")
+
+
+    def test_a_second_run_keeps_the_first_runs_logs(self):
+        log_dir = self.path("logs")
+        for word in ("first", "second"):
+            result = self.gangrun(["--nproc_per_node", 2, "--log_dir", log_dir, "--rdzv_id", "same", "-r", "3",
+                                   *self.fake("--echo", word)])
+            self.assertExit(result, 0)
+            self.assertIn(f"logs of this run: {log_dir}/same_", result.stderr)
+        runs = self.run_dirs(log_dir, "same_")
+        self.assertEqual(len(runs), 2, self.tree())
+        words = set()
+        for run in runs:
+            for rank in (0, 1):
+                with open(os.path.join(run, "attempt_0", str(rank), "stdout.log")) as f:
+                    words.add(f.read().strip())
+        self.assertEqual(words, {"first", "second"})
+
+    def test_run_ids_never_reach_outside_the_log_dir(self):
+        log_dir = self.path("logs")
+        victim = self.path("victim", "attempt_0", "0")
+        os.makedirs(victim)
+        with open(os.path.join(victim, "keep.txt"), "w") as f:
+            f.write("precious")
+        for run_id in ("../victim", "a/b", "..", "/etc", "."):
+            with self.subTest(run_id=run_id):
+                result = self.gangrun(["--nproc_per_node", 2, "--log_dir", log_dir, "--rdzv_id", run_id, "-r", "3",
+                                       *self.fake("--print-env", self.path("env.{rank}.json"))])
+                self.assertExit(result, 0)
+                env = self.read_json(self.path("env.0.json"))["env"]
+                self.assertEqual(env["TORCHELASTIC_RUN_ID"], run_id)
+                error_file = os.path.realpath(env["TORCHELASTIC_ERROR_FILE"])
+                self.assertTrue(error_file.startswith(os.path.realpath(log_dir) + os.sep), error_file)
+        with open(os.path.join(victim, "keep.txt")) as f:
+            self.assertEqual(f.read(), "precious")
+        outside = [f for f in self.tree() if not f.startswith(("logs/", "victim/", "env.", "gangrun."))]
+        self.assertEqual(outside, [], "files written outside --log_dir")
 
 
 class LocalRanksFilter(GangrunTestCase):
