@@ -9,9 +9,12 @@
 // same back-pressure a slow terminal applies. Nothing is dropped and the
 // order of lines is the order of flush() calls.
 //
-// Threads: every member except the destructor is for the event-loop thread
-// (the thread that created the console). The writer thread only writes,
-// counts and posts; it never spawns or signals anything.
+// Threads: every member, the destructor included, is for the event-loop
+// thread (the thread that created the console). The writer thread blocks all
+// signals, so they keep reaching the loop, and only writes, counts and
+// posts: it never spawns or signals anything. gangrun is multi-threaded
+// from here on, so a child forked without exec may run only
+// async-signal-safe code (the writer may hold the queue's lock).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
