@@ -103,6 +103,10 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
     entry.spawn_error = worker.spawn_error;
     record.workers.push_back(std::move(entry));
   }
+  // A failed attempt lists them in its failure summary; any other says so here.
+  if (!record.root_cause) {
+    if (auto note = report::incomplete_logs_note(record)) spdlog::warn("{}", *note);
+  }
   return record;
 }
 
