@@ -37,6 +37,11 @@ TEST_PYTHON = os.environ.get("GANGRUN_TEST_PYTHON", "/usr/bin/python3")
 
 SKIP = 77
 
+# How long a test waits for an event that should come (a file, a line, a pid's end)
+# before it fails. Only a hang should ever reach it: a loaded machine or a sanitizer
+# build makes everything several times slower, and no test passes or fails on speed.
+EVENT_TIMEOUT = 60
+
 # No core files from workers that die by signal on purpose.
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -50,19 +55,30 @@ def require_binaries():
 
 
 def require_torch():
-    """Exit 77 when GANGRUN_TEST_PYTHON cannot import torch."""
+    """Skips the calling test (unittest.SkipTest, with the reason) when GANGRUN_TEST_PYTHON
+    cannot import torch, or when GANGRUN_TEST_NO_TORCH is set (the sanitizer runs, which
+    check gangrun, not PyTorch). main() turns a script whose every test skipped into 77."""
+    if os.environ.get("GANGRUN_TEST_NO_TORCH"):
+        raise unittest.SkipTest("GANGRUN_TEST_NO_TORCH is set: tests with PyTorch are not run here")
     try:
-        subprocess.run([TEST_PYTHON, "-c", "import torch.distributed"], check=True, timeout=60,
+        subprocess.run([TEST_PYTHON, "-c", "import torch.distributed"], check=True, timeout=120,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError) as error:
-        print(f"SKIP: {TEST_PYTHON} cannot import torch.distributed ({error})", file=sys.stderr)
-        sys.exit(SKIP)
+        raise unittest.SkipTest(f"{TEST_PYTHON} cannot import torch.distributed ({error})")
 
 
 def main():
-    """unittest main that exits non-zero on failure (and 77 when binaries are missing)."""
+    """unittest main: exits 1 on any failure, 77 (ctest's skip) when every test skipped or
+    the binaries are missing, else 0. Skipped tests and their reasons are in the output."""
     require_binaries()
-    unittest.main(verbosity=2)
+    program = unittest.main(verbosity=2, exit=False)
+    result = program.result
+    if not result.wasSuccessful():
+        sys.exit(1)
+    if result.testsRun > 0 and len(result.skipped) == result.testsRun:
+        print(f"SKIP: all {result.testsRun} tests skipped", file=sys.stderr)
+        sys.exit(SKIP)
+    sys.exit(0)
 
 
 # ============================================================================
@@ -277,7 +293,7 @@ class GangrunTestCase(unittest.TestCase):
                 except subprocess.TimeoutExpired:
                     pass
         mine = [p for p in self.recorded_pids() if self.tmp in proc_cmdline(p)]
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + (0 if self.allow_leftovers else EVENT_TIMEOUT)
         while any(not is_dead(p) for p in mine) and time.monotonic() < deadline:
             time.sleep(0.05)
         for pid in mine:
@@ -323,19 +339,19 @@ class GangrunTestCase(unittest.TestCase):
                     pids[int(m.group(1))] = int(f.read())
         return pids
 
-    def wait_pid_files(self, count, stem="worker", timeout=20):
+    def wait_pid_files(self, count, stem="worker", timeout=EVENT_TIMEOUT):
         def enough():
             pids = self.pid_files(stem)
             return pids if len(pids) >= count else None
         return wait_for(enough, timeout, f"{count} {stem} pid files in {self.pid_dir}")
 
-    def wait_ready(self, count, timeout=20):
+    def wait_ready(self, count, timeout=EVENT_TIMEOUT):
         def ready():
             names = [n for n in os.listdir(self.tmp) if n.startswith("ready.")]
             return len(names) >= count
         wait_for(ready, timeout, f"{count} workers to be ready")
 
-    def assert_dead(self, pids, timeout=5.0, what="processes"):
+    def assert_dead(self, pids, timeout=EVENT_TIMEOUT, what="processes"):
         pids = list(pids)
         deadline = time.monotonic() + timeout
         while True:
@@ -351,7 +367,7 @@ class GangrunTestCase(unittest.TestCase):
 
     # ---- running gangrun
 
-    def gangrun(self, args, timeout=60, env=None, binary_output=False, cwd=None):
+    def gangrun(self, args, timeout=2 * EVENT_TIMEOUT, env=None, binary_output=False, cwd=None):
         """Runs gangrun to completion; fails the test (killing it) after TIMEOUT seconds."""
         argv = [GANGRUN, *[str(a) for a in args]]
         start = time.monotonic()
@@ -384,7 +400,7 @@ class GangrunTestCase(unittest.TestCase):
         self._started.append(proc)
         return proc
 
-    def finish(self, proc, timeout=30):
+    def finish(self, proc, timeout=2 * EVENT_TIMEOUT):
         """Waits for a started gangrun; fails (killing it) after TIMEOUT seconds."""
         try:
             proc.wait(timeout=timeout)

@@ -10,8 +10,10 @@ How each shell is driven:
 - fish: `fish --no-config -c 'source SCRIPT; complete -C LINE'`;
 - zsh: an interactive zsh (compinit, the script on $fpath) in a tmux session on a server
   of our own (`tmux -L <unique>`, its socket in the temporary directory, killed at the
-  end), one session per line; the line is typed, Tab runs
-  complete-word and then touches a file, and the pane is read once it is still.
+  end), one session per line; the line is typed, Tab runs complete-word, draws the
+  listing, sets the pane title and touches a file, and the pane is read once tmux shows
+  that title. When tmux loses its server (its own start-up and shutdown races on a busy
+  machine), the case is redone on a new server, a few times at most.
 
 zsh, fish and tmux come from scripts/install-deps; without them these tests fail.
 """
@@ -32,7 +34,7 @@ from harness import GANGRUN, REPO
 COMPLETIONS_DIR = os.path.join(REPO, "completions")
 SCRIPT_FILES = {"bash": "gangrun.bash", "zsh": "_gangrun", "fish": "gangrun.fish"}
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"
-TIMEOUT = 20  # seconds, for any one shell or tmux command
+TIMEOUT = 120  # seconds, for any one shell or tmux command: only a hang reaches it
 ZSH_PROMPT = "ZSHTEST> "
 
 # (line typed before Tab, offered: all of these, never: none of these). Candidates are
@@ -212,11 +214,20 @@ class Fish(CompletionScripts):
         return [c.split("\t")[0] for c in result.stdout.split("\n") if c]
 
 
+class TmuxServerGone(Exception):
+    """tmux answered that its server went away: tmux's own start-up and shutdown races
+    (seen as "server exited unexpectedly" on busy machines), not a completion failure."""
+
+
+# What a tmux client prints when the server it talked to is not (or no longer) there.
+TMUX_SERVER_GONE = ("server exited unexpectedly", "lost server", "no server running", "error connecting to")
+TMUX_ATTEMPTS = 3  # a case whose tmux server went away is redone on a new server, this often at most
+
+
 class Zsh(CompletionScripts):
     def test_zsh(self):
         require_tool(self, "zsh")
         require_tool(self, "tmux")
-        self.socket = f"gangrun-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.zdotdir = os.path.join(self.tmp, "zdotdir")
         os.makedirs(self.zdotdir, exist_ok=True)
         with open(os.path.join(self.zdotdir, ".zshenv"), "w") as f:
@@ -229,35 +240,68 @@ autoload -Uz compinit && compinit -u -D
 unsetopt list_ambiguous  # list the matches on the first Tab
 zstyle ':completion:*' list-prompt ''
 LISTMAX=0
-# Tab completes, then says it is done.
+# Tab completes and draws the line and the listing now (zle -R writes and flushes
+# both before it returns); then it sets the pane title, which tmux can only see
+# after it has read everything written before, and touches a file.
 _gangrun_test_complete() {{
   zle complete-word
+  zle -R
+  print -n "\\e]2;$ZSHTEST_TITLE\\a"
   print -n >$ZSHTEST_DONE
 }}
 zle -N _gangrun_test_complete
 bindkey '^I' _gangrun_test_complete
 cd {shlex.quote(self.work)}
 """)
+        # The server outlives its sessions (exit-empty off): a case that kills the last
+        # session must not race the next case's new-session against a server that exits.
+        self.tmux_conf = os.path.join(self.tmp, "tmux.conf")
+        with open(self.tmux_conf, "w") as f:
+            f.write("set -s exit-empty off\n")
+        self.socket = None
         try:
+            self.start_tmux_server()
             self.check_cases("zsh", self.complete)
         finally:
-            # Our own server only; a missing one (nothing started) is fine.
-            subprocess.run(["tmux", "-L", self.socket, "kill-server"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL, timeout=TIMEOUT, env=self.tmux_env())
+            self.stop_tmux_server()
 
     def tmux_env(self):
         # The socket lives in the temporary directory, so nothing is left in /tmp/tmux-UID.
         return {**os.environ, "TMUX_TMPDIR": self.tmp}
 
     def tmux(self, *args):
-        result = run(["tmux", "-L", self.socket, "-f", "/dev/null", *args], env=self.tmux_env())
+        result = run(["tmux", "-L", self.socket, "-f", self.tmux_conf, *args], env=self.tmux_env())
+        if result.returncode != 0 and any(s in result.stderr for s in TMUX_SERVER_GONE):
+            raise TmuxServerGone(f"tmux {' '.join(args[:1])}: {result.stderr.strip()}")
         self.assertEqual(result.returncode, 0, f"tmux {' '.join(args)}: {result.stderr}")
         return result.stdout
+
+    def start_tmux_server(self):
+        """A server of our own on a new socket; tmux's start-up races are retried."""
+        problems = []
+        for _ in range(TMUX_ATTEMPTS):
+            self.stop_tmux_server()
+            self.socket = f"gangrun-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            try:
+                self.tmux("start-server")
+                self.tmux("list-sessions")  # answers only once the server runs
+                return
+            except TmuxServerGone as gone:
+                problems.append(str(gone))
+        self.fail(f"tmux: no server after {TMUX_ATTEMPTS} attempts: {problems}")
+
+    def stop_tmux_server(self):
+        # Our own server only; a missing one (nothing started) is fine.
+        if self.socket:
+            subprocess.run(["tmux", "-L", self.socket, "kill-server"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=TIMEOUT, env=self.tmux_env())
+            self.socket = None
 
     def pane(self, session):
         return self.tmux("capture-pane", "-p", "-t", session)
 
-    def wait_for(self, predicate, what, timeout=10):
+    def wait_for(self, predicate, what, timeout=60):
+        # Polls for an event; the timeout only ends a hung shell.
         deadline = time.monotonic() + timeout
         while not predicate():
             if time.monotonic() > deadline:
@@ -265,22 +309,33 @@ cd {shlex.quote(self.work)}
             time.sleep(0.02)
 
     def complete(self, line):
+        problems = []
+        for _ in range(TMUX_ATTEMPTS):
+            try:
+                return self.complete_once(line)
+            except TmuxServerGone as gone:
+                problems.append(str(gone))
+                self.start_tmux_server()
+        self.fail(f"zsh: tmux lost its server {TMUX_ATTEMPTS} times completing {line!r}: {problems}")
+
+    def complete_once(self, line):
         session = f"case{uuid.uuid4().hex[:8]}"
         done = os.path.join(self.tmp, f"{session}.done")
+        title = f"completed-{session}"
         self.tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", "--",
                   "env", "-i", *[f"{k}={v}" for k, v in self.shell_env(
-                      ZDOTDIR=self.zdotdir, TERM="screen", ZSHTEST_DONE=done).items()],
+                      ZDOTDIR=self.zdotdir, TERM="screen", ZSHTEST_DONE=done, ZSHTEST_TITLE=title).items()],
                   "zsh", "-i")
         try:
             self.wait_for(lambda: ZSH_PROMPT.strip() in self.pane(session), "the prompt")
             self.tmux("send-keys", "-t", session, "-l", line)
             self.tmux("send-keys", "-t", session, "Tab")
             self.wait_for(lambda: os.path.exists(done), f"completion of {line!r}")
-            # The listing reaches the pane a moment after zsh wrote it: wait until it is still.
-            previous, text = None, self.pane(session)
-            while text != previous:
-                time.sleep(0.05)
-                previous, text = text, self.pane(session)
+            # The title is set after the listing was written: once tmux shows it, the
+            # pane holds the whole listing.
+            self.wait_for(lambda: self.tmux("display-message", "-p", "-t", session, "#{pane_title}").strip() == title,
+                          f"tmux to show what zsh wrote for {line!r}")
+            text = self.pane(session)
         finally:
             self.tmux("kill-session", "-t", session)
         lines = text.rstrip("\n").split("\n")

@@ -155,7 +155,7 @@ class DeviceTestCase(GangrunTestCase):
 
     # ---- launching real workers
 
-    def launch(self, options, env, workers, runtimes=("--cuda",), timeout=60):
+    def launch(self, options, env, workers, runtimes=("--cuda",), timeout=2 * harness.EVENT_TIMEOUT):
         """gangrun OPTIONS device_worker.py; returns (result, [report per rank])."""
         out = self.path(f"out{len(self._started)}")
         os.mkdir(out)
@@ -184,7 +184,7 @@ class DeviceTestCase(GangrunTestCase):
                              f"{where} rank {rank}: what the worker's CUDA driver shows")
 
     def devices_json(self, env, options=(), code=0):
-        result = self.gangrun(["devices", "--json", *options], env=env, timeout=30)
+        result = self.gangrun(["devices", "--json", *options], env=env)
         self.assertExit(result, code)
         try:
             return json.loads(result.stdout)
@@ -217,7 +217,7 @@ class DeviceTestCase(GangrunTestCase):
                          "a worker ran although gangrun refused")
 
     def expect_exit(self, args, env, code):
-        result = self.gangrun(args, env=env, timeout=30)
+        result = self.gangrun(args, env=env)
         self.assertExit(result, code)
         return result
 
@@ -452,11 +452,11 @@ class BadInput(DeviceTestCase):
         # No device option: nothing is probed and the variable passes through, but a
         # repeat that makes CUDA show no GPU is still pointed out.
         env = self.env(cuda=FOUR, CUDA_VISIBLE_DEVICES="0,0")
-        result = self.gangrun(["--nproc_per_node", 1, *self.fake()], env=env, timeout=30)
+        result = self.gangrun(["--nproc_per_node", 1, *self.fake()], env=env)
         self.assertExit(result, 0)
         self.assertIn("CUDA_VISIBLE_DEVICES=0,0: entry '0' repeats GPU 0", result.stderr)
         env = self.env(cuda=FOUR, CUDA_VISIBLE_DEVICES="2,0")
-        result = self.gangrun(["--nproc_per_node", 1, *self.fake()], env=env, timeout=30)
+        result = self.gangrun(["--nproc_per_node", 1, *self.fake()], env=env)
         self.assertExit(result, 0)
         self.assertNotIn("CUDA_VISIBLE_DEVICES", result.stderr)
 
@@ -527,7 +527,7 @@ class NoDriver(DeviceTestCase):
     @staticmethod
     def loads(library, env):
         probe = f"import ctypes\ntry:\n ctypes.CDLL({library!r})\nexcept OSError:\n raise SystemExit(1)"
-        return subprocess.run([sys.executable, "-c", probe], env=env, timeout=30,
+        return subprocess.run([sys.executable, "-c", probe], env=env, timeout=2 * harness.EVENT_TIMEOUT,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
 

@@ -75,9 +75,10 @@ class EnvContract(GangrunTestCase):
     def test_restart_count_in_env(self):
         result = self.gangrun(["--nproc_per_node", 2, "--max_restarts", 1, "--term-timeout", 2, *self.fake(
             "--print-env", self.path("env.{rank}.{restart}.json"),
-            "--only-rank", 0, "--wait-file", self.path("env.1.{restart}.json"), 20,
+            "--only-rank", 0, "--wait-file", self.path("env.1.{restart}.json"), 300,
             "--only-rank", 0, "--restart-fail-until", 1,
-            "--sleep", 0.3)], timeout=60)
+            # rank 1 of the first attempt runs until the restart stops it
+            "--if-restart-below", 1, "--sleep", 600)])
         self.assertExit(result, 0)
         env = harness.clean_env()
         for restart in (0, 1):

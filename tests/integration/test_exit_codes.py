@@ -25,24 +25,35 @@ class WorkerOutcomes(GangrunTestCase):
 
     def test_root_cause_exit_code_with_others_torn_down(self):
         # The others are stopped by gangrun (SIGTERM -> 143): that must not be the answer.
-        result = self.gangrun(["--nproc_per_node", 3, "--term-timeout", 2,
-                               *self.fake("--only-rank", 1, "--exit", 3, "--sleep", 30)])
+        # They would sleep far longer than the test waits, so they must have been stopped.
+        # rank 1 fails once the others note SIGTERM.
+        result = self.gangrun(["--nproc_per_node", 3, "--term-timeout", 600, *self.fake(
+            "--on-term", self.path("term.{rank}"),
+            "--touch", self.ready_file(),
+            "--only-rank", 1, "--wait-file", self.path("ready.0"), 300,
+            "--only-rank", 1, "--wait-file", self.path("ready.2"), 300,
+            "--only-rank", 1, "--exit", 3,
+            "--sleep", 600)])
         self.assertExit(result, 3)
-        self.assertLess(result.elapsed, 15, "teardown after the failure took too long")
+        for rank in (0, 2):
+            self.assertTrue(os.path.exists(self.path(f"term.{rank}")), f"rank {rank} was not sent SIGTERM")
 
     def test_first_failure_wins_over_later_failures(self):
-        # rank 1 fails with 9 as soon as rank 0 ignores SIGTERM; rank 0 then fails 0.4 s
-        # later with 5, well inside the grace period.
+        # rank 1 fails with 9 as soon as rank 0 ignores SIGTERM; rank 0 fails with 5 only
+        # once the SIGTERM of the teardown reached it, inside the grace period.
         ready0 = self.path("rank0-ignores-term")
-        result = self.gangrun(["--nproc_per_node", 3, "--term-timeout", 5, *self.fake(
+        term0 = self.path("rank0-got-term")
+        result = self.gangrun(["--nproc_per_node", 3, "--term-timeout", 600, *self.fake(
             "--only-rank", 0, "--ignore-term",
+            "--only-rank", 0, "--on-term", term0,
             "--only-rank", 0, "--touch", ready0,
-            "--only-rank", 1, "--wait-file", ready0, 20,
+            "--only-rank", 1, "--wait-file", ready0, 300,
             "--only-rank", 1, "--exit", 9,
-            "--only-rank", 0, "--sleep", 0.4,
+            "--only-rank", 0, "--wait-file", term0, 300,
             "--only-rank", 0, "--exit", 5,
-            "--sleep", 30)])
+            "--sleep", 600)])
         self.assertExit(result, 9)
+        self.assertTrue(os.path.exists(term0), "rank 0 failed before the teardown reached it")
 
     def test_killed_by_signal_gives_128_plus_signal(self):
         for sig, name in ((signal.SIGKILL, "KILL"), (signal.SIGALRM, "ALRM"), (signal.SIGTERM, "TERM")):
@@ -98,7 +109,7 @@ class LauncherOutcomes(GangrunTestCase):
             busy.listen(1)
             port = busy.getsockname()[1]
             result = self.gangrun(["--nproc_per_node", 2, "--master_addr", "127.0.0.1", "--master_port", port,
-                                   *self.fake("--exit", 0)], timeout=60)
+                                   *self.fake("--exit", 0)])
         self.assertExit(result, 3)
         self.assertIn(str(port), result.stderr, "the message should name the port")
         self.assert_nothing_started()

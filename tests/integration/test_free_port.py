@@ -17,7 +17,7 @@ class FreePort(GangrunTestCase):
             jobs.append(self.start(["--nproc_per_node", 2, *self.fake(
                 "--print-env", self.path(f"env.{job}.{{rank}}.json"),
                 "--touch", self.path(f"ready.{job}.{{rank}}"),
-                "--wait-file", go, 30)]))
+                "--wait-file", go, 300)]))
         self.wait_ready(4)  # both jobs are running at the same time
         with open(go, "w"):
             pass

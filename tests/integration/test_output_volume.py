@@ -1,12 +1,16 @@
 """Prefix mode under load (DESIGN.md section 4): lines of different ranks never mix, no
 line is lost or duplicated, and each rank's lines keep their order."""
 
+import os
 import sys
 
 import harness
 from harness import GangrunTestCase
 
 PAD = b"x" * 32
+# A whole run moves tens of megabytes: generous for a loaded machine or a sanitizer
+# build; only a hang should reach it.
+VOLUME_TIMEOUT = 300
 
 
 def check_stream(data, ranks, count, stream_name, pad=PAD):
@@ -59,7 +63,7 @@ def check_stream(data, ranks, count, stream_name, pad=PAD):
 class Volume(GangrunTestCase):
     def test_8_workers_200000_lines_each(self):
         ranks, count = range(8), 200_000
-        result = self.gangrun(["--nproc_per_node", 8, *self.fake("--lines", count)], timeout=100,
+        result = self.gangrun(["--nproc_per_node", 8, *self.fake("--lines", count)], timeout=VOLUME_TIMEOUT,
                               binary_output=True)
         print(f"\n8 x {count} lines ({len(result.stdout) / 1e6:.1f} MB) took {result.elapsed:.2f}s",
               file=sys.stderr)
@@ -69,7 +73,7 @@ class Volume(GangrunTestCase):
 
     def test_64_workers(self):
         ranks, count = range(64), 2_000
-        result = self.gangrun(["--nproc_per_node", 64, *self.fake("--lines", count)], timeout=90, binary_output=True)
+        result = self.gangrun(["--nproc_per_node", 64, *self.fake("--lines", count)], timeout=VOLUME_TIMEOUT, binary_output=True)
         self.assertExit(result, 0)
         problems = check_stream(result.stdout, ranks, count, "stdout")
         self.assertEqual(problems, [], "\n".join(problems))
@@ -78,7 +82,7 @@ class Volume(GangrunTestCase):
         ranks, count = range(4), 50_000
         result = self.gangrun(["--nproc_per_node", 4, *self.fake(
             "--lines", count // 2, "--stream", "err", "--lines", count, "--stream", "out", "--lines", count // 2)],
-            timeout=60, binary_output=True)
+            timeout=VOLUME_TIMEOUT, binary_output=True)
         self.assertExit(result, 0)
         # stdout: two runs of line indices 0..count/2-1 per rank, so check them as one
         # sequence of count/2 twice: simplest is to compare with the exact expected list.
@@ -93,7 +97,7 @@ class Volume(GangrunTestCase):
     def test_long_lines_stay_whole(self):
         pad = b"x" * 60_000  # long, but under the 64 KiB line cap of lib/logmux/line_splitter.hpp
         result = self.gangrun(["--nproc_per_node", 3, *self.fake("--pad", len(pad), "--lines", 20)],
-                              timeout=60, binary_output=True)
+                              timeout=VOLUME_TIMEOUT, binary_output=True)
         self.assertExit(result, 0)
         problems = check_stream(result.stdout, range(3), 20, "stdout", pad=pad)
         self.assertEqual(problems, [], "\n".join(problems))
@@ -105,7 +109,7 @@ class Volume(GangrunTestCase):
         marker = b" [gangrun: line continues]"
         pad = b"x" * 300_000
         result = self.gangrun(["--nproc_per_node", 3, *self.fake("--pad", len(pad), "--lines", 4)],
-                              timeout=60, binary_output=True)
+                              timeout=VOLUME_TIMEOUT, binary_output=True)
         self.assertExit(result, 0)
         for rank in range(3):
             prefix = b"[rank%d]: " % rank
@@ -129,7 +133,7 @@ class Volume(GangrunTestCase):
         ranks, count = range(4), 100_000
         result = self.gangrun(["--nproc_per_node", 4, "--term-timeout", 2, *self.fake(
             "--lines", count, "--only-rank", 1, "--exit", 3, "--sleep", 30)],
-            timeout=60, binary_output=True)
+            timeout=VOLUME_TIMEOUT, binary_output=True)
         self.assertExit(result, 3)
         expected = {rank: None for rank in ranks}
         expected[1] = count
@@ -140,12 +144,13 @@ class Volume(GangrunTestCase):
         ranks, count = range(4), 100_000
         log_dir = self.path("logs")
         result = self.gangrun(["--nproc_per_node", 4, "--log_dir", log_dir, "--tee", "3",
-                               *self.fake("--lines", count)], timeout=60, binary_output=True)
+                               *self.fake("--lines", count)], timeout=VOLUME_TIMEOUT, binary_output=True)
         self.assertExit(result, 0)
         problems = check_stream(result.stdout, ranks, count, "stdout")
         self.assertEqual(problems, [], "\n".join(problems))
         for rank in ranks:
-            with open(f"{log_dir}/none/attempt_0/{rank}/stdout.log", "rb") as f:
+            (run_dir,) = [name for name in os.listdir(log_dir) if name.startswith("none_")]
+            with open(f"{log_dir}/{run_dir}/attempt_0/{rank}/stdout.log", "rb") as f:
                 data = f.read()
             expected = b"".join(b"rank=%d line=%d %s\n" % (rank, i, PAD) for i in range(count))
             self.assertTrue(data == expected, f"stdout.log of rank {rank}: {len(data)} bytes, expected {len(expected)}")

@@ -127,7 +127,7 @@ class ProgramResolution(GangrunTestCase):
     def test_arguments_pass_through_untouched(self):
         odd = ["", "a b", "'quoted'", '"double"', "$HOME", "*", "ünïcode", "--nproc_per_node", "3", "-m", "x;y", "{rank}x"]
         result = self.gangrun(["--nproc_per_node", 2, *self.fake(
-            "--print-env", self.path("env.{rank}.json"), "--", *odd)], timeout=30)
+            "--print-env", self.path("env.{rank}.json"), "--", *odd)])
         self.assertExit(result, 0)
         for rank in (0, 1):
             argv = self.read_json(self.path(f"env.{rank}.json"))["argv"]

@@ -2,7 +2,9 @@
 // toolkit's cuda.h is present at build time (tests/CMakeLists.txt defines
 // GANGRUN_HAVE_CUDA_H and adds its directory for this file only), these
 // static_asserts check every value, type and exported name we rely on
-// against it; a mismatch fails the build.
+// against it; a mismatch fails the build, and the test case below says which
+// cuda.h passed. Without cuda.h this file holds no test: tests/CMakeLists.txt
+// registers a ctest entry of the same name that reports the check as skipped.
 #include "accel/cuda_api.hpp"
 
 #include <catch2/catch.hpp>
@@ -137,14 +139,8 @@ static_assert(std::string_view(GANGRUN_STRINGIFY(cuDeviceGetUuid)) == ours::k_cu
 }  // namespace
 
 TEST_CASE("cuda_api.hpp matches the installed cuda.h", "[accel][cuda]") {
-  INFO("checked at compile time against cuda.h with CUDA_VERSION " << CUDA_VERSION);
-  SUCCEED();
-}
-
-#else
-
-TEST_CASE("cuda_api.hpp matches the installed cuda.h", "[accel][cuda]") {
-  WARN("no cuda.h at build time: cuda_api.hpp was not checked against it");
+  // The static_asserts above are the check; this only says it was made.
+  SUCCEED("checked at compile time against cuda.h with CUDA_VERSION " << CUDA_VERSION);
 }
 
 #endif
