@@ -3,6 +3,7 @@
 #include "launch/agent_store.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/files.hpp"
+#include "launch/logging.hpp"
 #include "logmux/console.hpp"
 #include "report/error_file.hpp"
 #include "report/failure_summary.hpp"
@@ -163,6 +164,7 @@ RunResult run(const LaunchPlan& plan) {
   record.started_at = std::chrono::system_clock::now();
 
   logmux::Console console;
+  LoggingThroughConsole logging_through_console(console);
   supervise::Gang gang(
       io, console,
       {std::chrono::milliseconds(static_cast<long>(plan.options.term_timeout * 1000)),
@@ -200,6 +202,8 @@ RunResult run(const LaunchPlan& plan) {
   record.exit_code = result.exit_code;
   record.ended_at = std::chrono::system_clock::now();
 
+  // The summary comes after every line the workers wrote.
+  logging_through_console.end();
   if (last.root_cause) report_failure(plan, record, last);
   if (plan.options.report) {
     if (auto written = report::write_report(*plan.options.report, record); !written) {
