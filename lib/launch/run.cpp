@@ -162,6 +162,7 @@ RunResult run(const LaunchPlan& plan) {
   record.entrypoint = plan.program.entrypoint;
   record.plan = plan_to_json(plan);
   record.started_at = std::chrono::system_clock::now();
+  if (!run_dir->temporary()) record.log_dir = run_dir->path();
 
   logmux::Console console;
   LoggingThroughConsole logging_through_console(console);

@@ -58,7 +58,7 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
       out += "  traceback:\n";
       append_indented(out, *root_error->traceback, "    ");
     }
-  } else {
+  } else if (!root.spawn_error) {
     out +=
         "  error:      not recorded (a Python entry point decorated with torch.distributed."
         "elastic.multiprocessing.errors.record reports its exception here)\n";
@@ -84,6 +84,7 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
   }
   if (!any_other) out += "  <none>\n";
   if (auto note = incomplete_logs_note(attempt)) out += *note + "\n";
+  if (run.log_dir) out += fmt::format("Logs of this run: {}\n", *run.log_dir);
   out += k_rule;
   out += '\n';
   return out;

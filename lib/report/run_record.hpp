@@ -62,6 +62,7 @@ struct RunRecord {
   std::vector<AttemptRecord> attempts;
   int exit_code = 0;
   std::optional<int> gangrun_signal;  // gangrun itself was stopped by this signal
+  std::optional<std::string> log_dir;  // this run's own directory in --log_dir, if given
 };
 
 // "2026-11-22T10:15:03.123Z"-style UTC time for reports.

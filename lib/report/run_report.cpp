@@ -94,6 +94,7 @@ nlohmann::json to_json(const RunRecord& run) {
       {"version", 1},
       {"run_id", run.run_id},
       {"host", run.host},
+      {"log_dir", run.log_dir ? nlohmann::json(*run.log_dir) : nlohmann::json()},
       {"entrypoint", run.entrypoint},
       {"started_at", format_time(run.started_at)},
       {"ended_at", format_time(run.ended_at)},

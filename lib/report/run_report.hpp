@@ -11,7 +11,8 @@
 namespace gangrun::report {
 
 // Schema (version 1):
-// {"version": 1, "run_id", "host", "entrypoint", "started_at", "ended_at",
+// {"version": 1, "run_id", "host", "log_dir": this run's directory|null,
+//  "entrypoint", "started_at", "ended_at",
 //  "exit_code", "gangrun_signal": name|null, "restarts": attempts - 1,
 //  "plan": {...},
 //  "attempts": [{"attempt", "root_cause": {"rank", "local_rank"}|null,

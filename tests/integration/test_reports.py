@@ -197,6 +197,12 @@ class ReportKeepsRootCause(GangrunTestCase):
         self.assertTrue(path.endswith(os.path.join("attempt_0", "0", "error.json")), path)
         self.assertTrue(os.path.isfile(path), f"{path} does not exist after the run")
         self.assertIn("on-disk-0", root[harness.REPORT_ERROR_KEY]["message"])
+        # Both the report and the summary say where this run's logs are.
+        run_dir = self.read_json(report)["log_dir"]
+        self.assertEqual(os.path.dirname(run_dir), log_dir)
+        self.assertTrue(os.path.basename(run_dir).startswith("r9_"), run_dir)
+        self.assertTrue(path.startswith(run_dir + os.sep), path)
+        self.assertIn(f"Logs of this run: {run_dir}", result.stderr)
 
     def test_real_torch_traceback_in_the_report(self):
         harness.require_torch()
