@@ -144,8 +144,10 @@ class StartFailures(GangrunTestCase):
             self.assertGreater(len(self.pid_files()), 0, result.describe())
             self.assert_start_failure(result, "Resource temporarily unavailable")
         finally:
-            harness.wait_for(lambda: open(os.path.join(group, "cgroup.procs")).read().strip() == "",
-                             harness.EVENT_TIMEOUT, "the test cgroup to empty")
+            def empty():
+                with open(os.path.join(group, "cgroup.procs")) as f:
+                    return f.read().strip() == ""
+            harness.wait_for(empty, harness.EVENT_TIMEOUT, "the test cgroup to empty")
             os.rmdir(group)
 
     def test_missing_interpreter_names_it(self):
