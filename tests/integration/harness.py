@@ -42,6 +42,16 @@ SKIP = 77
 # build makes everything several times slower, and no test passes or fails on speed.
 EVENT_TIMEOUT = 60
 
+# Set for the sanitize.* runs (tests/CMakeLists.txt): gangrun is built with ASan+UBSan.
+SANITIZED = os.environ.get("GANGRUN_TEST_SANITIZED") == "1"
+
+
+def rss_limit_kib(kib):
+    """KIB, a test's limit on the resident memory of a gangrun process; in a sanitized run
+    twice that plus 64 MiB, for ASan's shadow memory, redzones and freed-memory quarantine."""
+    return 2 * kib + 64 * 1024 if SANITIZED else kib
+
+
 # No core files from workers that die by signal on purpose.
 resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 

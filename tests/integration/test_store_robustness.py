@@ -60,7 +60,7 @@ class Robustness(GangrunTestCase):
                 c.send(bytes([LEGACY["WAIT"]]) + u64(2**63))
                 self.assertTrue(c.closed_within(5))
             self.assertTrue(served(store))
-            self.assertLess(store_wire.vm_rss_kib(store.pid), 64 * MIB)
+            self.assertLess(store_wire.vm_rss_kib(store.pid), harness.rss_limit_kib(64 * MIB))
             self.assertIn("over the", store.log())
 
     def test_a_client_that_never_sends_is_left_alone(self):
@@ -129,7 +129,7 @@ class Robustness(GangrunTestCase):
             time.sleep(1.0)
             self.assertTrue(served(store), "other clients must be served while one does not read")
             # Default --max-pending-reply-bytes is 16 MiB; the rest of the replies are never made.
-            self.assertLess(store_wire.vm_rss_kib(store.pid), 80 * MIB)
+            self.assertLess(store_wire.vm_rss_kib(store.pid), harness.rss_limit_kib(80 * MIB))
             greedy.close()
             self.assertTrue(served(store))
 
@@ -218,7 +218,7 @@ class Robustness(GangrunTestCase):
                 self.assertTrue(greedy.closed_within(10), "a 2 GB reply must be refused")
             self.assertEqual(bystander.get("/small"), b"s")
             self.assertTrue(served(store))
-            self.assertLess(store_wire.vm_rss_kib(store.pid, "VmHWM"), 128 * MIB)
+            self.assertLess(store_wire.vm_rss_kib(store.pid, "VmHWM"), harness.rss_limit_kib(128 * MIB))
             self.assertIn("reply limit", store.log())
 
     def test_buffers_of_all_connections_together_are_bounded(self):
@@ -240,7 +240,7 @@ class Robustness(GangrunTestCase):
                         pass  # closed by the server while sending: what we want
                 closed = sum(1 for hog in hogs if hog.closed_within(2))
                 self.assertGreaterEqual(closed, 1, "no connection was closed for the buffer budget")
-                self.assertLess(store_wire.vm_rss_kib(store.pid), 300 * MIB)
+                self.assertLess(store_wire.vm_rss_kib(store.pid), harness.rss_limit_kib(300 * MIB))
                 self.assertEqual(bystander.get("/kept"), b"v")
                 self.assertTrue(served(store))
             finally:
