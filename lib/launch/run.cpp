@@ -80,7 +80,9 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
     entry.rank = worker.rank;
     entry.local_rank = worker.local_rank;
     entry.pid = worker.pid;
-    if (worker.status.kind == supervise::ExitStatus::Kind::signaled) {
+    if (!worker.started) {
+      // Neither an exit code nor a signal: it never ran.
+    } else if (worker.status.kind == supervise::ExitStatus::Kind::signaled) {
       entry.signal = worker.status.signal;
     } else {
       entry.exit_code = worker.status.code;

@@ -74,7 +74,7 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
     const WorkerRecord& worker = attempt.workers[i];
     any_other = true;
     std::string how = describe_worker_end(worker, attempt);
-    if (worker.succeeded() && !worker.stopped_by_gangrun) {
+    if (worker.succeeded() && !worker.stopped_by_gangrun && worker.pid >= 0) {
       how = "finished successfully";
     } else if (!worker.stopped_by_gangrun && worker.pid >= 0 && !worker.spawn_error) {
       how = "failed on its own (" + how + ")";

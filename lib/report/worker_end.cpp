@@ -14,7 +14,7 @@ int stop_signal(const AttemptRecord& attempt) {
 
 std::string describe_worker_end(const WorkerRecord& worker, const AttemptRecord& attempt) {
   if (worker.spawn_error) return "could not start: " + *worker.spawn_error;
-  if (worker.pid < 0) return "not started";
+  if (worker.pid < 0) return "not started (the gang was stopping before its turn)";
   if (!worker.stopped_by_gangrun) {
     if (worker.signal) return "killed by " + signals::name(*worker.signal);
     return fmt::format("exited with {}", worker.exit_code.value_or(-1));

@@ -146,9 +146,7 @@ struct Gang::Impl {
   }
 
   void mark_not_started(std::size_t from) {
-    for (std::size_t i = from; i < outcome.workers.size(); ++i) {
-      outcome.workers[i].spawn_error = "not started: the gang was stopping";
-    }
+    for (std::size_t i = from; i < outcome.workers.size(); ++i) outcome.workers[i].started = false;
   }
 
   void start_worker(std::size_t index) {
@@ -235,20 +233,24 @@ struct Gang::Impl {
   }
 
   void on_report(std::size_t index) {
+    if (read_records(index)) wait_for_report(index);
+  }
+
+  // Handles every record the pipe holds now; false once it reached EOF (the
+  // shim is gone: on_shim_exit has the rest).
+  bool read_records(std::size_t index) {
     Running& slot = running[index];
-    for (;;) {
+    while (slot.report) {
       ssize_t got = ::read(slot.report->native_handle(), &slot.record, sizeof slot.record);
       if (got < 0 && errno == EINTR) continue;
-      if (got < 0 && errno == EAGAIN) {
-        wait_for_report(index);
-        return;
-      }
+      if (got < 0 && errno == EAGAIN) return true;
       if (got != static_cast<ssize_t>(sizeof slot.record)) {
-        slot.report.reset();  // EOF: the shim is gone; on_shim_exit has the rest
-        return;
+        slot.report.reset();
+        return false;
       }
       on_record(index, slot.record);
     }
+    return false;
   }
 
   void on_record(std::size_t index, const ShimRecord& record) {
@@ -283,6 +285,8 @@ struct Gang::Impl {
     slot.shim_running = false;
     slot.shim_exit.reset();
     --shims_running;
+    // What the shim wrote before it exited may not have been read yet.
+    read_records(index);
     if (slot.alive) {
       // The shim ended before reporting the worker's end: someone killed
       // it, and the worker died with it (its death signal).
@@ -296,6 +300,7 @@ struct Gang::Impl {
 
   void on_worker_end(std::size_t index, ExitStatus status, long peak_rss_kib) {
     Running& slot = running[index];
+    if (!slot.alive) return;  // seen already
     WorkerOutcome& worker = outcome.workers[index];
     Clock::time_point now = Clock::now();
     worker.ended_at = std::chrono::system_clock::now();

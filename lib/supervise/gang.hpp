@@ -40,7 +40,8 @@ struct WorkerOutcome {
   long peak_rss_kib = 0;                // ru_maxrss from wait4
   bool stopped_by_gangrun = false;      // it ended after gangrun had asked it to stop
   std::vector<std::string> last_lines;  // the tail of its captured output
-  std::optional<std::string> spawn_error;
+  std::optional<std::string> spawn_error;  // it was started but could not run
+  bool started = true;  // false: the gang was stopping before its turn came
 };
 
 struct AttemptOutcome {

@@ -136,7 +136,7 @@ class StartFailures(GangrunTestCase):
             with open(limit_file, "w") as f:
                 f.write("24")
             argv = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", harness.GANGRUN,
-                    "--nproc_per_node", 40, *self.fake("--spawn-setsid-grandchild", "--sleep", 60)]
+                    "--nproc_per_node", 40, *self.fake("--sleep", 60)]
             run = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
                                  timeout=2 * harness.EVENT_TIMEOUT, env=harness.clean_env(), cwd=self.tmp,
                                  start_new_session=True)
@@ -189,6 +189,9 @@ class SignalWhileSpawning(GangrunTestCase):
         ranks = harness.report_attempts(self.read_json(report))[-1]
         started = [w["pid"] for w in ranks if w["pid"] > 0]
         self.assertLess(len(started), workers, "gangrun kept spawning after SIGTERM")
+        for worker in ranks:
+            if worker["pid"] <= 0:
+                self.assertIsNone(worker["exit_code"], f"rank {worker['rank']} never ran but has an exit code")
         self.assert_dead(started, what="workers started before SIGTERM")
         print(f"{len(started)} of {workers} workers had started when SIGTERM stopped the spawning")
 
