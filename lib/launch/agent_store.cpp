@@ -15,8 +15,8 @@ Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_conte
   store::ServerSettings settings;
   settings.host = agent_store_bind_host(plan);
   settings.port = plan.master_port.value_or(0);
-  // Workers inherit gangrun's limits; the store for one node's workers needs
-  // no more descriptors than the user's soft limit gives.
+  // run() has raised gangrun's limit already, and only that way do workers
+  // get the user's own limit back (supervise::use_hard_open_file_limit).
   settings.raise_open_file_limit = false;
   auto server = store::Server::start(io, settings);
   if (!server && settings.host == "::") {

@@ -130,6 +130,7 @@ void report_failure(const LaunchPlan& plan, const report::RunRecord& run,
 RunResult run(const LaunchPlan& plan) {
   // A closed stdout must not kill the supervisor in the middle of a teardown.
   std::signal(SIGPIPE, SIG_IGN);
+  supervise::use_hard_open_file_limit();
   if (auto subreaper = supervise::become_subreaper(); !subreaper) {
     spdlog::warn("{}; descendants that escape their worker cannot be cleaned up",
                  subreaper.error().describe());

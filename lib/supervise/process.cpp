@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -68,6 +69,11 @@ void null_stdio() {
   if (null_fd > STDERR_FILENO) ::close(null_fd);
 }
 
+// The soft open-file limit gangrun was started with, restored in every
+// worker once use_hard_open_file_limit() raised gangrun's own.
+rlimit g_users_open_file_limit{};
+bool g_open_file_limit_raised = false;
+
 // What the worker's starting code needs; it runs on the shim's memory
 // (CLONE_VM), so exec_errno is how it tells the shim that execve failed.
 struct WorkerStart {
@@ -97,6 +103,7 @@ int start_worker(void* argument) {
   sigset_t empty;
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
+  if (g_open_file_limit_raised) ::setrlimit(RLIMIT_NOFILE, &g_users_open_file_limit);
   const int sources[3] = {start.spec->stdin_fd, start.spec->stdout_fd, start.spec->stderr_fd};
   for (int target = 0; target <= STDERR_FILENO; ++target) {
     if (sources[target] >= 0 && ::dup2(sources[target], target) < 0) {
@@ -301,6 +308,14 @@ Error start_failure(const SpawnSpec& spec, const ShimRecord& record) {
     return {code, "cannot start " + spec.executable + ": " + errno_text(record.value)};
   }
   return {ErrorCode::internal, "cannot start " + spec.executable + ": fork failed: " + errno_text(record.value)};
+}
+
+void use_hard_open_file_limit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  g_users_open_file_limit = limit;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) g_open_file_limit_raised = true;
 }
 
 Expected<void> become_subreaper() {

@@ -56,6 +56,12 @@ Expected<Child> spawn(const SpawnSpec& spec);
 // not_found, EACCES/ENOEXEC not_executable, anything else internal.
 Error start_failure(const SpawnSpec& spec, const ShimRecord& record);
 
+// Raises gangrun's soft open-file limit to the hard one: gangrun holds five
+// descriptors per worker, and its store one per client (on many nodes, every
+// worker of the job). Workers started afterwards get back the soft limit
+// gangrun was started with. Call before the first spawn.
+void use_hard_open_file_limit();
+
 // Marks this process as a child subreaper, so orphaned descendants of the
 // workers are re-parented to gangrun and can be found and killed.
 Expected<void> become_subreaper();

@@ -127,6 +127,21 @@ class StartFailures(GangrunTestCase):
         self.assertLess(started, 60, "the limit did not stop the spawning" + result.describe())
         self.assert_start_failure(result, "Too many open files")
 
+    def test_a_low_soft_open_file_limit_is_no_limit_for_gangrun_but_stays_the_workers(self):
+        soft_limit, workers = 64, 24  # 24 workers need more than 64 descriptors in gangrun
+        _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard != resource.RLIM_INFINITY and hard < 8 * workers:
+            self.skipTest(f"the hard open-file limit {hard} is too low to show this")
+        out = self.path("limit")
+        argv = [harness.GANGRUN, "--nproc_per_node", workers, "--no_python", "bash", "-c", f"ulimit -Sn > {out}.$RANK"]
+        run = subprocess.run([str(a) for a in argv], capture_output=True, text=True, env=harness.clean_env(),
+                             timeout=2 * harness.EVENT_TIMEOUT, cwd=self.tmp, start_new_session=True,
+                             preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft_limit, hard)))
+        self.assertEqual(run.returncode, 0, run.stderr)
+        for rank in range(workers):
+            with open(f"{out}.{rank}") as f:
+                self.assertEqual(f.read().strip(), str(soft_limit), f"rank {rank}'s soft open-file limit")
+
     def test_out_of_processes_midway_tears_down_what_started(self):
         group = make_pids_cgroup(os.path.basename(self.tmp))
         if group is None:
