@@ -18,8 +18,8 @@ Expected<std::string> make_unique_directory(const std::string& pattern) {
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (::mkdtemp(buffer.data()) == nullptr) {
-    return fail(ErrorCode::io, "cannot create the run directory " + pattern + ": " +
-                                   errno_text(errno));
+    return fail(ErrorCode::io,
+                "cannot create the run directory " + pattern + ": " + errno_text(errno));
   }
   return std::string(buffer.data());
 }

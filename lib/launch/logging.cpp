@@ -69,7 +69,7 @@ class ConsoleSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex>
     spdlog::memory_buf_t formatted;
     formatter_->format(message, formatted);
     std::string_view text(formatted.data(), formatted.size());
-    const char* color = message.level >= spdlog::level::err ? "\033[31m\033[1m"
+    const char* color = message.level >= spdlog::level::err    ? "\033[31m\033[1m"
                         : message.level == spdlog::level::warn ? "\033[33m\033[1m"
                                                                : nullptr;
     if (!g_colored || color == nullptr || message.color_range_end <= message.color_range_start) {
@@ -78,8 +78,8 @@ class ConsoleSink : public spdlog::sinks::base_sink<spdlog::details::null_mutex>
     }
     std::string colored(text.substr(0, message.color_range_start));
     colored += color;
-    colored += text.substr(message.color_range_start,
-                           message.color_range_end - message.color_range_start);
+    colored +=
+        text.substr(message.color_range_start, message.color_range_end - message.color_range_start);
     colored += "\033[m";
     colored += text.substr(message.color_range_end);
     console_.append_message(colored);

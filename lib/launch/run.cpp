@@ -120,7 +120,8 @@ void report_failure(const LaunchPlan& plan, const report::RunRecord& run,
   std::fflush(stdout);
   std::fputs(summary.c_str(), stderr);
   if (plan.parent_error_file && root.error) {
-    auto written = report::write_parent_error(*plan.parent_error_file, *root.error, root.shell_code);
+    auto written =
+        report::write_parent_error(*plan.parent_error_file, *root.error, root.shell_code);
     if (!written) spdlog::warn("{}", written.error().describe());
   }
 }

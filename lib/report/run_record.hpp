@@ -61,7 +61,7 @@ struct RunRecord {
   TimePoint ended_at;
   std::vector<AttemptRecord> attempts;
   int exit_code = 0;
-  std::optional<int> gangrun_signal;  // gangrun itself was stopped by this signal
+  std::optional<int> gangrun_signal;   // gangrun itself was stopped by this signal
   std::optional<std::string> log_dir;  // this run's own directory in --log_dir, if given
 };
 

@@ -6,8 +6,8 @@
 #include "util/pipe.hpp"
 #include "util/signals.hpp"
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
@@ -176,8 +176,9 @@ struct Gang::Impl {
   Expected<void> start_process_or_throw(std::size_t index, WorkerLaunch& launch) {
     std::optional<Pipe> out_pipe;
     std::optional<Pipe> err_pipe;
-    for (auto [route, pipe, fd] : {std::tuple{&launch.stdout_route, &out_pipe, &launch.spawn.stdout_fd},
-                                   std::tuple{&launch.stderr_route, &err_pipe, &launch.spawn.stderr_fd}}) {
+    for (auto [route, pipe, fd] :
+         {std::tuple{&launch.stdout_route, &out_pipe, &launch.spawn.stdout_fd},
+          std::tuple{&launch.stderr_route, &err_pipe, &launch.spawn.stderr_fd}}) {
       if (!*route) continue;
       auto made = make_pipe();
       if (!made) {
@@ -195,7 +196,8 @@ struct Gang::Impl {
     slot.shim_pid = child->shim_pid;
     slot.shim_running = true;
     ++shims_running;
-    slot.shim_exit = std::make_unique<asio::posix::stream_descriptor>(io, child->shim_pidfd.release());
+    slot.shim_exit =
+        std::make_unique<asio::posix::stream_descriptor>(io, child->shim_pidfd.release());
     slot.report = std::make_unique<asio::posix::stream_descriptor>(io, child->report.release());
     slot.alive = true;
     slot.started = Clock::now();
@@ -205,13 +207,14 @@ struct Gang::Impl {
 
     // The worker holds its own copies of the write ends now; ours must go
     // so that EOF arrives when the worker (and its descendants) are gone.
-    for (auto [route, pipe] : {std::pair{&launch.stdout_route, &out_pipe},
-                               std::pair{&launch.stderr_route, &err_pipe}}) {
+    for (auto [route, pipe] :
+         {std::pair{&launch.stdout_route, &out_pipe}, std::pair{&launch.stderr_route, &err_pipe}}) {
       if (!*pipe) continue;
       (*pipe)->write_end.reset();
       auto added = mux->add_stream(std::move((*pipe)->read_end), **route, &tails[index],
                                    [this] { on_stream_closed(); });
-      if (!added) spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
+      if (!added)
+        spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
     }
     return {};
   }
@@ -291,8 +294,9 @@ struct Gang::Impl {
       // The shim ended before reporting the worker's end: someone killed
       // it, and the worker died with it (its death signal).
       ExitStatus status = ExitStatus::from_wait_status(wait_status);
-      spdlog::warn("rank {}: its supervising shim (pid {}) ended by itself ({}); the worker is lost",
-                   outcome.workers[index].rank, slot.shim_pid, status.describe());
+      spdlog::warn(
+          "rank {}: its supervising shim (pid {}) ended by itself ({}); the worker is lost",
+          outcome.workers[index].rank, slot.shim_pid, status.describe());
       on_worker_end(index, status, usage.ru_maxrss);
     }
     if (all_exited && shims_running == 0) on_shims_gone();
@@ -372,7 +376,8 @@ struct Gang::Impl {
     kill_timer.async_wait([this](const boost::system::error_code& error) {
       if (error) return;
       for (Running& slot : running) {
-        if (slot.shim_running) ::syscall(SYS_pidfd_send_signal, slot.shim_exit->native_handle(), SIGKILL, nullptr, 0);
+        if (slot.shim_running)
+          ::syscall(SYS_pidfd_send_signal, slot.shim_exit->native_handle(), SIGKILL, nullptr, 0);
       }
     });
   }

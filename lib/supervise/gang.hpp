@@ -37,11 +37,11 @@ struct WorkerOutcome {
   ExitStatus status;
   std::chrono::system_clock::time_point started_at;
   std::chrono::system_clock::time_point ended_at;
-  long peak_rss_kib = 0;                // ru_maxrss from wait4
-  bool stopped_by_gangrun = false;      // it ended after gangrun had asked it to stop
-  std::vector<std::string> last_lines;  // the tail of its captured output
+  long peak_rss_kib = 0;                   // ru_maxrss from wait4
+  bool stopped_by_gangrun = false;         // it ended after gangrun had asked it to stop
+  std::vector<std::string> last_lines;     // the tail of its captured output
   std::optional<std::string> spawn_error;  // it was started but could not run
-  bool started = true;  // false: the gang was stopping before its turn came
+  bool started = true;                     // false: the gang was stopping before its turn came
 };
 
 struct AttemptOutcome {

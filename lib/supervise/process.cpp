@@ -45,7 +45,9 @@ void set_every_disposition(sighandler_t disposition) {
 }
 
 // A descriptor the shim keeps must not sit on 0-2, which become /dev/null.
-int above_stdio(int fd) { return fd > STDERR_FILENO ? fd : ::fcntl(fd, F_DUPFD, STDERR_FILENO + 1); }
+int above_stdio(int fd) {
+  return fd > STDERR_FILENO ? fd : ::fcntl(fd, F_DUPFD, STDERR_FILENO + 1);
+}
 
 // Closes every descriptor from 3 up except those in keep (negative entries
 // are ignored). keep is sorted in place.
@@ -263,10 +265,9 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   bp::error_code error;
   // The executor overload: Boost 1.81's (context, error_code) overload
   // forwards without the error_code and throws instead.
-  auto process = launcher(spawn_context.get_executor(), error,
-                          std::filesystem::path(spec.executable), args,
-                          ShimSetup{spec, envp.data(), ::getpid(), control->read_end.get(),
-                                    report->write_end.get()});
+  auto process = launcher(
+      spawn_context.get_executor(), error, std::filesystem::path(spec.executable), args,
+      ShimSetup{spec, envp.data(), ::getpid(), control->read_end.get(), report->write_end.get()});
   // Only the shim keeps these ends; from now on the control pipe's EOF
   // means "gangrun is done with you".
   control->read_end.reset();
@@ -304,10 +305,12 @@ Expected<Child> spawn(const SpawnSpec& spec) {
 Error start_failure(const SpawnSpec& spec, const ShimRecord& record) {
   if (record.kind == ShimRecord::exec_failed) {
     ErrorCode code = classify_exec_error(record.value);
-    if (code != ErrorCode::internal) return {code, explain_exec_error(spec.executable, record.value)};
+    if (code != ErrorCode::internal)
+      return {code, explain_exec_error(spec.executable, record.value)};
     return {code, "cannot start " + spec.executable + ": " + errno_text(record.value)};
   }
-  return {ErrorCode::internal, "cannot start " + spec.executable + ": fork failed: " + errno_text(record.value)};
+  return {ErrorCode::internal,
+          "cannot start " + spec.executable + ": fork failed: " + errno_text(record.value)};
 }
 
 void use_hard_open_file_limit() {

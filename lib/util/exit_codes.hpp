@@ -11,12 +11,11 @@ inline constexpr int k_success = 0;  // every worker exited 0
 inline constexpr int k_signal_base = 128;
 inline constexpr int k_usage = 2;             // usage or configuration error; nothing was started
 inline constexpr int k_store = 3;             // store, rendezvous or network failure
-// gangrun could not start or supervise the gang: a system resource or call
-// failed (out of descriptors, processes or memory; a log directory that
-// cannot be written); whatever had started was torn down.
-inline constexpr int k_system_failure = 4;
+inline constexpr int k_system_failure = 4;    // gangrun could not start or supervise the gang
 inline constexpr int k_not_executable = 126;  // program or interpreter not executable
 inline constexpr int k_not_found = 127;       // program or interpreter not found
+// k_system_failure: a system resource or call failed (out of descriptors,
+// processes or memory); whatever had started was torn down.
 
 inline constexpr int for_signal(int signal_number) { return k_signal_base + signal_number; }
 

@@ -489,7 +489,8 @@ void spawn_daemon() {
   }
   close(ready[1]);
   long long daemon = -1;
-  if (read(ready[0], &daemon, sizeof daemon) != static_cast<ssize_t>(sizeof daemon) || daemon <= 0) {
+  if (read(ready[0], &daemon, sizeof daemon) != static_cast<ssize_t>(sizeof daemon) ||
+      daemon <= 0) {
     die("the daemon did not start");
   }
   close(ready[0]);
