@@ -3,7 +3,6 @@ other worker's group, SIGKILL after --term-timeout, grandchildren, the subreaper
 
 import os
 from datetime import datetime
-import time
 
 import harness
 from harness import GangrunTestCase
