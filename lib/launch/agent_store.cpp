@@ -18,6 +18,8 @@ Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_conte
   // run() has raised gangrun's limit already, and only that way do workers
   // get the user's own limit back (supervise::use_hard_open_file_limit).
   settings.raise_open_file_limit = false;
+  // PyTorch opens one or two connections per rank; twice that leaves room.
+  settings.expected_clients = 4 * static_cast<std::size_t>(plan.world_size);
   auto server = store::Server::start(io, settings);
   if (!server && settings.host == "::") {
     // A host without IPv6 cannot bind "::"; serve every IPv4 interface then,

@@ -28,9 +28,7 @@ std::thread start_without_signals(std::function<void()> fn) {
 }  // namespace
 
 Console::Console(int out_fd, int err_fd, ConsoleLimits limits)
-    : out_fd_(out_fd), err_fd_(err_fd), limits_(limits) {
-  writer_ = start_without_signals([this] { writer_loop(); });
-}
+    : out_fd_(out_fd), err_fd_(err_fd), limits_(limits) {}
 
 Console::~Console() {
   flush();
@@ -40,7 +38,8 @@ Console::~Console() {
     stopping_ = true;
   }
   work_ready_.notify_one();
-  writer_.join();  // the writer empties the queue before it looks at stopping_
+  // The writer empties the queue before it looks at stopping_.
+  if (writer_.joinable()) writer_.join();
 }
 
 void Console::append_line(bool to_err, std::string_view prefix, std::string_view line) {
@@ -52,6 +51,9 @@ void Console::append_line(bool to_err, std::string_view prefix, std::string_view
 
 void Console::flush() {
   if (out_buffer_.empty() && err_buffer_.empty()) return;
+  // Started with the first bytes: a job whose workers print nothing (or
+  // write to the terminal themselves) pays for no thread.
+  if (!writer_.joinable()) writer_ = start_without_signals([this] { writer_loop(); });
   {
     std::lock_guard lock(mutex_);
     for (bool to_err : {false, true}) {

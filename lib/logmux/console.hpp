@@ -112,7 +112,7 @@ class Console {
   std::size_t pending_bytes_ = 0;
   std::vector<Waiter> waiters_;
   bool stopping_ = false;
-  std::thread writer_;  // last: started once everything above exists
+  std::thread writer_;  // started by the first flush() that has bytes to write
 };
 
 }  // namespace gangrun::logmux

@@ -284,7 +284,10 @@ struct Server::Impl {
     std::size_t per_queue = 4096;
     std::ifstream somaxconn("/proc/sys/net/core/somaxconn");
     if (std::size_t value = 0; somaxconn >> value && value > 0) per_queue = value;
-    std::size_t wanted = (2 * settings.limits.max_connections + per_queue - 1) / per_queue;
+    std::size_t clients = settings.expected_clients > 0
+                              ? std::min(settings.expected_clients, settings.limits.max_connections)
+                              : settings.limits.max_connections;
+    std::size_t wanted = (2 * clients + per_queue - 1) / per_queue;
     return std::clamp<std::size_t>(wanted, 1, k_max_listen_queues);
   }
 

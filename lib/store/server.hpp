@@ -46,6 +46,9 @@ struct ServerSettings {
   // max_connections can be reached. Off where children inherit the limit
   // (a launch's workers must get the user's limits, not the store's).
   bool raise_open_file_limit = true;
+  // Clients expected to connect at once, which sizes the SO_REUSEPORT listen
+  // queues (each socket costs a launch time); 0: limits.max_connections.
+  std::size_t expected_clients = 0;
 };
 
 struct ServerStats {
