@@ -191,14 +191,21 @@ struct Gang::Impl {
     auto child = spawn(launch.spawn);
     if (!child) return tl::unexpected(child.error());
 
+    // Registered with the loop before anything is counted: if Asio throws
+    // here, the descriptors close with `child`, the shim sees its control
+    // pipe close and exits, and the stray-child reaper collects it.
+    auto shim_exit = std::make_unique<asio::posix::stream_descriptor>(io, child->shim_pidfd.get());
+    child->shim_pidfd.release();
+    auto report = std::make_unique<asio::posix::stream_descriptor>(io, child->report.get());
+    child->report.release();
+
     Running& slot = running[index];
     slot.control = std::move(child->control);
     slot.shim_pid = child->shim_pid;
     slot.shim_running = true;
     ++shims_running;
-    slot.shim_exit =
-        std::make_unique<asio::posix::stream_descriptor>(io, child->shim_pidfd.release());
-    slot.report = std::make_unique<asio::posix::stream_descriptor>(io, child->report.release());
+    slot.shim_exit = std::move(shim_exit);
+    slot.report = std::move(report);
     slot.alive = true;
     slot.started = Clock::now();
     ++alive_count;  // its pid comes with the shim's first record
