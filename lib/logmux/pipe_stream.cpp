@@ -1,6 +1,7 @@
 #include "logmux/pipe_stream.hpp"
 
-#include <fcntl.h>
+#include "util/pipe.hpp"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,10 +36,9 @@ PipeStream::PipeStream(boost::asio::io_context& io, Console& console, StreamRout
       buffer_(std::make_unique_for_overwrite<char[]>(k_read_size)) {}
 
 Expected<void> PipeStream::start(UniqueFd read_end) {
-  int flags = ::fcntl(read_end.get(), F_GETFL);
-  if (flags < 0 || ::fcntl(read_end.get(), F_SETFL, flags | O_NONBLOCK) < 0) {
+  if (auto made = set_non_blocking(read_end.get()); !made) {
     return fail(ErrorCode::internal,
-                "cannot make a worker pipe non-blocking: " + errno_text(errno));
+                "cannot make a worker pipe non-blocking: " + made.error().message());
   }
   boost::system::error_code error;
   pipe_.assign(read_end.get(), error);

@@ -154,12 +154,17 @@ struct Gang::Impl {
     auto started = start_process(index, launches[index]);
     worker.started_at = std::chrono::system_clock::now();
     if (!started) {
-      worker.spawn_error = started.error().describe();
+      record_start_failure(worker, started.error());
       worker.status = ExitStatus::exited_with(started.error().exit_code());
       worker.ended_at = worker.started_at;
-      spdlog::error("rank {} could not be started: {}", worker.rank, *worker.spawn_error);
       on_failure(index, Clock::now());
     }
+  }
+
+  // Spawning failed in gangrun (start_worker) or in the shim (on_record).
+  static void record_start_failure(WorkerOutcome& worker, const Error& error) {
+    worker.spawn_error = error.describe();
+    spdlog::error("rank {} could not be started: {}", worker.rank, *worker.spawn_error);
   }
 
   Expected<void> start_process(std::size_t index, WorkerLaunch& launch) {
@@ -275,8 +280,7 @@ struct Gang::Impl {
         return;
       default: {  // exec_failed, fork_failed
         Error error = start_failure(launches[index].spawn, record);
-        worker.spawn_error = error.describe();
-        spdlog::error("rank {} could not be started: {}", worker.rank, *worker.spawn_error);
+        record_start_failure(worker, error);
         on_worker_end(index, ExitStatus::exited_with(error.exit_code()), 0);
         return;
       }

@@ -234,14 +234,6 @@ void reap(pid_t pid) {
   }
 }
 
-Expected<void> make_non_blocking(int fd) {
-  int flags = ::fcntl(fd, F_GETFL);
-  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
-    return fail(ErrorCode::internal, "fcntl(O_NONBLOCK) failed: " + errno_text(errno));
-  }
-  return {};
-}
-
 Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   // Boost.Process notifies the executor's context around fork(); a private
   // context keeps that from touching (and, in the child, re-creating) the
@@ -287,7 +279,7 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   }
   Child child{shim, UniqueFd(pidfd), std::move(control->write_end), std::move(report->read_end)};
   for (int fd : {child.control.get(), child.report.get()}) {
-    if (auto made = make_non_blocking(fd); !made) return cannot_start(spec, made.error().message());
+    if (auto made = set_non_blocking(fd); !made) return cannot_start(spec, made.error().message());
   }
   return child;
 }

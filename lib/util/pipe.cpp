@@ -15,4 +15,12 @@ Expected<Pipe> make_pipe() {
   return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
+Expected<void> set_non_blocking(int fd) {
+  int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) {
+    return fail(ErrorCode::internal, "fcntl(O_NONBLOCK) failed: " + errno_text(errno));
+  }
+  return {};
+}
+
 }  // namespace gangrun

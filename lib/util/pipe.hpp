@@ -14,4 +14,8 @@ struct Pipe {
 // Both ends close-on-exec: a child gets one only through an explicit dup2.
 Expected<Pipe> make_pipe();
 
+// Sets O_NONBLOCK on a descriptor gangrun owns alone (never on an inherited
+// stdout/stderr, whose open file description the shell shares).
+Expected<void> set_non_blocking(int fd);
+
 }  // namespace gangrun
