@@ -6,6 +6,7 @@
 #include <tl/expected.hpp>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gangrun {
@@ -52,6 +53,49 @@ using Expected = tl::expected<T, Error>;
 inline tl::unexpected<Error> fail(ErrorCode code, std::string message) {
   return tl::unexpected<Error>(Error(code, std::move(message)));
 }
+
+// A bad command line, environment value or config file (exit code 2). The
+// message names what was wrong and how to fix it.
+inline tl::unexpected<Error> fail_usage(std::string message) {
+  return fail(ErrorCode::usage, std::move(message));
+}
+
+// Passes an error up unchanged: the error of `expected` as the caller's own.
+template <typename T>
+tl::unexpected<Error> pass_up(T&& expected) {
+  return tl::unexpected<Error>(std::forward<T>(expected).error());
+}
+
+}  // namespace gangrun
+
+// GANGRUN_TRY(expr): evaluates expr (an Expected<T>) once and returns its
+// error from the enclosing function, which returns some Expected<U>. The
+// place of `if (!x) return tl::unexpected(x.error());`.
+#define GANGRUN_TRY(expr)                                          \
+  do {                                                             \
+    if (auto gangrun_try_result_ = (expr); !gangrun_try_result_) { \
+      return ::gangrun::pass_up(std::move(gangrun_try_result_));   \
+    }                                                              \
+  } while (false)
+
+// GANGRUN_TRY_CONTEXT(expr, frame): the same, adding `frame` (what the
+// caller was doing, "reading --config x.json") to the error on its way up.
+#define GANGRUN_TRY_CONTEXT(expr, frame)                           \
+  do {                                                             \
+    if (auto gangrun_try_result_ = (expr); !gangrun_try_result_) { \
+      gangrun_try_result_.error().add_context(frame);              \
+      return ::gangrun::pass_up(std::move(gangrun_try_result_));   \
+    }                                                              \
+  } while (false)
+
+// GANGRUN_TRY_ASSIGN(name, expr): declares `auto name = (expr);` and returns
+// its error as GANGRUN_TRY does; on success *name is the value. Two
+// statements: never the lone body of an unbraced if or loop.
+#define GANGRUN_TRY_ASSIGN(name, expr) \
+  auto name = (expr);                  \
+  if (!name) return ::gangrun::pass_up(std::move(name))
+
+namespace gangrun {
 
 // errno as text, for messages about failed system calls.
 std::string errno_text(int error_number);
