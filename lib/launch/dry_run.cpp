@@ -43,14 +43,15 @@ std::string planned_run_dir(const LaunchPlan& plan) {
 
 nlohmann::json plan_to_json(const LaunchPlan& plan) {
   std::string run_dir = planned_run_dir(plan);
+  RoundAssignment first_round = static_assignment(plan, 0, planned_port(plan));
   nlohmann::json workers = nlohmann::json::array();
   for (const WorkerPlan& worker : plan.workers) {
     workers.push_back({
-        {"rank", worker.rank},
+        {"rank", first_round.rank_of(worker)},
         {"local_rank", worker.local_rank},
         {"argv", worker.argv},
-        {"env", worker_variables(plan, worker, 0, run_dir, planned_port(plan))},
-        {"prefix", worker.prefix},
+        {"env", worker_variables(plan, worker, first_round, run_dir)},
+        {"prefix", worker_prefix(plan, worker, first_round)},
     });
   }
   nlohmann::json options = nlohmann::json::object();
@@ -63,7 +64,7 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
       {"nnodes", plan.nnodes},
       {"node_rank", plan.node_rank},
       {"local_world_size", plan.local_world_size},
-      {"world_size", plan.world_size},
+      {"world_size", first_round.world_size},
       {"master_addr", plan.master_addr},
       {"master_port", plan.master_port ? nlohmann::json(*plan.master_port) : nlohmann::json()},
       {"executable", plan.program.executable},
@@ -79,9 +80,11 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
 
 std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
   std::string run_dir = planned_run_dir(plan);
-  std::string out = fmt::format(
-      "gangrun dry run: {} worker(s) on {} (node {} of {}), world size {}, run id {}\n",
-      plan.local_world_size, plan.host, plan.node_rank, plan.nnodes, plan.world_size, plan.run_id);
+  RoundAssignment first_round = static_assignment(plan, 0, planned_port(plan));
+  std::string out =
+      fmt::format("gangrun dry run: {} worker(s) on {} (node {} of {}), world size {}, run id {}\n",
+                  plan.local_world_size, plan.host, plan.node_rank, plan.nnodes,
+                  first_round.world_size, plan.run_id);
   out += fmt::format("  executable: {}\n", plan.program.executable);
   out +=
       fmt::format("  store:      {}:{} (hosted by rank 0)\n", plan.master_addr, planned_port(plan));
@@ -89,10 +92,10 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
   out += fmt::format("  files:      {}\n", run_dir);
   out += fmt::format("  devices:    {}\n", devices_text(plan));
   for (const WorkerPlan& worker : plan.workers) {
-    out += fmt::format("rank {} (local_rank {}):\n", worker.rank, worker.local_rank);
+    out +=
+        fmt::format("rank {} (local_rank {}):\n", first_round.rank_of(worker), worker.local_rank);
     out += fmt::format("  command: {}\n", quoted_command(worker.argv));
-    for (const auto& [name, value] :
-         worker_variables(plan, worker, 0, run_dir, planned_port(plan))) {
+    for (const auto& [name, value] : worker_variables(plan, worker, first_round, run_dir)) {
       out += fmt::format("  {}={}\n", name, value);
     }
   }

@@ -230,7 +230,6 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   plan.local_world_size = placed->workers;
   std::vector<EnvMap>& masks = placed->device_envs;
   plan.devices = std::move(devices);
-  plan.world_size = plan.local_world_size * plan.nnodes;
 
   plan.master_addr = options.master_addr.value_or("127.0.0.1");
   plan.master_port = options.master_port;
@@ -257,19 +256,16 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   if (plan.teardown_signals.empty()) plan.teardown_signals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   plan.parent_error_file = env_lookup(host_env, "TORCHELASTIC_ERROR_FILE");
 
-  std::string prefix_template = options.log_prefix
-                                    ? *options.log_prefix
-                                    : env_lookup(host_env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")
-                                          .value_or(std::string(logmux::k_default_prefix_template));
+  plan.prefix_template = options.log_prefix
+                             ? *options.log_prefix
+                             : env_lookup(host_env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")
+                                   .value_or(std::string(logmux::k_default_prefix_template));
 
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     WorkerPlan worker;
     worker.local_rank = local_rank;
     worker.device_env = std::move(masks[static_cast<std::size_t>(local_rank)]);
-    worker.rank = plan.node_rank * plan.local_world_size + local_rank;
     worker.argv = substitute_local_rank(plan.program.argv, local_rank);
-    worker.prefix = logmux::expand_prefix(
-        prefix_template, {worker.rank, local_rank, plan.node_rank, options.role, plan.host});
     config::Streams redirected = options.redirects.for_local_rank(local_rank);
     config::Streams teed = options.tee.for_local_rank(local_rank);
     worker.to_file = either(redirected, teed);
@@ -288,29 +284,50 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   return make_plan(options, host_env, std::move(devices), read_process_capacity());
 }
 
-EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker, int attempt,
-                        const std::string& run_dir, const std::string& master_port) {
+RoundAssignment static_assignment(const LaunchPlan& plan, int restart_count,
+                                  std::string master_port) {
+  return RoundAssignment{.restart_count = restart_count,
+                         .group_rank = plan.node_rank,
+                         .group_world_size = plan.nnodes,
+                         .rank_offset = plan.node_rank * plan.local_world_size,
+                         .world_size = plan.nnodes * plan.local_world_size,
+                         .master_addr = plan.master_addr,
+                         .master_port = std::move(master_port)};
+}
+
+std::string worker_prefix(const LaunchPlan& plan, const WorkerPlan& worker,
+                          const RoundAssignment& round) {
+  return logmux::expand_prefix(
+      plan.prefix_template,
+      {round.rank_of(worker), worker.local_rank, round.group_rank, plan.options.role, plan.host});
+}
+
+EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
+                        const RoundAssignment& round, const std::string& run_dir) {
   auto inherited_or = [&](const char* name, const char* fallback) {
     return env_lookup(plan.host_env, name).value_or(fallback);
   };
+  const std::string rank = std::to_string(round.rank_of(worker));
+  const std::string world_size = std::to_string(round.world_size);
   EnvMap vars = {
       {"LOCAL_RANK", std::to_string(worker.local_rank)},
-      {"RANK", std::to_string(worker.rank)},
-      {"GROUP_RANK", std::to_string(plan.node_rank)},
-      {"ROLE_RANK", std::to_string(worker.rank)},
+      {"RANK", rank},
+      {"GROUP_RANK", std::to_string(round.group_rank)},
+      {"ROLE_RANK", rank},
       {"ROLE_NAME", plan.options.role},
       {"LOCAL_WORLD_SIZE", std::to_string(plan.local_world_size)},
-      {"WORLD_SIZE", std::to_string(plan.world_size)},
-      {"GROUP_WORLD_SIZE", std::to_string(plan.nnodes)},
-      {"ROLE_WORLD_SIZE", std::to_string(plan.world_size)},
-      {"MASTER_ADDR", plan.master_addr},
-      {"MASTER_PORT", master_port},
-      {"TORCHELASTIC_RESTART_COUNT", std::to_string(attempt)},
+      {"WORLD_SIZE", world_size},
+      {"GROUP_WORLD_SIZE", std::to_string(round.group_world_size)},
+      {"ROLE_WORLD_SIZE", world_size},
+      {"MASTER_ADDR", round.master_addr},
+      {"MASTER_PORT", round.master_port},
+      {"TORCHELASTIC_RESTART_COUNT", std::to_string(round.restart_count)},
       {"TORCHELASTIC_MAX_RESTARTS", std::to_string(plan.options.max_restarts)},
       {"TORCHELASTIC_RUN_ID", plan.run_id},
       // Workers are clients of the store gangrun hosts (launch/agent_store.hpp).
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
-      {"TORCHELASTIC_ERROR_FILE", worker_dir(run_dir, attempt, worker.local_rank) + "/error.json"},
+      {"TORCHELASTIC_ERROR_FILE",
+       worker_dir(run_dir, round.restart_count, worker.local_rank) + "/error.json"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", inherited_or("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")},
       {"NCCL_ASYNC_ERROR_HANDLING", inherited_or("NCCL_ASYNC_ERROR_HANDLING", "1")},
   };

@@ -1,6 +1,8 @@
 // The launch plan: Options + gangrun's environment, validated and resolved
-// into everything a run needs. Immutable once made; making it has no side
-// effects (no process, no port, no directory).
+// into what is fixed for the whole run (program, options, devices, the local
+// workers). Immutable once made; making it has no side effects (no process,
+// no port, no directory). What each round decides (ranks, world size, the
+// store's address, the restart count) is a RoundAssignment beside it.
 #pragma once
 
 #include "config/options.hpp"
@@ -17,10 +19,8 @@
 namespace gangrun::launch {
 
 struct WorkerPlan {
-  int rank = 0;
   int local_rank = 0;
   std::vector<std::string> argv;  // after ${local_rank} substitution
-  std::string prefix;             // console line prefix, expanded
   config::Streams to_file;        // streams written to log files
   config::Streams to_console;     // streams shown on the console
   // Its visibility mask (and what must go with it), e.g.
@@ -34,10 +34,10 @@ struct LaunchPlan {
   std::string host;
   std::string run_id;
 
+  // What the options ask for; each round's RoundAssignment has the facts.
   int nnodes = 1;
   int node_rank = 0;
   int local_world_size = 1;
-  int world_size = 1;
   std::string master_addr;
   std::optional<int> master_port;  // nullopt: a free port is picked at launch
 
@@ -48,8 +48,30 @@ struct LaunchPlan {
   std::optional<std::string> log_dir;  // --log_dir; each run makes DIR/<run_id>_<unique> in it
   std::set<int> teardown_signals;
   std::optional<std::string> parent_error_file;  // gangrun's own TORCHELASTIC_ERROR_FILE
+  std::string prefix_template;                   // console line prefix, before expansion
   std::vector<WorkerPlan> workers;
 };
+
+// What one round of the run decides for this node. One node makes its own
+// (static_assignment); a rendezvous gives every node its own, round after
+// round.
+struct RoundAssignment {
+  int restart_count = 0;     // rounds before this one
+  int group_rank = 0;        // this node's rank among the nodes
+  int group_world_size = 1;  // nodes in the round
+  int rank_offset = 0;       // the global rank of this node's local_rank 0
+  int world_size = 1;        // workers in the round, on every node
+  std::string master_addr;   // the store every worker meets through
+  std::string master_port;
+
+  int rank_of(const WorkerPlan& worker) const { return rank_offset + worker.local_rank; }
+};
+
+// The assignment of a static launch (--nnodes N --node_rank R): ranks node
+// by node, as the options ask. master_port is the store's port, known once
+// it listens.
+RoundAssignment static_assignment(const LaunchPlan& plan, int restart_count,
+                                  std::string master_port);
 
 // Workers per node (from the process-count options, counting selected
 // devices for gpu/xpu/auto) and each worker's device variables.
@@ -73,12 +95,16 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
                                std::optional<NodeDevices> devices = std::nullopt);
 
-// The variables gangrun sets for worker, for the given attempt, run
-// directory and master port (section 2 of DESIGN.md). Inherited values of
+// The variables gangrun sets for worker in the given round, with its files
+// in run_dir (section 2 of DESIGN.md). Inherited values of
 // NCCL_ASYNC_ERROR_HANDLING, TORCH_NCCL_ASYNC_ERROR_HANDLING and
 // OMP_NUM_THREADS are kept; the worker's device_env is added.
-EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker, int attempt,
-                        const std::string& run_dir, const std::string& master_port);
+EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
+                        const RoundAssignment& round, const std::string& run_dir);
+
+// The worker's console line prefix in the given round, expanded.
+std::string worker_prefix(const LaunchPlan& plan, const WorkerPlan& worker,
+                          const RoundAssignment& round);
 
 // Where a worker's files of an attempt live: RUN_DIR/attempt_<n>/<local_rank>.
 std::string worker_dir(const std::string& run_dir, int attempt, int local_rank);

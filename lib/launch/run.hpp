@@ -1,21 +1,11 @@
-// run(plan): the only part of gangrun with side effects. Starts the gang,
-// restarts it while restarts are left, reports, and says how gangrun ends.
+// Transitional: the run moved to the node agent (agent/node_agent.hpp).
 #pragma once
 
-#include "launch/plan.hpp"
-
-#include <optional>
+#include "agent/node_agent.hpp"
 
 namespace gangrun::launch {
 
-struct RunResult {
-  int exit_code = 0;                 // util/exit_codes.hpp
-  std::optional<int> die_by_signal;  // gangrun was stopped by this signal: re-raise it
-};
-
-// Must be called from the main thread (the workers' death signal is tied to
-// the thread that forks them). Never throws for run-time failures of the
-// job; those are in the result.
-RunResult run(const LaunchPlan& plan);
+using RunResult = agent::RunResult;
+inline RunResult run(const LaunchPlan& plan) { return agent::run(plan); }
 
 }  // namespace gangrun::launch

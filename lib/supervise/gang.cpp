@@ -1,21 +1,11 @@
 #include "supervise/gang.hpp"
 
 #include "logmux/tail_buffer.hpp"
-#include "supervise/orphans.hpp"
-#include "supervise/shim.hpp"
 #include "util/pipe.hpp"
-#include "util/signals.hpp"
 
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
-
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <exception>
@@ -27,14 +17,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// After the last worker is gone, output still buffered in the pipes is
-// drained; a pipe that some unkillable process still holds open is cut off
-// after this long.
-constexpr std::chrono::milliseconds k_drain_limit{2000};
-// Shims are asked to end their trees when the last worker has ended; one
-// that has not exited after this long is killed.
-constexpr std::chrono::milliseconds k_shim_limit{5000};
-
 double milliseconds_between(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double, std::milli>(to - from).count();
 }
@@ -43,76 +25,50 @@ double milliseconds_between(Clock::time_point from, Clock::time_point to) {
 
 struct Gang::Impl {
   struct Running {
-    UniqueFd control;  // to the shim; closing it ends what is left of the tree
-    std::unique_ptr<asio::posix::stream_descriptor> report;     // from the shim
-    std::unique_ptr<asio::posix::stream_descriptor> shim_exit;  // the shim's pidfd
-    ShimRecord record;
-    pid_t shim_pid = -1;
-    bool alive = false;         // the worker's end has not been seen yet
-    bool shim_running = false;  // the shim has not been reaped yet
-    bool signalled = false;
-    Clock::time_point started;
+    std::unique_ptr<WorkerProcess> process;
+    bool alive = false;             // started, and its end not seen yet
+    bool supervisor_alive = false;  // its supervisor has not been reaped yet
+    bool signalled = false;         // asked to stop by gangrun
   };
 
   asio::io_context& io;
   logmux::Console& console;
+  Spawner& spawner;
   GangSettings settings;
-  asio::signal_set signal_set;
   asio::steady_timer kill_timer;
   asio::steady_timer drain_timer;
 
-  std::optional<int> stop_signal;
-
-  // Per attempt.
+  // Per attempt. `attempt` changes with every start(), so a handler posted
+  // for one attempt does nothing in the next.
+  std::uint64_t attempt = 0;
+  DoneHandler on_done;
   std::unique_ptr<logmux::OutputMux> mux;
   std::vector<WorkerLaunch> launches;
   std::vector<Running> running;
   std::vector<logmux::TailBuffer> tails;
   AttemptOutcome outcome;
   std::size_t alive_count = 0;
-  std::size_t shims_running = 0;
+  std::size_t supervisors_alive = 0;
+  bool active = false;
   bool spawning = false;
   bool tearing_down = false;
   bool all_exited = false;
-  bool finished = false;
   Clock::time_point root_cause_exit;
 
-  Impl(asio::io_context& io_context, logmux::Console& console_sink, GangSettings gang_settings)
+  Impl(asio::io_context& io_context, logmux::Console& console_sink, Spawner& process_spawner,
+       GangSettings gang_settings)
       : io(io_context),
         console(console_sink),
-        settings(std::move(gang_settings)),
-        signal_set(io_context),
+        spawner(process_spawner),
+        settings(gang_settings),
         kill_timer(io_context),
-        drain_timer(io_context) {
-    std::set<int> handled = settings.teardown_signals;
-    handled.insert({SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGCHLD});
-    for (int signal_number : handled) signal_set.add(signal_number);
-    arm_signals();
-  }
+        drain_timer(io_context) {}
 
   // ---- the attempt ----------------------------------------------------------
 
-  AttemptOutcome run(std::vector<WorkerLaunch> workers) {
-    reset(std::move(workers));
-    if (stop_signal) {
-      outcome.stopped_by_signal = stop_signal;
-      mark_not_started(0);
-      return std::move(outcome);
-    }
-    spawning = true;
-    asio::post(io, [this] { start_next(0); });
-    io.restart();
-    while (!finished) {
-      if (io.run_one() == 0) break;  // nothing left to wait for: cannot happen while armed
-    }
-    for (std::size_t i = 0; i < tails.size(); ++i) outcome.workers[i].last_lines = tails[i].lines();
-    outcome.incomplete_logs = mux->incomplete_logs();
-    mux.reset();
-    launches.clear();
-    return std::move(outcome);
-  }
-
-  void reset(std::vector<WorkerLaunch> workers) {
+  void start(std::vector<WorkerLaunch> workers, DoneHandler done) {
+    ++attempt;
+    on_done = std::move(done);
     mux = std::make_unique<logmux::OutputMux>(io, console);
     launches = std::move(workers);
     running.clear();
@@ -125,11 +81,32 @@ struct Gang::Impl {
       outcome.workers[i].local_rank = launches[i].local_rank;
     }
     alive_count = 0;
-    shims_running = 0;
-    spawning = false;
+    supervisors_alive = 0;
+    active = true;
+    spawning = true;
     tearing_down = false;
     all_exited = false;
-    finished = false;
+    post([this] { start_next(0); });
+  }
+
+  // Runs f on the loop unless the attempt it belongs to has ended.
+  template <typename F>
+  void post(F f) {
+    asio::post(io, [this, f = std::move(f), for_attempt = attempt] {
+      if (active && for_attempt == attempt) f();
+    });
+  }
+
+  void finish() {
+    for (std::size_t i = 0; i < tails.size(); ++i) outcome.workers[i].last_lines = tails[i].lines();
+    outcome.incomplete_logs = mux->incomplete_logs();
+    mux.reset();
+    launches.clear();
+    running.clear();
+    active = false;
+    // The handler may start the next attempt at once.
+    DoneHandler done = std::move(on_done);
+    done(std::move(outcome));
   }
 
   // One worker per turn of the loop: a signal or a failure seen in between
@@ -142,7 +119,7 @@ struct Gang::Impl {
       return;
     }
     start_worker(index);
-    asio::post(io, [this, index] { start_next(index + 1); });
+    post([this, index] { start_next(index + 1); });
   }
 
   void mark_not_started(std::size_t from) {
@@ -161,7 +138,7 @@ struct Gang::Impl {
     }
   }
 
-  // Spawning failed in gangrun (start_worker) or in the shim (on_record).
+  // Spawning failed in gangrun (start_worker) or under the supervisor.
   static void record_start_failure(WorkerOutcome& worker, const Error& error) {
     worker.spawn_error = error.describe();
     spdlog::error("rank {} could not be started: {}", worker.rank, *worker.spawn_error);
@@ -172,7 +149,7 @@ struct Gang::Impl {
       return start_process_or_throw(index, launch);
     } catch (const std::exception& error) {
       // Asio reports a failed epoll registration (out of memory or watches)
-      // by throwing; the shim, if started, ends with its control pipe.
+      // by throwing.
       return fail(ErrorCode::internal,
                   "cannot start " + launch.spawn.executable + ": " + error.what());
     }
@@ -193,29 +170,14 @@ struct Gang::Impl {
       *pipe = std::move(*made);
       *fd = (*pipe)->write_end.get();
     }
-    auto child = spawn(launch.spawn);
-    if (!child) return tl::unexpected(child.error());
-
-    // Registered with the loop before anything is counted: if Asio throws
-    // here, the descriptors close with `child`, the shim sees its control
-    // pipe close and exits, and the stray-child reaper collects it.
-    auto shim_exit = std::make_unique<asio::posix::stream_descriptor>(io, child->shim_pidfd.get());
-    child->shim_pidfd.release();
-    auto report = std::make_unique<asio::posix::stream_descriptor>(io, child->report.get());
-    child->report.release();
+    GANGRUN_TRY_ASSIGN(process, spawner.start(launch.spawn, events_for(index)));
 
     Running& slot = running[index];
-    slot.control = std::move(child->control);
-    slot.shim_pid = child->shim_pid;
-    slot.shim_running = true;
-    ++shims_running;
-    slot.shim_exit = std::move(shim_exit);
-    slot.report = std::move(report);
+    slot.process = std::move(*process);
     slot.alive = true;
-    slot.started = Clock::now();
-    ++alive_count;  // its pid comes with the shim's first record
-    wait_for_report(index);
-    wait_for_shim_exit(index);
+    slot.supervisor_alive = true;
+    ++alive_count;  // its pid comes with on_running
+    ++supervisors_alive;
 
     // The worker holds its own copies of the write ends now; ours must go
     // so that EOF arrives when the worker (and its descendants) are gone.
@@ -233,84 +195,43 @@ struct Gang::Impl {
 
   // ---- events ---------------------------------------------------------------
 
-  void wait_for_report(std::size_t index) {
-    running[index].report->async_wait(asio::posix::stream_descriptor::wait_read,
-                                      [this, index](const boost::system::error_code& error) {
-                                        if (!error) on_report(index);
-                                      });
+  // Events of an earlier attempt's worker are ignored: its slot is gone.
+  WorkerEvents events_for(std::size_t index) {
+    auto current = [this, index, for_attempt = attempt] {
+      return active && for_attempt == attempt && index < running.size();
+    };
+    WorkerEvents events;
+    events.on_running = [this, index, current](pid_t pid) {
+      if (current()) outcome.workers[index].pid = pid;
+    };
+    events.on_exited = [this, index, current](ExitStatus status, long peak_rss_kib) {
+      if (current()) on_worker_end(index, status, peak_rss_kib);
+    };
+    events.on_start_failed = [this, index, current](const Error& error) {
+      if (!current()) return;
+      record_start_failure(outcome.workers[index], error);
+      on_worker_end(index, ExitStatus::exited_with(error.exit_code()), 0);
+    };
+    events.on_supervisor_gone = [this, index, current](ExitStatus status, long peak_rss_kib) {
+      if (current()) on_supervisor_gone(index, status, peak_rss_kib);
+    };
+    return events;
   }
 
-  void wait_for_shim_exit(std::size_t index) {
-    running[index].shim_exit->async_wait(asio::posix::stream_descriptor::wait_read,
-                                         [this, index](const boost::system::error_code& error) {
-                                           if (!error) on_shim_exit(index);
-                                         });
-  }
-
-  void on_report(std::size_t index) {
-    if (read_records(index)) wait_for_report(index);
-  }
-
-  // Handles every record the pipe holds now; false once it reached EOF (the
-  // shim is gone: on_shim_exit has the rest).
-  bool read_records(std::size_t index) {
+  void on_supervisor_gone(std::size_t index, ExitStatus status, long peak_rss_kib) {
     Running& slot = running[index];
-    while (slot.report) {
-      ssize_t got = ::read(slot.report->native_handle(), &slot.record, sizeof slot.record);
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0 && errno == EAGAIN) return true;
-      if (got != static_cast<ssize_t>(sizeof slot.record)) {
-        slot.report.reset();
-        return false;
-      }
-      on_record(index, slot.record);
-    }
-    return false;
-  }
-
-  void on_record(std::size_t index, const ShimRecord& record) {
-    WorkerOutcome& worker = outcome.workers[index];
-    switch (record.kind) {
-      case ShimRecord::started:
-        worker.pid = record.value;
-        return;
-      case ShimRecord::exited:
-        on_worker_end(index, ExitStatus::from_wait_status(record.value),
-                      static_cast<long>(record.peak_rss_kib));
-        return;
-      default: {  // exec_failed, fork_failed
-        Error error = start_failure(launches[index].spawn, record);
-        record_start_failure(worker, error);
-        on_worker_end(index, ExitStatus::exited_with(error.exit_code()), 0);
-        return;
-      }
-    }
-  }
-
-  void on_shim_exit(std::size_t index) {
-    Running& slot = running[index];
-    int wait_status = 0;
-    rusage usage{};
-    pid_t reaped = ::wait4(slot.shim_pid, &wait_status, WNOHANG, &usage);
-    if (reaped == 0) {  // spurious wake-up; the pidfd is level-triggered
-      wait_for_shim_exit(index);
-      return;
-    }
-    slot.shim_running = false;
-    slot.shim_exit.reset();
-    --shims_running;
-    // What the shim wrote before it exited may not have been read yet.
-    read_records(index);
+    if (!slot.supervisor_alive) return;
+    slot.supervisor_alive = false;
+    --supervisors_alive;
     if (slot.alive) {
-      // The shim ended before reporting the worker's end: someone killed
-      // it, and the worker died with it (its death signal).
-      ExitStatus status = ExitStatus::from_wait_status(wait_status);
+      // The supervisor ended before reporting the worker's end: someone
+      // killed it, and the worker died with it (its death signal).
       spdlog::warn(
           "rank {}: its supervising shim (pid {}) ended by itself ({}); the worker is lost",
-          outcome.workers[index].rank, slot.shim_pid, status.describe());
-      on_worker_end(index, status, usage.ru_maxrss);
+          outcome.workers[index].rank, slot.process->supervisor_pid(), status.describe());
+      on_worker_end(index, status, peak_rss_kib);
     }
-    if (all_exited && shims_running == 0) on_shims_gone();
+    if (all_exited && supervisors_alive == 0) on_supervisors_gone();
   }
 
   void on_worker_end(std::size_t index, ExitStatus status, long peak_rss_kib) {
@@ -356,16 +277,13 @@ struct Gang::Impl {
     });
   }
 
-  // Asks every live worker's shim to deliver signal_number to the worker's
-  // process group (SIGKILL: to everything under the shim).
+  // Asks every live worker's supervisor to deliver signal_number to the
+  // worker's process group (SIGKILL: to everything under the supervisor).
   void signal_workers(int signal_number, bool marks_stopped) {
-    const auto request = static_cast<unsigned char>(signal_number);
     for (Running& slot : running) {
-      if (!slot.alive || !slot.control.valid()) continue;
+      if (!slot.alive || !slot.process) continue;
       if (marks_stopped) slot.signalled = true;
-      // A full pipe would mean 64 KiB of requests the shim has not read yet;
-      // dropping one more changes nothing.
-      (void)!::write(slot.control.get(), &request, 1);
+      slot.process->signal(signal_number);
     }
   }
 
@@ -375,118 +293,89 @@ struct Gang::Impl {
     kill_timer.cancel();
     // Whatever is left of each worker's tree (group members that outlived
     // it, descendants that escaped into sessions of their own) is under its
-    // shim: closing the control pipe makes the shim kill it all and exit.
-    for (Running& slot : running) slot.control.reset();
-    if (shims_running == 0) {
-      on_shims_gone();
+    // supervisor, which kills it all and exits.
+    for (Running& slot : running) {
+      if (slot.process) slot.process->end_tree();
+    }
+    if (supervisors_alive == 0) {
+      on_supervisors_gone();
       return;
     }
-    // A shim stuck killing a process in uninterruptible sleep must not hold
-    // the run forever.
-    kill_timer.expires_after(k_shim_limit);
+    // A supervisor stuck killing a process in uninterruptible sleep must
+    // not hold the run forever.
+    kill_timer.expires_after(settings.supervisor_limit);
     kill_timer.async_wait([this](const boost::system::error_code& error) {
       if (error) return;
       for (Running& slot : running) {
-        if (slot.shim_running)
-          ::syscall(SYS_pidfd_send_signal, slot.shim_exit->native_handle(), SIGKILL, nullptr, 0);
+        if (slot.supervisor_alive) slot.process->kill_supervisor();
       }
     });
   }
 
-  void on_shims_gone() {
+  void on_supervisors_gone() {
     kill_timer.cancel();
-    // Descendants of a shim that was killed came back to gangrun, the
-    // subreaper above the shims.
-    int killed = kill_orphans({});
+    int killed = spawner.kill_strays();
     if (killed > 0) spdlog::debug("killed {} leftover process(es) of the job", killed);
     if (mux->open_streams() == 0) {
-      finished = true;
+      post([this] { finish(); });
       return;
     }
-    drain_timer.expires_after(k_drain_limit);
-    drain_timer.async_wait([this](const boost::system::error_code& error) {
-      if (error) return;
+    drain_timer.expires_after(settings.drain_limit);
+    drain_timer.async_wait([this, for_attempt = attempt](const boost::system::error_code& error) {
+      if (error || !active || for_attempt != attempt) return;
       spdlog::debug("output pipes still open after the workers ended; closing them");
       mux->close_all();
-      finished = true;
+      finish();
     });
   }
 
   void on_stream_closed() {
-    if (all_exited && shims_running == 0 && mux->open_streams() == 0) {
+    if (all_exited && supervisors_alive == 0 && mux->open_streams() == 0) {
       drain_timer.cancel();
-      finished = true;
+      post([this] { finish(); });
     }
   }
 
-  // ---- signals ----------------------------------------------------------------
+  // ---- requests from the agent ------------------------------------------------
 
-  void arm_signals() {
-    signal_set.async_wait([this](const boost::system::error_code& error, int signal_number) {
-      if (error) return;
-      on_signal(signal_number);
-      arm_signals();
-    });
-  }
-
-  void on_signal(int signal_number) {
-    if (settings.teardown_signals.count(signal_number) != 0) {
-      on_teardown_signal(signal_number);
-      return;
-    }
-    switch (signal_number) {
-      case SIGCHLD: {
-        // Shims are reaped by their own pidfd handler; anything else that
-        // ended is a stray (a shim whose worker could not start, an orphan
-        // of a killed shim).
-        std::set<pid_t> shims;
-        for (const Running& slot : running) {
-          if (slot.shim_running) shims.insert(slot.shim_pid);
-        }
-        reap_exited_orphans(shims);
-        return;
-      }
-      case SIGTSTP:
-        // Workers lead orphaned process groups, where the kernel discards
-        // SIGTSTP; SIGSTOP is the only stop that reaches them.
-        signal_workers(SIGSTOP, false);
-        ::raise(SIGSTOP);
-        return;
-      case SIGCONT:
-        signal_workers(SIGCONT, false);
-        return;
-      default:  // USR1, USR2: the training script's business (SLURM preemption notices)
-        spdlog::info("forwarding {} to the workers", signals::name(signal_number));
-        signal_workers(signal_number, false);
-        return;
-    }
-  }
-
-  void on_teardown_signal(int signal_number) {
-    if (!stop_signal) {
-      stop_signal = signal_number;
+  void stop(int signal_number) {
+    if (!active) return;
+    if (!outcome.stopped_by_signal) {
       outcome.stopped_by_signal = signal_number;
-      if (alive_count > 0) {
-        spdlog::warn("received {}; stopping the workers (send it again to kill them at once)",
-                     signals::name(signal_number));
-      }
       start_teardown(signal_number);  // also stops a spawning in progress
       return;
     }
     if (alive_count == 0) return;
-    spdlog::warn("received {} again; killing the workers now", signals::name(signal_number));
     kill_timer.cancel();
     signal_workers(SIGKILL, true);
   }
+
+  std::set<pid_t> supervisor_pids() const {
+    std::set<pid_t> pids;
+    for (const Running& slot : running) {
+      if (slot.supervisor_alive) pids.insert(slot.process->supervisor_pid());
+    }
+    return pids;
+  }
 };
 
-Gang::Gang(asio::io_context& io, logmux::Console& console, GangSettings settings)
-    : impl_(std::make_unique<Impl>(io, console, std::move(settings))) {}
+Gang::Gang(asio::io_context& io, logmux::Console& console, Spawner& spawner, GangSettings settings)
+    : impl_(std::make_unique<Impl>(io, console, spawner, settings)) {}
 
 Gang::~Gang() = default;
 
-AttemptOutcome Gang::run(std::vector<WorkerLaunch> workers) {
-  return impl_->run(std::move(workers));
+void Gang::start(std::vector<WorkerLaunch> workers, DoneHandler on_done) {
+  impl_->start(std::move(workers), std::move(on_done));
 }
+
+void Gang::stop(int signal_number) { impl_->stop(signal_number); }
+
+void Gang::forward(int signal_number) { impl_->signal_workers(signal_number, false); }
+
+bool Gang::running() const { return impl_->active; }
+
+std::size_t Gang::live_workers() const { return impl_->alive_count; }
+
+std::set<pid_t> Gang::supervisor_pids() const { return impl_->supervisor_pids(); }
 
 }  // namespace gangrun::supervise

@@ -1,18 +1,22 @@
-// The gang supervisor: runs one attempt of the local workers as a unit.
-// Single-threaded: everything happens in handlers on the io_context, which
-// must be driven only by Gang::run while an attempt is running.
+// The gang supervisor: one attempt of the local workers as a unit.
+// Single-threaded: everything happens in handlers on the node agent's
+// io_context. Every signal reaches a worker through its supervisor (the
+// shim, supervise/shim.hpp), which alone may reap it: gangrun never signals
+// a pid that may have been reused.
 #pragma once
 
 #include "logmux/console.hpp"
 #include "logmux/output_mux.hpp"
 #include "supervise/exit_status.hpp"
 #include "supervise/process.hpp"
+#include "supervise/spawner.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -58,32 +62,56 @@ struct AttemptOutcome {
 
 struct GangSettings {
   std::chrono::milliseconds term_timeout{30000};  // stop signal to SIGKILL
-  std::set<int> teardown_signals;                 // forwarded, then the gang is torn down
+  // After the last worker ended, each supervisor is asked to end what is
+  // left of its tree; one still there after this long is killed.
+  std::chrono::milliseconds supervisor_limit{5000};
+  // Output still buffered in the pipes is drained after the last worker
+  // ended; a pipe some unkillable process still holds open is cut off after
+  // this long.
+  std::chrono::milliseconds drain_limit{2000};
 };
 
+// One attempt of the local workers, supervised as a unit: a component of
+// the node agent (agent/node_agent.hpp), with no loop of its own. Every
+// handler runs on the io_context given to the constructor, which its owner
+// drives; the Gang never blocks it.
 class Gang {
  public:
-  // console outlives the Gang. Installs gangrun's signal handlers (through
-  // Asio) for the Gang's lifetime; a teardown signal that arrives between
-  // attempts is remembered and ends the next attempt before it starts.
-  Gang(boost::asio::io_context& io, logmux::Console& console, GangSettings settings);
+  using DoneHandler = std::function<void(AttemptOutcome)>;
+
+  // console, spawner and the io_context outlive the Gang.
+  Gang(boost::asio::io_context& io, logmux::Console& console, Spawner& spawner,
+       GangSettings settings);
   ~Gang();
   Gang(const Gang&) = delete;
   Gang& operator=(const Gang&) = delete;
 
-  // Starts the workers one per turn of the loop (so a failure or a teardown
-  // signal stops the spawning at once; the rest are reported as not
-  // started), supervises them until all have exited, tears the gang down on
-  // the first failure or on a teardown signal (stop signal to every worker's
-  // group, SIGKILL after term_timeout, a second teardown signal kills at
-  // once), then has every worker's shim kill what is left of its tree,
-  // drains their output, and returns. USR1/USR2 are forwarded without
-  // teardown; TSTP stops the workers and gangrun, CONT resumes them.
-  //
-  // Every signal reaches a worker through its shim (supervise/shim.hpp),
-  // which alone may reap it: gangrun never signals a pid that may have been
-  // reused. Never throws; a worker that cannot be started is the root cause.
-  AttemptOutcome run(std::vector<WorkerLaunch> workers);
+  // Starts an attempt and returns at once. The workers start one per turn
+  // of the loop (so a failure or a stop() ends the spawning at once; the
+  // rest are reported as not started). The first worker that fails is the
+  // root cause: the others get SIGTERM to their groups, SIGKILL after
+  // term_timeout. When every worker has ended, each supervisor kills what
+  // is left of its tree, the output is drained, and on_done gets the
+  // outcome (from a handler, never inside start). Only when no attempt is
+  // running. A worker that cannot be started is the root cause.
+  void start(std::vector<WorkerLaunch> workers, DoneHandler on_done);
+
+  // Tears the running attempt down because gangrun was told to stop by
+  // signal_number: the signal goes to every worker's group, SIGKILL follows
+  // after term_timeout, and the outcome says stopped_by_signal. Called
+  // again while a teardown is under way, it kills every worker at once.
+  void stop(int signal_number);
+
+  // Delivers signal_number to every live worker's group without a
+  // teardown (USR1, USR2, SIGSTOP, SIGCONT).
+  void forward(int signal_number);
+
+  bool running() const;
+  // Workers started and not yet seen to end.
+  std::size_t live_workers() const;
+  // gangrun's own children that belong to this attempt (the supervisors),
+  // which stray reaping must leave alone.
+  std::set<pid_t> supervisor_pids() const;
 
  private:
   struct Impl;

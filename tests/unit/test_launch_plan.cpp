@@ -11,6 +11,8 @@
 using gangrun::config::Options;
 using gangrun::config::ProcCount;
 using gangrun::launch::make_plan;
+using gangrun::launch::static_assignment;
+using gangrun::launch::worker_prefix;
 using gangrun::launch::worker_variables;
 
 namespace {
@@ -31,9 +33,10 @@ TEST_CASE("launch::make_plan numbers ranks node by node", "[launch]") {
   auto plan = make_plan(options, {{"PATH", "/bin"}});
   REQUIRE(plan);
   REQUIRE(plan->workers.size() == 2);
-  CHECK(plan->world_size == 6);
-  CHECK(plan->workers[0].rank == 2);
-  CHECK(plan->workers[1].rank == 3);
+  auto round = static_assignment(*plan, 0, "29500");
+  CHECK(round.world_size == 6);
+  CHECK(round.rank_of(plan->workers[0]) == 2);
+  CHECK(round.rank_of(plan->workers[1]) == 3);
   CHECK(plan->master_port == 29500);  // multi-node default; one node gets a free port
 }
 
@@ -60,7 +63,8 @@ TEST_CASE("launch::worker_variables sets torchrun's contract", "[launch]") {
   auto plan = make_plan(options, {{"NCCL_ASYNC_ERROR_HANDLING", "0"}});
   REQUIRE(plan);
   REQUIRE_FALSE(plan->master_port);  // picked at launch on a single node
-  auto vars = worker_variables(*plan, plan->workers[3], 1, "/run", "1234");
+  auto vars =
+      worker_variables(*plan, plan->workers[3], static_assignment(*plan, 1, "1234"), "/run");
   CHECK(vars.at("LOCAL_RANK") == "3");
   CHECK(vars.at("RANK") == "3");
   CHECK(vars.at("GROUP_RANK") == "0");
@@ -85,10 +89,12 @@ TEST_CASE("launch::worker_variables sets torchrun's contract", "[launch]") {
 TEST_CASE("launch::worker_variables leaves OMP_NUM_THREADS alone for one worker", "[launch]") {
   auto plan = make_plan(job(1), {});
   REQUIRE(plan);
-  CHECK(worker_variables(*plan, plan->workers[0], 0, "/run", "1").count("OMP_NUM_THREADS") == 0);
+  CHECK(worker_variables(*plan, plan->workers[0], static_assignment(*plan, 0, "1"), "/run")
+            .count("OMP_NUM_THREADS") == 0);
   auto kept = make_plan(job(2), {{"OMP_NUM_THREADS", "8"}});
   REQUIRE(kept);
-  CHECK(worker_variables(*kept, kept->workers[0], 0, "/run", "1").at("OMP_NUM_THREADS") == "8");
+  CHECK(worker_variables(*kept, kept->workers[0], static_assignment(*kept, 0, "1"), "/run")
+            .at("OMP_NUM_THREADS") == "8");
 }
 
 TEST_CASE("launch::make_plan routes redirects, tees and the console filter", "[launch]") {
@@ -104,7 +110,7 @@ TEST_CASE("launch::make_plan routes redirects, tees and the console filter", "[l
   CHECK(plan->workers[1].to_file == gangrun::config::Streams{true, true});
   CHECK(plan->workers[1].to_console == gangrun::config::Streams{true, true});
   CHECK(plan->workers[2].to_console == gangrun::config::Streams{false, false});
-  CHECK(plan->workers[0].prefix == "[rank0]: ");
+  CHECK(worker_prefix(*plan, plan->workers[0], static_assignment(*plan, 0, "1")) == "[rank0]: ");
 }
 
 namespace {
@@ -128,7 +134,7 @@ gangrun::launch::NodeDevices cuda_node(const std::vector<std::string>& tokens) {
 std::vector<std::string> masks_of(const gangrun::launch::LaunchPlan& plan) {
   std::vector<std::string> masks;
   for (const auto& worker : plan.workers) {
-    auto vars = worker_variables(plan, worker, 0, "/run", "1");
+    auto vars = worker_variables(plan, worker, static_assignment(plan, 0, "1"), "/run");
     auto it = vars.find("CUDA_VISIBLE_DEVICES");
     masks.push_back(it == vars.end() ? "(inherited)" : it->second);
   }

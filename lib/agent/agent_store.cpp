@@ -1,17 +1,17 @@
-#include "launch/agent_store.hpp"
+#include "agent/agent_store.hpp"
 
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
 
-namespace gangrun::launch {
+namespace gangrun::agent {
 
-std::string agent_store_bind_host(const LaunchPlan& plan) {
+std::string agent_store_bind_host(const launch::LaunchPlan& plan) {
   return plan.nnodes > 1 ? "::" : plan.master_addr;
 }
 
 Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_context& io,
-                                                           const LaunchPlan& plan) {
+                                                           const launch::LaunchPlan& plan) {
   store::ServerSettings settings;
   settings.host = agent_store_bind_host(plan);
   settings.port = plan.master_port.value_or(0);
@@ -19,7 +19,8 @@ Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_conte
   // get the user's own limit back (supervise::use_hard_open_file_limit).
   settings.raise_open_file_limit = false;
   // PyTorch opens one or two connections per rank; twice that leaves room.
-  settings.expected_clients = 4 * static_cast<std::size_t>(plan.world_size);
+  settings.expected_clients =
+      4 * static_cast<std::size_t>(plan.nnodes) * static_cast<std::size_t>(plan.local_world_size);
   auto server = store::Server::start(io, settings);
   if (!server && settings.host == "::") {
     // A host without IPv6 cannot bind "::"; serve every IPv4 interface then,
@@ -40,4 +41,4 @@ Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_conte
   return server;
 }
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::agent

@@ -1,12 +1,12 @@
-#include "launch/agent_store.hpp"
+#include "agent/agent_store.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
 using gangrun::ErrorCode;
-using gangrun::launch::agent_store_bind_host;
+using gangrun::agent::agent_store_bind_host;
+using gangrun::agent::start_agent_store;
 using gangrun::launch::LaunchPlan;
-using gangrun::launch::start_agent_store;
 
 namespace {
 

@@ -1,0 +1,73 @@
+#include "agent/attempt_record.hpp"
+
+#include "report/error_file.hpp"
+#include "report/failure_summary.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+namespace gangrun::agent {
+
+report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int attempt,
+                                const launch::RunDirectory& run_dir) {
+  report::AttemptRecord record;
+  record.attempt = attempt;
+  record.root_cause = outcome.root_cause;
+  record.stopped_by_signal = outcome.stopped_by_signal;
+  record.teardown_latency_ms = outcome.teardown_latency_ms;
+  record.incomplete_logs = outcome.incomplete_logs;
+  for (std::size_t i = 0; i < outcome.workers.size(); ++i) {
+    const supervise::WorkerOutcome& worker = outcome.workers[i];
+    report::WorkerRecord entry;
+    entry.rank = worker.rank;
+    entry.local_rank = worker.local_rank;
+    entry.pid = worker.pid;
+    if (!worker.started) {
+      // Neither an exit code nor a signal: it never ran.
+    } else if (worker.status.kind == supervise::ExitStatus::Kind::signaled) {
+      entry.signal = worker.status.signal;
+    } else {
+      entry.exit_code = worker.status.code;
+    }
+    entry.shell_code = worker.status.shell_code();
+    entry.started_at = worker.started_at;
+    entry.ended_at = worker.ended_at;
+    entry.peak_rss_kib = worker.peak_rss_kib;
+    entry.stopped_by_gangrun = worker.stopped_by_gangrun;
+    entry.last_lines = worker.last_lines;
+    std::string error_file =
+        launch::worker_dir(run_dir.path(), attempt, worker.local_rank) + "/error.json";
+    if (outcome.root_cause == i) {
+      auto read = report::read_worker_error(error_file);
+      if (read) {
+        entry.error = std::move(*read);
+      } else {
+        spdlog::warn("{}", read.error().describe());
+      }
+    }
+    if (!run_dir.temporary()) entry.error_file = std::move(error_file);
+    entry.spawn_error = worker.spawn_error;
+    record.workers.push_back(std::move(entry));
+  }
+  // A failed attempt lists them in its failure summary; any other says so here.
+  if (!record.root_cause) {
+    if (auto note = report::incomplete_logs_note(record)) spdlog::warn("{}", *note);
+  }
+  return record;
+}
+
+void report_failure(const launch::LaunchPlan& plan, const report::RunRecord& run,
+                    const report::AttemptRecord& attempt) {
+  const report::WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
+  std::string summary = report::format_failure(run, attempt, root.error);
+  std::fflush(stdout);
+  std::fputs(summary.c_str(), stderr);
+  if (plan.parent_error_file && root.error) {
+    auto written =
+        report::write_parent_error(*plan.parent_error_file, *root.error, root.shell_code);
+    if (!written) spdlog::warn("{}", written.error().describe());
+  }
+}
+
+}  // namespace gangrun::agent

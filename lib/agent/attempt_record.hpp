@@ -1,0 +1,23 @@
+// What the node agent keeps of each attempt for the report and the failure
+// summary.
+#pragma once
+
+#include "launch/files.hpp"
+#include "launch/plan.hpp"
+#include "report/run_record.hpp"
+#include "supervise/gang.hpp"
+
+namespace gangrun::agent {
+
+// The record of an attempt. Reads the root cause's error file now, while it
+// exists: a temporary run directory is deleted when gangrun ends, so its
+// paths are left out of the record and what the file said is kept instead.
+report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int attempt,
+                                const launch::RunDirectory& run_dir);
+
+// Prints the failure summary of the attempt to stderr (after stdout is
+// flushed) and writes gangrun's own error file when one was asked for.
+void report_failure(const launch::LaunchPlan& plan, const report::RunRecord& run,
+                    const report::AttemptRecord& attempt);
+
+}  // namespace gangrun::agent

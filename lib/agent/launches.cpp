@@ -1,0 +1,51 @@
+#include "agent/launches.hpp"
+
+namespace gangrun::agent {
+namespace {
+
+logmux::StreamRoute route_for(const launch::LaunchPlan& plan, const launch::WorkerPlan& worker,
+                              const std::string& prefix, bool is_err, const std::string& dir) {
+  logmux::StreamRoute route;
+  route.to_console = is_err ? worker.to_console.err : worker.to_console.out;
+  route.console_is_err = is_err;
+  route.prefix = plan.prefix_output ? prefix : "";
+  if (is_err ? worker.to_file.err : worker.to_file.out) {
+    route.file_path = dir + (is_err ? "/stderr.log" : "/stdout.log");
+  }
+  return route;
+}
+
+// In inherit mode a stream needs a pipe only when gangrun must see it (a log
+// file, a tee, or hiding it from the console).
+bool needs_pipe(const launch::LaunchPlan& plan, const logmux::StreamRoute& route) {
+  return plan.prefix_output || route.file_path || !route.to_console;
+}
+
+}  // namespace
+
+std::vector<supervise::WorkerLaunch> make_launches(const launch::LaunchPlan& plan,
+                                                   const launch::RoundAssignment& round,
+                                                   const std::string& run_dir) {
+  std::vector<supervise::WorkerLaunch> launches;
+  for (const launch::WorkerPlan& worker : plan.workers) {
+    supervise::WorkerLaunch launch;
+    launch.rank = round.rank_of(worker);
+    launch.local_rank = worker.local_rank;
+    launch.spawn.executable = plan.program.executable;
+    launch.spawn.argv = worker.argv;
+    launch.spawn.env = plan.host_env;
+    for (auto& [name, value] : launch::worker_variables(plan, worker, round, run_dir)) {
+      launch.spawn.env[name] = value;
+    }
+    std::string dir = launch::worker_dir(run_dir, round.restart_count, worker.local_rank);
+    std::string prefix = launch::worker_prefix(plan, worker, round);
+    logmux::StreamRoute out = route_for(plan, worker, prefix, false, dir);
+    logmux::StreamRoute err = route_for(plan, worker, prefix, true, dir);
+    if (needs_pipe(plan, out)) launch.stdout_route = out;
+    if (needs_pipe(plan, err)) launch.stderr_route = err;
+    launches.push_back(std::move(launch));
+  }
+  return launches;
+}
+
+}  // namespace gangrun::agent

@@ -1,0 +1,264 @@
+#include "agent/node_agent.hpp"
+
+#include "agent/agent_store.hpp"
+#include "agent/attempt_record.hpp"
+#include "agent/launches.hpp"
+#include "launch/dry_run.hpp"
+#include "launch/files.hpp"
+#include "launch/logging.hpp"
+#include "logmux/console.hpp"
+#include "report/run_report.hpp"
+#include "supervise/gang.hpp"
+#include "supervise/shim_spawner.hpp"
+#include "util/exit_codes.hpp"
+#include "util/signals.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+
+namespace gangrun::agent {
+namespace asio = boost::asio;
+
+const char* to_string(AgentState state) {
+  switch (state) {
+    case AgentState::starting:
+      return "starting";
+    case AgentState::running:
+      return "running";
+    case AgentState::stopping:
+      return "stopping";
+    case AgentState::restarting:
+      return "restarting";
+    case AgentState::done:
+      return "done";
+  }
+  return "unknown";
+}
+
+namespace {
+
+supervise::GangSettings gang_settings(const launch::LaunchPlan& plan) {
+  supervise::GangSettings settings;
+  settings.term_timeout =
+      std::chrono::milliseconds(static_cast<long>(plan.options.term_timeout * 1000));
+  return settings;
+}
+
+// One run on this node. After start(), everything happens in handlers on
+// io_, turned by run() until the state is done.
+class NodeAgent {
+ public:
+  explicit NodeAgent(const launch::LaunchPlan& plan) : plan_(plan) {}
+
+  RunResult run() {
+    if (auto started = start(); !started) {
+      spdlog::error("{}", started.error().describe());
+      return {started.error().exit_code(), std::nullopt};
+    }
+    asio::post(io_, [this] { begin_round(0); });
+    while (state_ != AgentState::done) {
+      if (io_.run_one() == 0) break;  // nothing left to wait for: cannot happen while armed
+    }
+    record_.exit_code = result_.exit_code;
+    record_.gangrun_signal = result_.die_by_signal;
+    record_.ended_at = std::chrono::system_clock::now();
+    // The summary comes after every line the workers wrote.
+    logging_through_console_->end();
+    report();
+    return result_;
+  }
+
+ private:
+  // ---- starting -----------------------------------------------------------------
+
+  // The store every worker meets through (node 0 hosts it, on this loop,
+  // for the whole run), the run directory, then the components of a round.
+  Expected<void> start() {
+    master_port_ = plan_.master_port ? std::to_string(*plan_.master_port) : "";
+    if (plan_.node_rank == 0) {
+      GANGRUN_TRY_ASSIGN(started, start_agent_store(io_, plan_));
+      store_ = std::move(*started);
+      master_port_ = std::to_string(store_->port());
+    }
+    GANGRUN_TRY_ASSIGN(
+        run_dir,
+        launch::RunDirectory::create(
+            plan_.log_dir, env_lookup(plan_.host_env, "TMPDIR").value_or("/tmp"), plan_.run_id));
+    run_dir_.emplace(std::move(*run_dir));
+    if (!run_dir_->temporary()) spdlog::info("logs of this run: {}", run_dir_->path());
+
+    record_.run_id = plan_.run_id;
+    record_.host = plan_.host;
+    record_.entrypoint = plan_.program.entrypoint;
+    record_.plan = launch::plan_to_json(plan_);
+    record_.started_at = std::chrono::system_clock::now();
+    if (!run_dir_->temporary()) record_.log_dir = run_dir_->path();
+
+    logging_through_console_.emplace(console_);
+    gang_.emplace(io_, console_, spawner_, gang_settings(plan_));
+    std::set<int> handled = plan_.teardown_signals;
+    handled.insert({SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGCHLD});
+    for (int signal_number : handled) signals_.add(signal_number);
+    arm_signals();
+    return {};
+  }
+
+  void set_state(AgentState next) {
+    spdlog::debug("agent: {} -> {}", to_string(state_), to_string(next));
+    state_ = next;
+  }
+
+  // ---- rounds -----------------------------------------------------------------
+
+  void begin_round(int restart_count) {
+    // Keys of one round must not reach the next: 1.13 workers prefix their
+    // keys with the restart count, newer ones do not. The store keeps every
+    // connection (on many nodes, other agents stay connected).
+    if (restart_count > 0 && store_) store_->reset();
+    auto prepared = run_dir_->prepare_attempt(restart_count, plan_.local_world_size);
+    if (!prepared) {
+      spdlog::error("{}", prepared.error().describe());
+      result_.exit_code = prepared.error().exit_code();
+      set_state(AgentState::done);
+      return;
+    }
+    launch::RoundAssignment round = launch::static_assignment(plan_, restart_count, master_port_);
+    set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
+    gang_->start(make_launches(plan_, round, run_dir_->path()),
+                 [this, restart_count](supervise::AttemptOutcome outcome) {
+                   on_round_done(restart_count, outcome);
+                 });
+    // A teardown signal that came between rounds ends this one before any
+    // worker starts.
+    if (stop_signal_) gang_->stop(*stop_signal_);
+  }
+
+  void on_round_done(int restart_count, const supervise::AttemptOutcome& outcome) {
+    record_.attempts.push_back(to_record(outcome, restart_count, *run_dir_));
+    bool restarts_left = restart_count < plan_.options.max_restarts;
+    if (outcome.succeeded() || outcome.stopped_by_signal || !restarts_left) {
+      finish();
+      return;
+    }
+    const supervise::WorkerOutcome& root = outcome.workers.at(*outcome.root_cause);
+    spdlog::warn("rank {} failed ({}); restarting the gang ({} of {} restarts)", root.rank,
+                 root.status.describe(), restart_count + 1, plan_.options.max_restarts);
+    set_state(AgentState::restarting);
+    asio::post(io_, [this, next = restart_count + 1] { begin_round(next); });
+  }
+
+  void finish() {
+    const report::AttemptRecord& last = record_.attempts.back();
+    if (last.stopped_by_signal) {
+      result_.die_by_signal = last.stopped_by_signal;
+      result_.exit_code = exit_codes::for_signal(*last.stopped_by_signal);
+    } else if (last.root_cause) {
+      result_.exit_code = last.workers.at(*last.root_cause).shell_code;
+    }
+    set_state(AgentState::done);
+  }
+
+  void report() {
+    if (record_.attempts.empty()) return;  // no round ran (a run directory failed)
+    const report::AttemptRecord& last = record_.attempts.back();
+    if (last.root_cause) report_failure(plan_, record_, last);
+    if (plan_.options.report) {
+      if (auto written = report::write_report(*plan_.options.report, record_); !written) {
+        spdlog::error("{}", written.error().describe());
+      }
+    }
+  }
+
+  // ---- signals ----------------------------------------------------------------
+
+  void arm_signals() {
+    signals_.async_wait([this](const boost::system::error_code& error, int signal_number) {
+      if (error) return;
+      on_signal(signal_number);
+      arm_signals();
+    });
+  }
+
+  void on_signal(int signal_number) {
+    if (plan_.teardown_signals.count(signal_number) != 0) {
+      on_teardown_signal(signal_number);
+      return;
+    }
+    switch (signal_number) {
+      case SIGCHLD:
+        // Supervisors are reaped by their own handlers; anything else that
+        // ended is a stray (a shim whose worker could not start, an orphan
+        // of a killed shim).
+        spawner_.reap_strays(gang_->supervisor_pids());
+        return;
+      case SIGTSTP:
+        // Workers lead orphaned process groups, where the kernel discards
+        // SIGTSTP; SIGSTOP is the only stop that reaches them.
+        gang_->forward(SIGSTOP);
+        ::raise(SIGSTOP);
+        return;
+      case SIGCONT:
+        gang_->forward(SIGCONT);
+        return;
+      default:  // USR1, USR2: the training script's business (SLURM preemption notices)
+        spdlog::info("forwarding {} to the workers", signals::name(signal_number));
+        gang_->forward(signal_number);
+        return;
+    }
+  }
+
+  void on_teardown_signal(int signal_number) {
+    if (!stop_signal_) {
+      stop_signal_ = signal_number;
+      if (state_ != AgentState::running) return;  // the next round ends before it starts
+      if (gang_->live_workers() > 0) {
+        spdlog::warn("received {}; stopping the workers (send it again to kill them at once)",
+                     signals::name(signal_number));
+      }
+      set_state(AgentState::stopping);
+      gang_->stop(signal_number);
+      return;
+    }
+    if (state_ != AgentState::stopping || gang_->live_workers() == 0) return;
+    spdlog::warn("received {} again; killing the workers now", signals::name(signal_number));
+    gang_->stop(signal_number);
+  }
+
+  // Destroyed in reverse: the gang and its shims' handlers first, the
+  // store and the loop last.
+  const launch::LaunchPlan& plan_;
+  asio::io_context io_;
+  std::unique_ptr<store::Server> store_;
+  std::string master_port_;
+  std::optional<launch::RunDirectory> run_dir_;
+  report::RunRecord record_;
+  logmux::Console console_;
+  std::optional<launch::LoggingThroughConsole> logging_through_console_;
+  supervise::ShimSpawner spawner_{io_};
+  std::optional<supervise::Gang> gang_;
+  asio::signal_set signals_{io_};
+
+  AgentState state_ = AgentState::starting;
+  std::optional<int> stop_signal_;
+  RunResult result_;
+};
+
+}  // namespace
+
+RunResult run(const launch::LaunchPlan& plan) {
+  // A closed stdout must not kill the supervisor in the middle of a teardown.
+  std::signal(SIGPIPE, SIG_IGN);
+  supervise::use_hard_open_file_limit();
+  if (auto subreaper = supervise::become_subreaper(); !subreaper) {
+    spdlog::warn("{}; descendants that escape their worker cannot be cleaned up",
+                 subreaper.error().describe());
+  }
+  NodeAgent agent(plan);
+  return agent.run();
+}
+
+}  // namespace gangrun::agent

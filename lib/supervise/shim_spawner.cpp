@@ -1,0 +1,172 @@
+#include "supervise/shim_spawner.hpp"
+
+#include "supervise/orphans.hpp"
+#include "supervise/shim.hpp"
+
+#include <boost/asio/posix/stream_descriptor.hpp>
+
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <exception>
+
+namespace gangrun::supervise {
+namespace asio = boost::asio;
+
+namespace {
+
+// One worker under its shim. Signals go into the control pipe; the report
+// pipe and the shim's pidfd are watched on the loop. Every handler holds a
+// weak reference, so destroying the object detaches them.
+class ShimWorker final : public WorkerProcess, public std::enable_shared_from_this<ShimWorker> {
+ public:
+  ShimWorker(asio::io_context& io, Child child, SpawnSpec spec, WorkerEvents events)
+      : spec_(std::move(spec)),
+        events_(std::move(events)),
+        shim_pid_(child.shim_pid),
+        control_(std::move(child.control)),
+        // Owned by the stream descriptors from here on; if the second one
+        // throws, the first closes its descriptor and `child` the other.
+        shim_exit_(io, child.shim_pidfd.release()),
+        report_(io, child.report.release()) {}
+
+  void watch() {
+    wait_for_report();
+    wait_for_shim_exit();
+  }
+
+  void signal(int signal_number) override {
+    if (!control_.valid()) return;
+    const auto request = static_cast<unsigned char>(signal_number);
+    // A full pipe would mean 64 KiB of requests the shim has not read yet;
+    // dropping one more changes nothing.
+    (void)!::write(control_.get(), &request, 1);
+  }
+
+  void end_tree() override { control_.reset(); }
+
+  void kill_supervisor() override {
+    if (shim_running_) {
+      ::syscall(SYS_pidfd_send_signal, shim_exit_.native_handle(), SIGKILL, nullptr, 0);
+    }
+  }
+
+  pid_t supervisor_pid() const override { return shim_pid_; }
+
+ private:
+  void wait_for_report() {
+    report_.async_wait(asio::posix::stream_descriptor::wait_read,
+                       [weak = weak_from_this()](const boost::system::error_code& error) {
+                         auto self = weak.lock();
+                         if (!self || error) return;
+                         if (self->read_records()) self->wait_for_report();
+                       });
+  }
+
+  void wait_for_shim_exit() {
+    shim_exit_.async_wait(asio::posix::stream_descriptor::wait_read,
+                          [weak = weak_from_this()](const boost::system::error_code& error) {
+                            auto self = weak.lock();
+                            if (self && !error) self->on_shim_exit();
+                          });
+  }
+
+  // Handles every record the pipe holds now; false once it reached EOF (the
+  // shim is gone: on_shim_exit has the rest).
+  bool read_records() {
+    while (report_.is_open()) {
+      ssize_t got = ::read(report_.native_handle(), &record_, sizeof record_);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && errno == EAGAIN) return true;
+      if (got != static_cast<ssize_t>(sizeof record_)) {
+        boost::system::error_code ignored;
+        report_.close(ignored);
+        return false;
+      }
+      on_record();
+    }
+    return false;
+  }
+
+  void on_record() {
+    switch (record_.kind) {
+      case ShimRecord::started:
+        events_.on_running(record_.value);
+        return;
+      case ShimRecord::exited:
+        events_.on_exited(ExitStatus::from_wait_status(record_.value),
+                          static_cast<long>(record_.peak_rss_kib));
+        return;
+      default:  // exec_failed, fork_failed
+        events_.on_start_failed(start_failure(spec_, record_));
+        return;
+    }
+  }
+
+  void on_shim_exit() {
+    int wait_status = 0;
+    rusage usage{};
+    pid_t reaped = ::wait4(shim_pid_, &wait_status, WNOHANG, &usage);
+    if (reaped == 0) {  // spurious wake-up; the pidfd is level-triggered
+      wait_for_shim_exit();
+      return;
+    }
+    shim_running_ = false;
+    boost::system::error_code ignored;
+    shim_exit_.close(ignored);
+    // What the shim wrote before it exited may not have been read yet.
+    auto keep_alive = shared_from_this();
+    read_records();
+    events_.on_supervisor_gone(ExitStatus::from_wait_status(wait_status), usage.ru_maxrss);
+  }
+
+  SpawnSpec spec_;  // for naming the program in a start failure
+  WorkerEvents events_;
+  pid_t shim_pid_;
+  UniqueFd control_;
+  asio::posix::stream_descriptor shim_exit_;
+  asio::posix::stream_descriptor report_;
+  ShimRecord record_;
+  bool shim_running_ = true;
+};
+
+// Hands the gang a plain pointer while the handlers keep a weak one.
+class SharedWorker final : public WorkerProcess {
+ public:
+  explicit SharedWorker(std::shared_ptr<ShimWorker> worker) : worker_(std::move(worker)) {}
+  void signal(int signal_number) override { worker_->signal(signal_number); }
+  void end_tree() override { worker_->end_tree(); }
+  void kill_supervisor() override { worker_->kill_supervisor(); }
+  pid_t supervisor_pid() const override { return worker_->supervisor_pid(); }
+
+ private:
+  std::shared_ptr<ShimWorker> worker_;
+};
+
+}  // namespace
+
+Expected<std::unique_ptr<WorkerProcess>> ShimSpawner::start(const SpawnSpec& spec,
+                                                            WorkerEvents events) {
+  auto child = spawn(spec);
+  if (!child) return pass_up(std::move(child));
+  try {
+    // If Asio throws here (a failed epoll registration: out of memory or
+    // watches), the descriptors close with `child`, the shim sees its
+    // control pipe close and exits, and the stray reaper collects it.
+    auto worker = std::make_shared<ShimWorker>(io_, std::move(*child), spec, std::move(events));
+    worker->watch();
+    return std::make_unique<SharedWorker>(std::move(worker));
+  } catch (const std::exception& error) {
+    return fail(ErrorCode::internal, "cannot start " + spec.executable + ": " + error.what());
+  }
+}
+
+void ShimSpawner::reap_strays(const std::set<pid_t>& keep) { reap_exited_orphans(keep); }
+
+int ShimSpawner::kill_strays() { return kill_orphans({}); }
+
+}  // namespace gangrun::supervise
