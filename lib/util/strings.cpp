@@ -86,6 +86,21 @@ std::string shell_quote(std::string_view word) {
   return out + "'";
 }
 
+std::vector<std::string> wrap(std::string_view text, std::size_t width) {
+  std::vector<std::string> lines(1);
+  for (const std::string& word : split(text, ' ')) {
+    if (word.empty()) continue;
+    std::string& line = lines.back();
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      lines.push_back(word);
+    } else {
+      if (!line.empty()) line += ' ';
+      line += word;
+    }
+  }
+  return lines;
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   // One row of the table at a time.
   std::vector<std::size_t> row(b.size() + 1);

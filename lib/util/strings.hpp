@@ -46,6 +46,12 @@ std::string expand_template(std::string_view text, Lookup&& lookup) {
   return out;
 }
 
+// Greedy word wrap: the words of text (split at spaces, runs of spaces
+// collapsed) as lines of at most `width` columns, as many words on each as
+// fit. A word longer than `width` stands alone on a line that is longer.
+// Text without words gives one empty line.
+std::vector<std::string> wrap(std::string_view text, std::size_t width);
+
 // Levenshtein distance: the fewest single-character insertions, deletions
 // and substitutions that turn a into b (for "did you mean" suggestions).
 std::size_t edit_distance(std::string_view a, std::string_view b);

@@ -54,3 +54,13 @@ TEST_CASE("util::strings::edit_distance counts single-character edits", "[util]"
   CHECK(edit_distance("nproc_pre_node", "nproc_per_node") == 2);  // swapped letters
   CHECK(edit_distance("kitten", "sitting") == 3);
 }
+
+TEST_CASE("util::strings::wrap fills lines greedily up to the width", "[util]") {
+  using Lines = std::vector<std::string>;
+  CHECK(strings::wrap("one two three four", 9) == Lines{"one two", "three", "four"});
+  CHECK(strings::wrap("one two", 7) == Lines{"one two"});  // exactly the width fits
+  CHECK(strings::wrap("  one   two  ", 80) == Lines{"one two"});
+  CHECK(strings::wrap("a verylongword b", 4) == Lines{"a", "verylongword", "b"});
+  CHECK(strings::wrap("", 10) == Lines{""});
+  CHECK(strings::wrap("   ", 10) == Lines{""});
+}
