@@ -1,3 +1,3 @@
-#include "launch/entry.hpp"
+#include "commands/entry.hpp"
 
 int main(int argc, char** argv) { return gangrun::main(argc, argv); }

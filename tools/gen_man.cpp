@@ -1,6 +1,6 @@
 // Writes gangrun(1) in roff: to the file named by the only argument, else to
 // standard output. The build runs it to produce gangrun.1 (tools/CMakeLists.txt).
-#include "config/man_page.hpp"
+#include "cli_docs/man_page.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
     std::cerr << "usage: gen_man [OUTPUT_FILE]\n";
     return 2;
   }
-  const std::string page = gangrun::config::man_page(GANGRUN_VERSION);
+  const std::string page = gangrun::cli_docs::man_page(GANGRUN_VERSION);
   if (argc == 1) {
     std::cout << page;
     return std::cout.flush() ? 0 : 1;

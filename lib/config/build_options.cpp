@@ -9,14 +9,10 @@ namespace gangrun::config {
 
 namespace {
 
-tl::unexpected<Error> usage(std::string message) {
-  return fail(ErrorCode::usage, std::move(message));
-}
-
 Expected<std::string> any_text(std::string_view text) { return std::string(text); }
 
 Expected<std::string> non_empty_text(std::string_view text) {
-  if (strings::trim(text).empty()) return usage("empty value");
+  if (strings::trim(text).empty()) return fail_usage("empty value");
   return std::string(text);
 }
 
@@ -128,10 +124,10 @@ Expected<void> check_process_counts(const Options& o, const LayeredValues& value
     const LayeredValue* nodes = &at(values, "nnodes");
     const std::string over = std::to_string(o.nnodes) + (o.nnodes == 1 ? " node" : " nodes");
     if (*o.num_processes % o.nnodes != 0) {
-      return usage(total->where + ": " + std::to_string(*o.num_processes) +
-                   (*o.num_processes == 1 ? " process" : " processes") +
-                   " in total cannot be split evenly over " + over + " (" + nodes->given +
-                   "); give a multiple of " + std::to_string(o.nnodes));
+      return fail_usage(total->where + ": " + std::to_string(*o.num_processes) +
+                        (*o.num_processes == 1 ? " process" : " processes") +
+                        " in total cannot be split evenly over " + over + " (" + nodes->given +
+                        "); give a multiple of " + std::to_string(o.nnodes));
     }
     int per_node = *o.num_processes / o.nnodes;
     counts.push_back({total, per_node,
@@ -144,9 +140,9 @@ Expected<void> check_process_counts(const Options& o, const LayeredValues& value
   }
   for (std::size_t i = 1; i < counts.size(); ++i) {
     if (counts[i].count != counts[0].count) {
-      return usage(counts[0].value->given + " and " + counts[i].value->given +
-                   " disagree: the first means " + counts[0].meaning + ", the second " +
-                   counts[i].meaning + "; give only one of them");
+      return fail_usage(counts[0].value->given + " and " + counts[i].value->given +
+                        " disagree: the first means " + counts[0].meaning + ", the second " +
+                        counts[i].meaning + "; give only one of them");
     }
   }
   return {};
@@ -154,14 +150,14 @@ Expected<void> check_process_counts(const Options& o, const LayeredValues& value
 
 Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
   if (o.node_rank >= o.nnodes) {
-    return usage(at(values, "node_rank").where + ": " + std::to_string(o.node_rank) +
-                 " is not a node rank for " + at(values, "nnodes").given + " (expected 0.." +
-                 std::to_string(o.nnodes - 1) + ")");
+    return fail_usage(at(values, "node_rank").where + ": " + std::to_string(o.node_rank) +
+                      " is not a node rank for " + at(values, "nnodes").given + " (expected 0.." +
+                      std::to_string(o.nnodes - 1) + ")");
   }
   if (o.standalone && o.nnodes > 1) {
-    return usage(at(values, "standalone").where + " runs on a single node, but " +
-                 at(values, "nnodes").given + " asks for " + std::to_string(o.nnodes) +
-                 "; drop one of them");
+    return fail_usage(at(values, "standalone").where + " runs on a single node, but " +
+                      at(values, "nnodes").given + " asks for " + std::to_string(o.nnodes) +
+                      "; drop one of them");
   }
   return {};
 }
@@ -178,19 +174,20 @@ Expected<void> check_device_flags(const Options& o, const LayeredValues& values)
   const LayeredValue* exclude = given("exclude");
   const LayeredValue* gpu_ids = given("gpu_ids");
   if (include && exclude) {
-    return usage(include->given + " and " + exclude->given +
-                 " cannot be combined (as in deepspeed); name the devices to use with one of "
-                 "them");
+    return fail_usage(include->given + " and " + exclude->given +
+                      " cannot be combined (as in deepspeed); name the devices to use with one of "
+                      "them");
   }
   if (gpu_ids && o.gpu_ids && (include || exclude)) {
-    return usage(gpu_ids->given + " and " + (include ? include : exclude)->given +
-                 " both select devices; give only one of them");
+    return fail_usage(gpu_ids->given + " and " + (include ? include : exclude)->given +
+                      " both select devices; give only one of them");
   }
   const LayeredValue* per_proc = given("devices_per_proc");
   if (per_proc && o.visible_devices != VisibleDevices::per_rank) {
-    return usage(per_proc->given +
-                 " applies to --visible-devices per-rank only (in shared mode every worker sees "
-                 "every selected device); add --visible-devices per-rank or drop it");
+    return fail_usage(
+        per_proc->given +
+        " applies to --visible-devices per-rank only (in shared mode every worker sees "
+        "every selected device); add --visible-devices per-rank or drop it");
   }
   return {};
 }
@@ -203,14 +200,14 @@ Expected<void> check_module(const Options& o, const LayeredValues& values) {
     if (module.source != Source::command_line || no_python.source != Source::command_line) {
       message += " (" + module.given + ", " + no_python.given + ")";
     }
-    return usage(message);
+    return fail_usage(message);
   }
   return {};
 }
 
 Expected<void> check_program_given(const Options& o) {
   if (o.program_and_args.empty()) {
-    return usage(
+    return fail_usage(
         "missing PROGRAM: put the program and its arguments after the options, e.g. "
         "'gangrun --nproc_per_node 2 train.py --epochs 3' (see gangrun --help)");
   }
@@ -239,14 +236,14 @@ Expected<Options> build_options(const LayeredValues& values,
   for (const auto& [name, value] : values) o.origins[name] = {value.text, value.source};
 
   for (auto check : {check_module, check_nodes, check_process_counts, check_device_flags}) {
-    if (Expected<void> ok = check(o, values); !ok) return tl::unexpected(ok.error());
+    GANGRUN_TRY(check(o, values));
   }
   if (purpose == Purpose::launch) {
-    if (Expected<void> ok = check_program_given(o); !ok) return tl::unexpected(ok.error());
+    GANGRUN_TRY(check_program_given(o));
   } else if (!o.program_and_args.empty()) {
-    return usage("gangrun devices takes launch options but no program ('" +
-                 o.program_and_args.front() +
-                 "' was given); to run a program called devices, use gangrun -- devices");
+    return fail_usage("gangrun devices takes launch options but no program ('" +
+                      o.program_and_args.front() +
+                      "' was given); to run a program called devices, use gangrun -- devices");
   }
   apply_no_color(o, env);
   return options;

@@ -5,8 +5,6 @@
 #include "config/cli.hpp"
 
 #include "config/build_options.hpp"
-#include "config/completion.hpp"
-#include "config/help_text.hpp"
 #include "config/layering.hpp"
 #include "config/option_table.hpp"
 #include "util/strings.hpp"
@@ -20,10 +18,6 @@
 namespace gangrun::config {
 
 namespace {
-
-tl::unexpected<Error> usage(std::string message) {
-  return fail(ErrorCode::usage, std::move(message));
-}
 
 // Each spelling of each option is its own CLI11 option, so a value can be
 // reported with the spelling the user typed.
@@ -46,7 +40,7 @@ void register_spelling(CLI::App& app, Registry& registry, const OptionSpec& spec
 }
 
 void build_app(CLI::App& app, Registry& registry) {
-  app.set_help_flag();   // --help is ours: help_text.cpp prints it from the table
+  app.set_help_flag();   // --help is ours: cli_docs/help_text.cpp writes it from the table
   app.prefix_command();  // the first word that is not an option starts the program
   for (const OptionSpec& spec : option_table()) {
     for (const std::string& name : long_spellings(spec)) {
@@ -106,7 +100,7 @@ Expected<std::vector<std::string>> program_words(std::vector<std::string> rest) 
       message += "; did you mean " + close + "?";
     }
     message += " (see gangrun --help; put -- before a program whose name starts with '-')";
-    return usage(message);
+    return fail_usage(message);
   }
   return rest;
 }
@@ -118,64 +112,52 @@ bool asked_for(const std::vector<CommandLineValue>& values, std::string_view nam
   return false;
 }
 
-Command text_command(Command::Kind kind, std::string text) {
-  Command command;
-  command.kind = kind;
-  command.text = std::move(text);
-  return command;
-}
-
 // gangrun completion SHELL: exactly one word, a shell's name.
 Expected<Command> completion_command(const std::vector<std::string>& args) {
   std::vector<std::string> names(shell_names().begin(), shell_names().end());
   const std::string usage_line = "usage: gangrun completion " + strings::join(names, "|");
-  if (args.empty()) return usage("completion: missing shell (" + usage_line + ")");
+  if (args.empty()) return fail_usage("completion: missing shell (" + usage_line + ")");
   std::optional<Shell> shell = parse_shell(args.front());
   if (!shell && (args.front() == "--help" || args.front() == "-h")) {
-    return text_command(
-        Command::Kind::help,
-        "Usage: gangrun completion " + strings::join(names, "|") +
-            "\n\nPrints the completion script of that shell, generated from gangrun's own "
-            "option table.\nInstalled packages put them where each shell looks; to try one:\n"
-            "  source <(gangrun completion bash)\n"
-            "  gangrun completion zsh > ~/.zfunc/_gangrun   (a directory on $fpath)\n"
-            "  gangrun completion fish | source\n");
+    return HelpRequest{HelpTopic::completion};
   }
   if (!shell) {
-    return usage("completion: unknown shell " + strings::quoted(args.front()) +
-                 "; accepted: " + strings::join(names, ", ") + " (" + usage_line + ")");
+    return fail_usage("completion: unknown shell " + strings::quoted(args.front()) +
+                      "; accepted: " + strings::join(names, ", ") + " (" + usage_line + ")");
   }
   if (args.size() > 1) {
-    return usage("completion: unexpected argument " + strings::quoted(args[1]) +
-                 " after the shell (" + usage_line + ")");
+    return fail_usage("completion: unexpected argument " + strings::quoted(args[1]) +
+                      " after the shell (" + usage_line + ")");
   }
-  return text_command(Command::Kind::completion, completion_script(*shell));
+  return CompletionRequest{*shell};
+}
+
+// gangrun store ...: the store's parser writes its own help.
+Expected<Command> store_command(const std::vector<std::string>& args, const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(store, parse_store_command(args, env));
+  if (store->action == StoreAction::help) return TextOutput{std::move(store->help_text)};
+  return StoreRequest{std::move(*store)};
 }
 
 }  // namespace
 
 Expected<Command> parse_command_line(int argc, const char* const* argv, const EnvMap& env) {
-  if (argc < 1 || argv == nullptr) return usage("empty argument vector");
-  if (argc > 1 && std::string_view(argv[1]) == "store") {
-    Expected<StoreCommand> store =
-        parse_store_command(std::vector<std::string>(argv + 2, argv + argc), env);
-    if (!store) return tl::unexpected(store.error());
-    if (store->action == StoreAction::help) {
-      return text_command(Command::Kind::help, std::move(store->help_text));
-    }
-    Command command;
-    command.kind = Command::Kind::store;
-    command.store = std::move(*store);
-    return command;
-  }
-  if (argc > 1 && std::string_view(argv[1]) == "completion") {
-    return completion_command(std::vector<std::string>(argv + 2, argv + argc));
-  }
+  if (argc < 1 || argv == nullptr) return fail_usage("empty argument vector");
+  const SubcommandSpec* subcommand = argc > 1 ? find_subcommand(argv[1]) : nullptr;
   Purpose purpose = Purpose::launch;
-  if (argc > 1 && std::string_view(argv[1]) == "devices") {
-    purpose = Purpose::devices;
-    --argc;  // "devices" becomes argv[0]: CLI11 skips it
-    ++argv;
+  if (subcommand != nullptr) {
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    switch (subcommand->id) {
+      case Subcommand::store:
+        return store_command(args, env);
+      case Subcommand::completion:
+        return completion_command(args);
+      case Subcommand::devices:
+        purpose = Purpose::devices;
+        --argc;  // "devices" becomes argv[0]: CLI11 skips it
+        ++argv;
+        break;
+    }
   }
   CLI::App app("gangrun", "gangrun");
   Registry registry;
@@ -185,26 +167,20 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   } catch (const CLI::ArgumentMismatch&) {
     return tl::unexpected(missing_value(argc, argv));
   } catch (const CLI::Error& error) {
-    return usage(error.what());
+    return fail_usage(error.what());
   }
 
   std::vector<CommandLineValue> given = values_in_order(app, registry);
   if (asked_for(given, "help")) {
-    return text_command(Command::Kind::help,
-                        purpose == Purpose::devices ? devices_help_text() : help_text());
+    return HelpRequest{purpose == Purpose::devices ? HelpTopic::devices : HelpTopic::launch};
   }
-  if (asked_for(given, "version")) return text_command(Command::Kind::version, version_text());
+  if (asked_for(given, "version")) return VersionRequest{};
 
-  Expected<std::vector<std::string>> program = program_words(app.remaining());
-  if (!program) return tl::unexpected(program.error());
-  Expected<LayeredValues> layered = layer_values(given, env);
-  if (!layered) return tl::unexpected(layered.error());
-  Expected<Options> options = build_options(*layered, std::move(*program), env, purpose);
-  if (!options) return tl::unexpected(options.error());
-  Command command;
-  command.kind = purpose == Purpose::devices ? Command::Kind::devices : Command::Kind::launch;
-  command.options = std::move(*options);
-  return command;
+  GANGRUN_TRY_ASSIGN(program, program_words(app.remaining()));
+  GANGRUN_TRY_ASSIGN(layered, layer_values(given, env));
+  GANGRUN_TRY_ASSIGN(options, build_options(*layered, std::move(*program), env, purpose));
+  if (purpose == Purpose::devices) return DevicesRequest{std::move(*options)};
+  return LaunchRequest{std::move(*options)};
 }
 
 }  // namespace gangrun::config

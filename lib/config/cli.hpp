@@ -1,24 +1,57 @@
-// The command line of a launch (and the dispatch to `gangrun store`); with
-// store_cli.cpp, the only user of CLI11.
+// The command line: which subcommand (config/command_table.hpp), and its
+// options. With store_cli.cpp, the only user of CLI11.
 #pragma once
 
+#include "config/command_table.hpp"
 #include "config/options.hpp"
 #include "config/store_cli.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
 #include <string>
+#include <variant>
 
 namespace gangrun::config {
 
-// What the command line asked for.
-struct Command {
-  enum class Kind { launch, devices, help, version, store, completion };
-  Kind kind = Kind::launch;
-  Options options;     // valid when kind == launch or devices
-  StoreCommand store;  // valid when kind == store
-  std::string text;    // help or version text, or the completion script: printed as is
+// gangrun [OPTIONS] PROGRAM [ARGS...]
+struct LaunchRequest {
+  Options options;
 };
+
+// gangrun devices [OPTIONS]: the launch options, no program.
+struct DevicesRequest {
+  Options options;
+};
+
+// gangrun store ACTION ... (never StoreAction::help: that is a TextOutput).
+struct StoreRequest {
+  StoreCommand store;
+};
+
+// gangrun completion SHELL
+struct CompletionRequest {
+  Shell shell;
+};
+
+// Which --help was asked for; cli_docs/help_text.hpp writes each.
+enum class HelpTopic { launch, devices, completion };
+
+struct HelpRequest {
+  HelpTopic topic;
+};
+
+// gangrun --version
+struct VersionRequest {};
+
+// Text to print as is: the help of `gangrun store` and its actions, which
+// the store's parser writes itself.
+struct TextOutput {
+  std::string text;
+};
+
+// What the command line asked for.
+using Command = std::variant<LaunchRequest, DevicesRequest, StoreRequest, CompletionRequest,
+                             HelpRequest, VersionRequest, TextOutput>;
 
 // Parses argv (argv[0] is the program name) and layers every option value:
 // command line > GANGRUN_<OPTION> in env > PET_<OPTION> in env > the JSON file
@@ -27,8 +60,9 @@ struct Command {
 // and everything after it (or everything after "--") is the program and its
 // arguments, passed through untouched. "gangrun devices OPTIONS" takes the
 // same options and no program. "gangrun completion SHELL" (bash, zsh, fish)
-// gives that shell's completion script; any other word after "completion",
-// --help included, is a usage error naming the shells.
+// asks for that shell's completion script, "--help" or "-h" after
+// "completion" for its help; any other word is a usage error naming the
+// shells. Help is asked for, not written: --help gives a HelpRequest.
 //
 // Every problem is an ErrorCode::usage error whose message names the option
 // (with the spelling the user gave, or the environment variable / config

@@ -14,10 +14,6 @@ namespace gangrun::config {
 
 namespace {
 
-tl::unexpected<Error> usage(std::string message) {
-  return fail(ErrorCode::usage, std::move(message));
-}
-
 std::string file_type_name(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
@@ -34,7 +30,7 @@ std::string file_type_name(mode_t mode) {
 // reports size 0 by what is actually read.
 Expected<std::string> read_whole_file(const std::string& path) {
   auto cannot = [&](const std::string& why) {
-    return usage(path + ": cannot read the config file: " + why);
+    return fail_usage(path + ": cannot read the config file: " + why);
   };
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return cannot(errno_text(errno));
@@ -78,12 +74,12 @@ Expected<std::vector<ConfigEntry>> parse_config_text(const std::string& text,
   try {
     root = nlohmann::ordered_json::parse(text);
   } catch (const nlohmann::json::exception& error) {
-    return usage(path + ": not valid JSON: " + without_exception_id(error.what()));
+    return fail_usage(path + ": not valid JSON: " + without_exception_id(error.what()));
   }
   if (!root.is_object()) {
-    return usage(path +
-                 ": expected a JSON object of option names to values, e.g. "
-                 "{\"nproc_per_node\": 4}");
+    return fail_usage(path +
+                      ": expected a JSON object of option names to values, e.g. "
+                      "{\"nproc_per_node\": 4}");
   }
   std::vector<ConfigEntry> entries;
   for (const auto& [key, value] : root.items()) {
@@ -98,8 +94,8 @@ Expected<std::vector<ConfigEntry>> parse_config_text(const std::string& text,
       entry.type = ConfigEntry::Type::number;
       entry.text = value.dump();
     } else {
-      return usage(path + ": key \"" + key + "\": expected a string, number or boolean, not " +
-                   value.type_name());
+      return fail_usage(path + ": key \"" + key + "\": expected a string, number or boolean, not " +
+                        value.type_name());
     }
     entries.push_back(std::move(entry));
   }
@@ -107,8 +103,7 @@ Expected<std::vector<ConfigEntry>> parse_config_text(const std::string& text,
 }
 
 Expected<std::vector<ConfigEntry>> load_config_file(const std::string& path) {
-  Expected<std::string> text = read_whole_file(path);
-  if (!text) return tl::unexpected(text.error());
+  GANGRUN_TRY_ASSIGN(text, read_whole_file(path));
   return parse_config_text(*text, path);
 }
 

@@ -14,10 +14,6 @@ namespace {
 constexpr std::string_view k_gangrun_prefix = "GANGRUN_";
 constexpr std::string_view k_pet_prefix = "PET_";
 
-tl::unexpected<Error> usage(std::string message) {
-  return fail(ErrorCode::usage, std::move(message));
-}
-
 // The highest layer's text per option, before the layers below are consulted.
 using Partial = std::map<std::string, LayeredValue, std::less<>>;
 
@@ -30,7 +26,7 @@ Expected<Partial> from_command_line(const std::vector<CommandLineValue>& command
     std::string text = given.text;
     if (spec.kind == OptionKind::counter) {
       Expected<int> count = parse_count(given.text);
-      if (!count) return usage(given.spelling + ": " + count.error().message());
+      if (!count) return fail_usage(given.spelling + ": " + count.error().message());
       // Saturates: -v=2147483647 -v must not wrap around to -q.
       int& total = counts[std::string(spec.name)];
       total = *count > std::numeric_limits<int>::max() - total ? std::numeric_limits<int>::max()
@@ -66,42 +62,39 @@ Expected<void> check_config_type(const OptionSpec& spec, const ConfigEntry& entr
   using Type = ConfigEntry::Type;
   switch (spec.kind) {
     case OptionKind::flag:
-      if (entry.type != Type::boolean) return usage(where + ": expected true or false");
+      if (entry.type != Type::boolean) return fail_usage(where + ": expected true or false");
       break;
     case OptionKind::counter:
-      if (entry.type == Type::string) return usage(where + ": expected a number or a boolean");
+      if (entry.type == Type::string) return fail_usage(where + ": expected a number or a boolean");
       break;
     case OptionKind::value:
-      if (entry.type == Type::boolean) return usage(where + ": expected a string or a number");
+      if (entry.type == Type::boolean) return fail_usage(where + ": expected a string or a number");
       break;
   }
   return {};
 }
 
 Expected<Partial> from_config_file(const std::string& path) {
-  Expected<std::vector<ConfigEntry>> entries = load_config_file(path);
-  if (!entries) return tl::unexpected(entries.error());
+  GANGRUN_TRY_ASSIGN(entries, load_config_file(path));
   Partial values;
   std::map<std::string, std::string, std::less<>> key_of_option;
   for (const ConfigEntry& entry : *entries) {
     const std::string where = path + ": key \"" + entry.key + "\"";
     const OptionSpec* spec = find_option(entry.key);
     if (spec == nullptr) {
-      return usage(where +
-                   ": unknown option (keys are long option names such as "
-                   "\"nproc_per_node\" or \"master-port\")");
+      return fail_usage(where +
+                        ": unknown option (keys are long option names such as "
+                        "\"nproc_per_node\" or \"master-port\")");
     }
     if (spec->command_line_only || spec->name == "config") {
-      return usage(where + ": --" + entry.key + " cannot be set in a config file");
+      return fail_usage(where + ": --" + entry.key + " cannot be set in a config file");
     }
     auto [previous, inserted] = key_of_option.emplace(std::string(spec->name), entry.key);
     if (!inserted) {
-      return usage(where + ": sets --" + std::string(spec->name) + " again (key \"" +
-                   previous->second + "\" already does)");
+      return fail_usage(where + ": sets --" + std::string(spec->name) + " again (key \"" +
+                        previous->second + "\" already does)");
     }
-    if (Expected<void> fits = check_config_type(*spec, entry, where); !fits) {
-      return tl::unexpected(fits.error());
-    }
+    GANGRUN_TRY(check_config_type(*spec, entry, where));
     values[std::string(spec->name)] = LayeredValue{
         .text = entry.text,
         .source = Source::config_file,
@@ -136,15 +129,13 @@ std::string env_name(std::string_view prefix, std::string_view snake_name) {
 
 Expected<LayeredValues> layer_values(const std::vector<CommandLineValue>& command_line,
                                      const EnvMap& env) {
-  Expected<Partial> cli = from_command_line(command_line);
-  if (!cli) return tl::unexpected(cli.error());
+  GANGRUN_TRY_ASSIGN(cli, from_command_line(command_line));
 
   Partial file;
   std::optional<LayeredValue> config = config_path(*cli, env);
   if (config) {
-    if (strings::trim(config->text).empty()) return usage(config->where + ": empty file name");
-    Expected<Partial> loaded = from_config_file(config->text);
-    if (!loaded) return tl::unexpected(loaded.error());
+    if (strings::trim(config->text).empty()) return fail_usage(config->where + ": empty file name");
+    GANGRUN_TRY_ASSIGN(loaded, from_config_file(config->text));
     file = std::move(*loaded);
   }
 

@@ -1,7 +1,7 @@
 // Every launch option, once, as plain data. The parser (cli.cpp), the layering
-// of environment and config file (layering.cpp), --help (help_text.cpp) and
-// later the completion generator and the man page all walk this one table, so
-// an option added here is parsed, layered, documented and completed alike.
+// of environment and config file (layering.cpp), and --help, the man page and
+// the completion scripts (cli_docs/) all walk this one table, so an option
+// added here is parsed, layered, documented and completed alike.
 #pragma once
 
 #include <string>
@@ -33,7 +33,7 @@ enum class OptionKind {
 enum class Spelling { snake, dash };
 
 // What a shell completion script offers for an option's value besides its
-// choices and suggestions (completion.hpp).
+// choices and suggestions (cli_docs/completion.hpp).
 enum class ValueHint {
   none,       // free text: nothing to offer
   file,       // any file

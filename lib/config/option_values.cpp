@@ -14,10 +14,6 @@ namespace gangrun::config {
 
 namespace {
 
-tl::unexpected<Error> usage(std::string message) {
-  return fail(ErrorCode::usage, std::move(message));
-}
-
 // A whole-string integer in [low, high]; nullopt otherwise.
 std::optional<int> int_in_range(std::string_view text, int low, int high) {
   std::optional<std::int64_t> value = strings::parse_int(strings::trim(text));
@@ -31,15 +27,16 @@ std::string fmt_seconds(double seconds) { return std::to_string(static_cast<long
 
 Expected<int> parse_one_signal(std::string_view item) {
   std::string_view word = strings::trim(item);
-  if (word.empty()) return usage("empty signal name in the list");
+  if (word.empty()) return fail_usage("empty signal name in the list");
   std::optional<int> number = signals::from_text(word);
   if (!number) {
-    return usage(strings::quoted(word) + " is not a signal name or number (e.g. SIGTERM, INT, 15)");
+    return fail_usage(strings::quoted(word) +
+                      " is not a signal name or number (e.g. SIGTERM, INT, 15)");
   }
   if (std::optional<std::string> reason = unhandleable_signal_reason(*number)) {
-    return usage(strings::quoted(word) + " cannot be handled: " + *reason +
-                 "; list signals that ask gangrun to stop the job, such as SIGTERM, SIGINT, "
-                 "SIGHUP, SIGQUIT");
+    return fail_usage(strings::quoted(word) + " cannot be handled: " + *reason +
+                      "; list signals that ask gangrun to stop the job, such as SIGTERM, SIGINT, "
+                      "SIGHUP, SIGQUIT");
   }
   return *number;
 }
@@ -47,9 +44,9 @@ Expected<int> parse_one_signal(std::string_view item) {
 Expected<Streams> parse_stream_digit(std::string_view text, std::string_view whole) {
   std::optional<int> value = int_in_range(text, 0, 3);
   if (!value) {
-    return usage(strings::quoted(whole) +
-                 " is not a stream selection (expected 0 none, 1 stdout, "
-                 "2 stderr, 3 both, or LOCAL_RANK:VALUE,... such as 0:3,1:2)");
+    return fail_usage(strings::quoted(whole) +
+                      " is not a stream selection (expected 0 none, 1 stdout, "
+                      "2 stderr, 3 both, or LOCAL_RANK:VALUE,... such as 0:3,1:2)");
   }
   return Streams{.out = (*value & 1) != 0, .err = (*value & 2) != 0};
 }
@@ -64,29 +61,29 @@ Expected<ProcCount> parse_proc_count(std::string_view text) {
   if (word == "cpu") return ProcCount{.kind = ProcCount::Kind::cpu};
   std::optional<int> number = int_in_range(word, 1, k_int_max);
   if (!number) {
-    return usage(strings::quoted(text) +
-                 " is not a positive number (expected N, auto, gpu, xpu or cpu)");
+    return fail_usage(strings::quoted(text) +
+                      " is not a positive number (expected N, auto, gpu, xpu or cpu)");
   }
   return ProcCount{.kind = ProcCount::Kind::number, .number = *number};
 }
 
 Expected<int> parse_positive_int(std::string_view text) {
   std::optional<int> number = int_in_range(text, 1, k_int_max);
-  if (!number) return usage(strings::quoted(text) + " is not a positive integer");
+  if (!number) return fail_usage(strings::quoted(text) + " is not a positive integer");
   return *number;
 }
 
 Expected<int> parse_non_negative_int(std::string_view text) {
   std::optional<int> number = int_in_range(text, 0, k_int_max);
-  if (!number) return usage(strings::quoted(text) + " is not an integer >= 0");
+  if (!number) return fail_usage(strings::quoted(text) + " is not an integer >= 0");
   return *number;
 }
 
 Expected<int> parse_max_restarts(std::string_view text) {
   std::optional<int> number = int_in_range(text, 0, k_max_restarts);
   if (!number) {
-    return usage(strings::quoted(text) + " is not a restart count from 0 to " +
-                 std::to_string(k_max_restarts));
+    return fail_usage(strings::quoted(text) + " is not a restart count from 0 to " +
+                      std::to_string(k_max_restarts));
   }
   return *number;
 }
@@ -95,8 +92,8 @@ Expected<double> parse_non_negative_seconds(std::string_view text) {
   std::optional<double> value = strings::parse_double(strings::trim(text));
   // !(x <= max) also refuses nan.
   if (!value || !std::isfinite(*value) || *value < 0 || !(*value <= k_max_seconds)) {
-    return usage(strings::quoted(text) + " is not a number of seconds from 0 to " +
-                 fmt_seconds(k_max_seconds) + " (one day)");
+    return fail_usage(strings::quoted(text) + " is not a number of seconds from 0 to " +
+                      fmt_seconds(k_max_seconds) + " (one day)");
   }
   return *value;
 }
@@ -106,24 +103,25 @@ Expected<int> parse_nnodes(std::string_view text) {
   if (colon == std::string_view::npos) {
     std::optional<int> count = int_in_range(text, 1, k_int_max);
     if (!count)
-      return usage(strings::quoted(text) + " is not a node count (expected N or N:N, N >= 1)");
+      return fail_usage(strings::quoted(text) + " is not a node count (expected N or N:N, N >= 1)");
     return *count;
   }
   std::optional<int> low = int_in_range(text.substr(0, colon), 1, k_int_max);
   std::optional<int> high = int_in_range(text.substr(colon + 1), 1, k_int_max);
   if (!low || !high) {
-    return usage(strings::quoted(text) +
-                 " is not a node range (expected MIN:MAX with 1 <= MIN <= MAX)");
+    return fail_usage(strings::quoted(text) +
+                      " is not a node range (expected MIN:MAX with 1 <= MIN <= MAX)");
   }
   if (*low > *high) {
-    return usage("minimum " + std::to_string(*low) + " exceeds maximum " + std::to_string(*high) +
-                 " in " + strings::quoted(text));
+    return fail_usage("minimum " + std::to_string(*low) + " exceeds maximum " +
+                      std::to_string(*high) + " in " + strings::quoted(text));
   }
   if (*low < *high) {
-    return usage(strings::quoted(text) +
-                 " is an elastic range, which needs --rdzv_backend c10d; that is not available "
-                 "yet, so give a fixed node count such as " +
-                 std::to_string(*high));
+    return fail_usage(
+        strings::quoted(text) +
+        " is an elastic range, which needs --rdzv_backend c10d; that is not available "
+        "yet, so give a fixed node count such as " +
+        std::to_string(*high));
   }
   return *low;
 }
@@ -131,8 +129,8 @@ Expected<int> parse_nnodes(std::string_view text) {
 Expected<std::optional<int>> parse_port(std::string_view text) {
   std::optional<int> port = int_in_range(text, 0, 65535);
   if (!port) {
-    return usage(strings::quoted(text) +
-                 " is not a port number (expected 1..65535, or 0 for a free port)");
+    return fail_usage(strings::quoted(text) +
+                      " is not a port number (expected 1..65535, or 0 for a free port)");
   }
   if (*port == 0) return std::optional<int>();
   return std::optional<int>(*port);
@@ -144,8 +142,8 @@ Expected<bool> parse_bool(std::string_view text) {
   if (word.empty() || word == "0" || word == "false" || word == "no" || word == "off") {
     return false;
   }
-  return usage(strings::quoted(text) +
-               " is not a boolean (expected 1/true/yes/on or 0/false/no/off)");
+  return fail_usage(strings::quoted(text) +
+                    " is not a boolean (expected 1/true/yes/on or 0/false/no/off)");
 }
 
 Expected<int> parse_count(std::string_view text) {
@@ -153,14 +151,14 @@ Expected<int> parse_count(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "true" || word == "yes" || word == "on") return 1;
   if (word == "false" || word == "no" || word == "off") return 0;
-  return usage(strings::quoted(text) + " is not a count (expected an integer >= 0, true or false)");
+  return fail_usage(strings::quoted(text) +
+                    " is not a count (expected an integer >= 0, true or false)");
 }
 
 Expected<StreamsByLocalRank> parse_streams(std::string_view text) {
   StreamsByLocalRank result;
   if (text.find(':') == std::string_view::npos) {
-    Expected<Streams> all = parse_stream_digit(text, text);
-    if (!all) return tl::unexpected(all.error());
+    GANGRUN_TRY_ASSIGN(all, parse_stream_digit(text, text));
     result.all = *all;
     return result;
   }
@@ -171,14 +169,13 @@ Expected<StreamsByLocalRank> parse_streams(std::string_view text) {
             ? std::nullopt
             : int_in_range(std::string_view(item).substr(0, colon), 0, k_int_max);
     if (!local_rank) {
-      return usage(strings::quoted(item) + " in " + strings::quoted(text) +
-                   " is not LOCAL_RANK:VALUE (e.g. 0:3,1:2; LOCAL_RANK >= 0, VALUE 0..3)");
+      return fail_usage(strings::quoted(item) + " in " + strings::quoted(text) +
+                        " is not LOCAL_RANK:VALUE (e.g. 0:3,1:2; LOCAL_RANK >= 0, VALUE 0..3)");
     }
-    Expected<Streams> streams = parse_stream_digit(std::string_view(item).substr(colon + 1), text);
-    if (!streams) return tl::unexpected(streams.error());
+    GANGRUN_TRY_ASSIGN(streams, parse_stream_digit(std::string_view(item).substr(colon + 1), text));
     if (!result.per_local_rank.emplace(*local_rank, *streams).second) {
-      return usage("local rank " + std::to_string(*local_rank) + " appears twice in " +
-                   strings::quoted(text));
+      return fail_usage("local rank " + std::to_string(*local_rank) + " appears twice in " +
+                        strings::quoted(text));
     }
   }
   return result;
@@ -190,8 +187,9 @@ Expected<std::optional<std::set<int>>> parse_local_ranks(std::string_view text) 
   for (const std::string& item : strings::split(text, ',')) {
     std::optional<int> rank = int_in_range(item, 0, k_int_max);
     if (!rank) {
-      return usage(strings::quoted(item) + " in " + strings::quoted(text) +
-                   " is not a local rank (expected integers >= 0 separated by commas, e.g. 0,3)");
+      return fail_usage(
+          strings::quoted(item) + " in " + strings::quoted(text) +
+          " is not a local rank (expected integers >= 0 separated by commas, e.g. 0,3)");
     }
     ranks.insert(*rank);
   }
@@ -236,12 +234,11 @@ std::optional<std::string> unhandleable_signal_reason(int signal_number) {
 
 Expected<std::vector<int>> parse_signals(std::string_view text) {
   if (strings::trim(text).empty()) {
-    return usage("empty signal list (expected names or numbers such as SIGTERM,SIGINT)");
+    return fail_usage("empty signal list (expected names or numbers such as SIGTERM,SIGINT)");
   }
   std::vector<int> numbers;
   for (const std::string& item : strings::split(text, ',')) {
-    Expected<int> number = parse_one_signal(item);
-    if (!number) return tl::unexpected(number.error());
+    GANGRUN_TRY_ASSIGN(number, parse_one_signal(item));
     if (std::find(numbers.begin(), numbers.end(), *number) == numbers.end()) {
       numbers.push_back(*number);
     }
@@ -254,7 +251,8 @@ Expected<OutputMode> parse_output_mode(std::string_view text) {
   if (word == "auto") return OutputMode::automatic;
   if (word == "prefix") return OutputMode::prefix;
   if (word == "inherit") return OutputMode::inherit;
-  return usage(strings::quoted(text) + " is not an output mode (expected auto, prefix or inherit)");
+  return fail_usage(strings::quoted(text) +
+                    " is not an output mode (expected auto, prefix or inherit)");
 }
 
 Expected<Accelerator> parse_accelerator(std::string_view text) {
@@ -265,21 +263,23 @@ Expected<Accelerator> parse_accelerator(std::string_view text) {
     if (word == to_string(kind)) return kind;
   }
   if (word == "gpu") return Accelerator::automatic;  // accelerate's and deepspeed's word
-  return usage(strings::quoted(text) +
-               " is not an accelerator (expected auto, cuda, xpu, rocm, cpu, hpu, npu or neuron)");
+  return fail_usage(
+      strings::quoted(text) +
+      " is not an accelerator (expected auto, cuda, xpu, rocm, cpu, hpu, npu or neuron)");
 }
 
 Expected<std::optional<std::vector<int>>> parse_gpu_ids(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "all") return std::optional<std::vector<int>>();
-  if (word.empty()) return usage("empty device list (expected ids such as 0,2, or all)");
+  if (word.empty()) return fail_usage("empty device list (expected ids such as 0,2, or all)");
   std::vector<int> ids;
   for (const std::string& item : strings::split(text, ',')) {
     std::optional<int> id = int_in_range(item, 0, k_int_max);
     if (!id) {
-      return usage(strings::quoted(item) + " in " + strings::quoted(text) +
-                   " is not a device id (expected integers >= 0 separated by commas, e.g. 0,2, "
-                   "or all)");
+      return fail_usage(
+          strings::quoted(item) + " in " + strings::quoted(text) +
+          " is not a device id (expected integers >= 0 separated by commas, e.g. 0,2, "
+          "or all)");
     }
     ids.push_back(*id);
   }
@@ -290,25 +290,27 @@ Expected<VisibleDevices> parse_visible_devices(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "shared") return VisibleDevices::shared;
   if (word == "per-rank" || word == "per_rank") return VisibleDevices::per_rank;
-  return usage(strings::quoted(text) + " is not a visibility mode (expected shared or per-rank)");
+  return fail_usage(strings::quoted(text) +
+                    " is not a visibility mode (expected shared or per-rank)");
 }
 
 Expected<MaskFormat> parse_mask_format(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "index") return MaskFormat::index;
   if (word == "uuid") return MaskFormat::uuid;
-  return usage(strings::quoted(text) + " is not a mask format (expected index or uuid)");
+  return fail_usage(strings::quoted(text) + " is not a mask format (expected index or uuid)");
 }
 
 Expected<std::string> parse_rdzv_backend(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "static") return word;
   if (word == "c10d") {
-    return usage(
+    return fail_usage(
         "dynamic rendezvous (c10d) is not available yet; use the static backend with "
         "--nnodes, --node_rank, --master_addr and --master_port");
   }
-  return usage(strings::quoted(text) + " is not a rendezvous backend (expected static or c10d)");
+  return fail_usage(strings::quoted(text) +
+                    " is not a rendezvous backend (expected static or c10d)");
 }
 
 Expected<ColorMode> parse_color_mode(std::string_view text) {
@@ -316,7 +318,8 @@ Expected<ColorMode> parse_color_mode(std::string_view text) {
   if (word == "auto") return ColorMode::automatic;
   if (word == "always") return ColorMode::always;
   if (word == "never") return ColorMode::never;
-  return usage(strings::quoted(text) + " is not a color mode (expected auto, always or never)");
+  return fail_usage(strings::quoted(text) +
+                    " is not a color mode (expected auto, always or never)");
 }
 
 }  // namespace gangrun::config

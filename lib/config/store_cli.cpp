@@ -13,37 +13,15 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string_view>
+#include <utility>
 
 namespace gangrun::config {
 namespace {
 
 constexpr int k_default_port = 29500;
 constexpr double k_longest_timeout_seconds = 365.0 * 24 * 3600;
-
-tl::unexpected<Error> usage(std::string message) {
-  return fail(ErrorCode::usage, std::move(message));
-}
-
-struct Subcommand {
-  std::string_view name;
-  StoreAction action;
-  std::string_view help;
-};
-
-constexpr std::array k_subcommands = {
-    Subcommand{"serve", StoreAction::serve, "Run a store server until SIGINT or SIGTERM"},
-    Subcommand{"get", StoreAction::get,
-               "Print KEY's value, waiting up to --timeout for KEY to be set"},
-    Subcommand{"set", StoreAction::set, "Set KEY to VALUE, or to standard input without VALUE"},
-    Subcommand{"add", StoreAction::add,
-               "Add DELTA (default 1) to the counter KEY and print its new value"},
-    Subcommand{"wait", StoreAction::wait, "Wait up to --timeout until every KEY is set"},
-    Subcommand{"check", StoreAction::check, "Exit 0 if every KEY is set, 1 if one is not"},
-    Subcommand{"delete", StoreAction::delete_key, "Delete KEY: exit 0 if it was set, 1 if not"},
-    Subcommand{"keys", StoreAction::keys, "Print every key, one per line (validated dialect)"},
-    Subcommand{"num-keys", StoreAction::num_keys, "Print how many keys the store holds"},
-};
 
 constexpr std::string_view k_description =
     "Operate a TCP store that PyTorch's torch.distributed.TCPStore can use: serve one, or "
@@ -64,17 +42,9 @@ constexpr std::string_view k_client_footer =
 
 // Everything CLI11 collects, as the user typed it.
 struct Words {
-  std::string endpoint;
-  std::string timeout = "300";
-  std::string dialect = "validated";
-  std::string host = "127.0.0.1";
-  std::string port = std::to_string(k_default_port);
-  std::string port_file;
-  std::string max_key_bytes;
-  std::string max_value_bytes;
-  std::string max_keys_per_request;
-  std::string max_store_bytes;
-  std::string max_connections;
+  // Each option of store_option_words() by name: its default_text until given.
+  std::map<std::string_view, std::string> options;
+  std::map<std::string_view, bool> flags;
   std::string key;
   std::vector<std::string> keys;
   std::string value;
@@ -84,14 +54,9 @@ struct Words {
 
 // The CLI11 objects whose presence matters after parsing.
 struct Parsed {
-  CLI::Option* endpoint = nullptr;
-  CLI::Option* timeout = nullptr;
-  CLI::Option* dialect = nullptr;
-  CLI::Option* raw_keys = nullptr;
+  std::map<std::string_view, CLI::Option*> options;  // by store_option_words() name
   CLI::Option* value = nullptr;
   CLI::Option* delta = nullptr;
-  std::vector<CLI::Option*> limits;  // in the order of StoreServeOptions
-  bool raw_keys_flag = false;
 };
 
 // "--max-key-bytes,--max_key_bytes": both spellings, as the launch options have.
@@ -102,80 +67,75 @@ std::string both_spellings(std::string_view dash_name) {
   return "--" + std::string(dash_name) + ",--" + snake;
 }
 
-CLI::App* add_subcommand(CLI::App& app, std::string_view name) {
-  for (const Subcommand& sub : k_subcommands) {
-    if (sub.name == name) return app.add_subcommand(std::string(name), std::string(sub.help));
+// One option of the table on `app` (the store itself, or serve), bound to its words.
+void add_table_option(CLI::App& app, const StoreOptionWord& spec, Words& words, Parsed& parsed) {
+  const std::string spellings = both_spellings(spec.name);
+  const std::string help(spec.help);
+  CLI::Option* option = nullptr;
+  if (spec.metavar.empty()) {
+    option = app.add_flag(spellings, words.flags[spec.name], help);
+  } else {
+    std::string& text = words.options[spec.name];
+    text = std::string(spec.default_text);
+    option = app.add_option(spellings, text, help);
+    // A fixed set of values is shown as itself: "validated|legacy".
+    std::vector<std::string> choices(spec.choices.begin(), spec.choices.end());
+    option->type_name(choices.empty() ? std::string(spec.metavar) : strings::join(choices, "|"));
+    if (!spec.default_text.empty()) option->default_str(std::string(spec.default_text));
   }
-  return nullptr;
+  if (!spec.serve) option->group("Client options (for every command but serve)");
+  parsed.options[spec.name] = option;
+}
+
+// The arguments each action takes after its name.
+void add_arguments(CLI::App& sub, StoreAction action, Words& words, Parsed& parsed) {
+  auto key_argument = [&] {
+    sub.add_option("KEY", words.key, "The key")->required()->type_name("");
+  };
+  switch (action) {
+    case StoreAction::get:
+    case StoreAction::delete_key:
+      key_argument();
+      break;
+    case StoreAction::set:
+      key_argument();
+      parsed.value =
+          sub.add_option("VALUE", words.value, "The value; default: standard input")->type_name("");
+      break;
+    case StoreAction::add:
+      key_argument();
+      parsed.delta =
+          sub.add_option("DELTA", words.delta, "A whole number, default 1")->type_name("");
+      break;
+    case StoreAction::wait:
+    case StoreAction::check:
+      sub.add_option("KEY", words.keys, "The keys")->required()->type_name("");
+      break;
+    case StoreAction::help:
+    case StoreAction::serve:
+    case StoreAction::keys:
+    case StoreAction::num_keys:
+      break;
+  }
 }
 
 void build_app(CLI::App& app, Words& words, Parsed& parsed) {
   app.description(std::string(k_description));
   app.require_subcommand(0, 1);
   app.allow_extras();  // take_leftovers() judges what CLI11 could not place
-  const std::string client_group = "Client options (for every command but serve)";
-  parsed.endpoint = app.add_option("--endpoint", words.endpoint, "The store, as HOST:PORT")
-                        ->type_name("HOST:PORT")
-                        ->group(client_group);
-  parsed.timeout = app.add_option("--timeout", words.timeout,
-                                  "Limit for connecting and for each operation, a wait included")
-                       ->type_name("SECONDS")
-                       ->default_str("300")
-                       ->group(client_group);
-  parsed.dialect =
-      app.add_option("--dialect", words.dialect,
-                     "validated: PyTorch 2.x or gangrun's store; legacy: PyTorch 1.13's store")
-          ->type_name("validated|legacy")
-          ->default_str("validated")
-          ->group(client_group);
-  parsed.raw_keys = app.add_flag(both_spellings("raw-keys"), parsed.raw_keys_flag,
-                                 "Send keys as typed, without the \"/\" PyTorch puts first")
-                        ->group(client_group);
-
-  CLI::App* serve = add_subcommand(app, "serve");
-  serve->add_option("--host", words.host, "Address or name to bind; \"::\" for every interface")
-      ->type_name("HOST")
-      ->default_str("127.0.0.1");
-  serve->add_option("--port", words.port, "Port to listen on; 0 for any free port")
-      ->type_name("PORT")
-      ->default_str(std::to_string(k_default_port));
-  serve
-      ->add_option(both_spellings("port-file"), words.port_file,
-                   "Write the port listened on to FILE once listening")
-      ->type_name("FILE");
-  parsed.limits = {
-      serve->add_option(both_spellings("max-key-bytes"), words.max_key_bytes,
-                        "Longest key; a client sending a longer one is disconnected"),
-      serve->add_option(both_spellings("max-value-bytes"), words.max_value_bytes,
-                        "Longest value; a client sending a longer one is disconnected"),
-      serve->add_option(both_spellings("max-keys-per-request"), words.max_keys_per_request,
-                        "Most keys in one CHECK, WAIT or MULTI_GET/SET"),
-      serve->add_option(both_spellings("max-store-bytes"), words.max_store_bytes,
-                        "Most bytes of keys and values held in all"),
-      serve->add_option(both_spellings("max-connections"), words.max_connections,
-                        "Most client connections open at once"),
-  };
-  for (CLI::Option* limit : parsed.limits) limit->type_name("N");
-
-  auto key_argument = [&](CLI::App* sub) {
-    sub->add_option("KEY", words.key, "The key")->required()->type_name("");
-  };
-  auto key_list = [&](CLI::App* sub) {
-    sub->add_option("KEY", words.keys, "The keys")->required()->type_name("");
-  };
-  key_argument(add_subcommand(app, "get"));
-  CLI::App* set = add_subcommand(app, "set");
-  key_argument(set);
-  parsed.value =
-      set->add_option("VALUE", words.value, "The value; default: standard input")->type_name("");
-  CLI::App* add = add_subcommand(app, "add");
-  key_argument(add);
-  parsed.delta = add->add_option("DELTA", words.delta, "A whole number, default 1")->type_name("");
-  key_list(add_subcommand(app, "wait"));
-  key_list(add_subcommand(app, "check"));
-  key_argument(add_subcommand(app, "delete"));
-  add_subcommand(app, "keys");
-  add_subcommand(app, "num-keys")->alias("num_keys");
+  for (const StoreOptionWord& spec : store_option_words()) {
+    if (!spec.serve) add_table_option(app, spec, words, parsed);
+  }
+  for (const StoreActionSpec& spec : store_action_table()) {
+    CLI::App* sub = app.add_subcommand(std::string(spec.name), std::string(spec.help));
+    if (!spec.alias.empty()) sub->alias(std::string(spec.alias));
+    if (spec.action == StoreAction::serve) {
+      for (const StoreOptionWord& option : store_option_words()) {
+        if (option.serve) add_table_option(*sub, option, words, parsed);
+      }
+    }
+    add_arguments(*sub, spec.action, words, parsed);
+  }
 
   // A repeated option takes its last value, as the launch options do.
   auto last_wins = [](CLI::App& each) {
@@ -188,7 +148,7 @@ void build_app(CLI::App& app, Words& words, Parsed& parsed) {
     last_wins(*sub);
     sub->fallthrough();
     sub->allow_extras();
-    if (sub != serve) sub->footer(std::string(k_client_footer));
+    if (sub->get_name() != "serve") sub->footer(std::string(k_client_footer));
   }
   app.footer(std::string(k_footer));
 }
@@ -209,11 +169,11 @@ std::string closest(std::string_view typed, const std::vector<std::string>& cand
   return best;
 }
 
-std::string subcommand_names() {
-  std::vector<std::string> names;
-  for (const Subcommand& sub : k_subcommands) names.emplace_back(sub.name);
-  return strings::join(names, ", ");
+std::vector<std::string> action_names() {
+  return std::vector<std::string>(store_action_names().begin(), store_action_names().end());
 }
+
+std::string subcommand_names() { return strings::join(action_names(), ", "); }
 
 std::vector<std::string> option_spellings(const CLI::App& app) {
   std::vector<std::string> spellings;
@@ -228,8 +188,8 @@ std::vector<std::string> option_spellings(const CLI::App& app) {
 Expected<int> parse_port(const std::string& text, const std::string& what, int lowest) {
   std::optional<std::int64_t> port = strings::parse_int(strings::trim(text));
   if (!port || *port < lowest || *port > 65535) {
-    return usage(what + ": '" + text + "' is not a port number (" + std::to_string(lowest) +
-                 "..65535)");
+    return fail_usage(what + ": '" + text + "' is not a port number (" + std::to_string(lowest) +
+                      "..65535)");
   }
   return static_cast<int>(*port);
 }
@@ -238,7 +198,7 @@ Expected<std::chrono::milliseconds> parse_timeout(const std::string& text) {
   std::optional<double> seconds = strings::parse_double(strings::trim(text));
   if (!seconds || !std::isfinite(*seconds) || *seconds <= 0 ||
       *seconds > k_longest_timeout_seconds) {
-    return usage("--timeout: '" + text + "' is not a number of seconds greater than 0");
+    return fail_usage("--timeout: '" + text + "' is not a number of seconds greater than 0");
   }
   auto ms = static_cast<std::int64_t>(std::ceil(*seconds * 1000.0));
   return std::chrono::milliseconds(std::max<std::int64_t>(ms, 1));
@@ -247,7 +207,7 @@ Expected<std::chrono::milliseconds> parse_timeout(const std::string& text) {
 Expected<std::size_t> parse_limit(const CLI::Option& option, const std::string& text) {
   std::optional<std::int64_t> number = strings::parse_int(strings::trim(text));
   if (!number || *number <= 0) {
-    return usage(option.get_name() + ": '" + text + "' is not a whole number greater than 0");
+    return fail_usage(option.get_name() + ": '" + text + "' is not a whole number greater than 0");
   }
   return static_cast<std::size_t>(*number);
 }
@@ -281,26 +241,25 @@ Expected<void> take_leftovers(const CLI::App& app, const CLI::App& sub, StoreAct
     std::vector<std::string> own = option_spellings(sub);
     known.insert(known.end(), own.begin(), own.end());
     if (std::find(known.begin(), known.end(), spelling) != known.end()) {
-      return usage(where + ": unexpected argument '" + word +
-                   "' (after --, every word is an argument; put options before --)");
+      return fail_usage(where + ": unexpected argument '" + word +
+                        "' (after --, every word is an argument; put options before --)");
     }
     std::string message = where + ": unknown option '" + spelling + "'";
     if (std::string close = closest(spelling, known); !close.empty()) {
       message += "; did you mean " + close + "?";
     }
     if (slot != nullptr) message += " (write -- before a value that starts with '-')";
-    return usage(message + " (see gangrun " + where + " --help)");
+    return fail_usage(message + " (see gangrun " + where + " --help)");
   }
-  return usage(where + ": unexpected argument '" + word + "' (see gangrun " + where + " --help)");
+  return fail_usage(where + ": unexpected argument '" + word + "' (see gangrun " + where +
+                    " --help)");
 }
 
 Error no_subcommand(const CLI::App& app) {
   for (const std::string& word : app.remaining(true)) {
     if (word.starts_with("-")) continue;
-    std::vector<std::string> names;
-    for (const Subcommand& sub : k_subcommands) names.emplace_back(sub.name);
     std::string message = "store: unknown command '" + word + "'";
-    if (std::string close = closest(word, names); !close.empty()) {
+    if (std::string close = closest(word, action_names()); !close.empty()) {
       message += "; did you mean " + close + "?";
     }
     return Error(ErrorCode::usage, message + " (commands: " + subcommand_names() + ")");
@@ -318,34 +277,34 @@ Error no_subcommand(const CLI::App& app) {
 }
 
 Expected<StoreServeOptions> serve_options(const Words& words, const Parsed& parsed) {
-  for (const CLI::Option* option :
-       {parsed.endpoint, parsed.timeout, parsed.dialect, parsed.raw_keys}) {
-    if (option->count() > 0) {
-      return usage("store serve: " + option->get_name() +
-                   " is for the client commands; serve takes --host and --port");
+  for (const StoreOptionWord& spec : store_option_words()) {
+    const CLI::Option& option = *parsed.options.at(spec.name);
+    if (!spec.serve && option.count() > 0) {
+      return fail_usage("store serve: " + option.get_name() +
+                        " is for the client commands; serve takes --host and --port");
     }
   }
   StoreServeOptions serve;
-  serve.host = std::string(strings::trim(words.host));
+  serve.host = std::string(strings::trim(words.options.at("host")));
   if (serve.host.size() > 2 && serve.host.front() == '[' && serve.host.back() == ']') {
     serve.host = serve.host.substr(1, serve.host.size() - 2);
   }
-  if (serve.host.empty()) return usage("--host: empty; give an address or a host name");
-  Expected<int> port = parse_port(words.port, "--port", 0);
-  if (!port) return tl::unexpected(port.error());
+  if (serve.host.empty()) return fail_usage("--host: empty; give an address or a host name");
+  GANGRUN_TRY_ASSIGN(port, parse_port(words.options.at("port"), "--port", 0));
   serve.port = *port;
-  serve.port_file = words.port_file;
-  std::array<std::optional<std::size_t>*, 5> limits = {
-      &serve.max_key_bytes, &serve.max_value_bytes, &serve.max_keys_per_request,
-      &serve.max_store_bytes, &serve.max_connections};
-  const std::array<const std::string*, 5> texts = {&words.max_key_bytes, &words.max_value_bytes,
-                                                   &words.max_keys_per_request,
-                                                   &words.max_store_bytes, &words.max_connections};
-  for (std::size_t i = 0; i < limits.size(); ++i) {
-    if (parsed.limits[i]->count() == 0) continue;
-    Expected<std::size_t> limit = parse_limit(*parsed.limits[i], *texts[i]);
-    if (!limit) return tl::unexpected(limit.error());
-    *limits[i] = *limit;
+  serve.port_file = words.options.at("port-file");
+  const std::array<std::pair<std::string_view, std::optional<std::size_t>*>, 5> limits = {{
+      {"max-key-bytes", &serve.max_key_bytes},
+      {"max-value-bytes", &serve.max_value_bytes},
+      {"max-keys-per-request", &serve.max_keys_per_request},
+      {"max-store-bytes", &serve.max_store_bytes},
+      {"max-connections", &serve.max_connections},
+  }};
+  for (const auto& [name, field] : limits) {
+    const CLI::Option& option = *parsed.options.at(name);
+    if (option.count() == 0) continue;
+    GANGRUN_TRY_ASSIGN(limit, parse_limit(option, words.options.at(name)));
+    *field = *limit;
   }
   return serve;
 }
@@ -360,8 +319,7 @@ Expected<HostPort> default_endpoint(const EnvMap& env) {
     endpoint.host = std::string(strings::trim(*addr));
   }
   if (std::optional<std::string> port = env_lookup(env, "MASTER_PORT")) {
-    Expected<int> number = parse_port(*port, "MASTER_PORT", 1);
-    if (!number) return tl::unexpected(number.error());
+    GANGRUN_TRY_ASSIGN(number, parse_port(*port, "MASTER_PORT", 1));
     endpoint.port = *number;
   }
   return endpoint;
@@ -370,30 +328,29 @@ Expected<HostPort> default_endpoint(const EnvMap& env) {
 Expected<StoreClientOptions> client_options(const Words& words, const Parsed& parsed,
                                             const EnvMap& env) {
   StoreClientOptions client;
-  Expected<HostPort> endpoint = parsed.endpoint->count() > 0
-                                    ? parse_endpoint(words.endpoint, "--endpoint")
-                                    : default_endpoint(env);
-  if (!endpoint) return tl::unexpected(endpoint.error());
+  GANGRUN_TRY_ASSIGN(endpoint, parsed.options.at("endpoint")->count() > 0
+                                   ? parse_endpoint(words.options.at("endpoint"), "--endpoint")
+                                   : default_endpoint(env));
   client.host = endpoint->host;
   client.port = endpoint->port;
-  Expected<std::chrono::milliseconds> timeout = parse_timeout(words.timeout);
-  if (!timeout) return tl::unexpected(timeout.error());
+  GANGRUN_TRY_ASSIGN(timeout, parse_timeout(words.options.at("timeout")));
   client.timeout = *timeout;
-  std::string dialect = strings::to_lower(strings::trim(words.dialect));
+  const std::string& dialect_text = words.options.at("dialect");
+  std::string dialect = strings::to_lower(strings::trim(dialect_text));
   if (dialect == "validated") {
     client.dialect = StoreDialect::validated;
   } else if (dialect == "legacy") {
     client.dialect = StoreDialect::legacy;
   } else {
-    return usage("--dialect: '" + words.dialect + "' is neither validated nor legacy");
+    return fail_usage("--dialect: '" + dialect_text + "' is neither validated nor legacy");
   }
-  client.raw_keys = parsed.raw_keys_flag;
+  client.raw_keys = words.flags.at("raw-keys");
   return client;
 }
 
 Expected<std::int64_t> parse_delta(const std::string& text) {
   std::optional<std::int64_t> delta = strings::parse_int(strings::trim(text));
-  if (!delta) return usage("store add: DELTA '" + text + "' is not a whole number");
+  if (!delta) return fail_usage("store add: DELTA '" + text + "' is not a whole number");
   return *delta;
 }
 
@@ -407,13 +364,13 @@ Expected<HostPort> parse_endpoint(const std::string& text, const std::string& wh
   if (rest.starts_with("[")) {
     std::size_t close = rest.find(']');
     if (close == std::string_view::npos || close == 1) {
-      return usage(what + ": '" + text + "' is not HOST:PORT or [IPV6]:PORT");
+      return fail_usage(what + ": '" + text + "' is not HOST:PORT or [IPV6]:PORT");
     }
     endpoint.host = std::string(rest.substr(1, close - 1));
     std::string_view after = rest.substr(close + 1);
     if (!after.empty()) {
       if (!after.starts_with(":")) {
-        return usage(what + ": '" + text + "' is not HOST:PORT or [IPV6]:PORT");
+        return fail_usage(what + ": '" + text + "' is not HOST:PORT or [IPV6]:PORT");
       }
       port_text = after.substr(1);
       has_port = true;
@@ -421,7 +378,8 @@ Expected<HostPort> parse_endpoint(const std::string& text, const std::string& wh
   } else {
     std::size_t colon = rest.find(':');
     if (colon != std::string_view::npos && rest.find(':', colon + 1) != std::string_view::npos) {
-      return usage(what + ": '" + text + "': write an IPv6 address in brackets, as [ADDR]:PORT");
+      return fail_usage(what + ": '" + text +
+                        "': write an IPv6 address in brackets, as [ADDR]:PORT");
     }
     endpoint.host = std::string(rest.substr(0, colon));
     if (colon != std::string_view::npos) {
@@ -429,10 +387,9 @@ Expected<HostPort> parse_endpoint(const std::string& text, const std::string& wh
       has_port = true;
     }
   }
-  if (endpoint.host.empty()) return usage(what + ": '" + text + "' has no host (HOST:PORT)");
+  if (endpoint.host.empty()) return fail_usage(what + ": '" + text + "' has no host (HOST:PORT)");
   if (has_port) {
-    Expected<int> port = parse_port(std::string(port_text), what, 1);
-    if (!port) return tl::unexpected(port.error());
+    GANGRUN_TRY_ASSIGN(port, parse_port(std::string(port_text), what, 1));
     endpoint.port = *port;
   }
   return endpoint;
@@ -454,30 +411,26 @@ Expected<StoreCommand> parse_store_command(const std::vector<std::string>& args,
   } catch (const CLI::ParseError& error) {
     std::vector<CLI::App*> chosen = app.get_subcommands();
     std::string where = chosen.empty() ? "store" : "store " + chosen.front()->get_name();
-    return usage(where + ": " + error.what() + " (see gangrun " + where + " --help)");
+    return fail_usage(where + ": " + error.what() + " (see gangrun " + where + " --help)");
   }
 
   std::vector<CLI::App*> chosen = app.get_subcommands();
   if (chosen.empty()) return tl::unexpected(no_subcommand(app));
   const CLI::App& sub = *chosen.front();
-  for (const Subcommand& known : k_subcommands) {
+  for (const StoreActionSpec& known : store_action_table()) {
     if (known.name == sub.get_name()) command.action = known.action;
   }
-  if (Expected<void> placed = take_leftovers(app, sub, command.action, words, parsed); !placed) {
-    return tl::unexpected(placed.error());
-  }
+  GANGRUN_TRY(take_leftovers(app, sub, command.action, words, parsed));
 
   if (command.action == StoreAction::serve) {
-    Expected<StoreServeOptions> serve = serve_options(words, parsed);
-    if (!serve) return tl::unexpected(serve.error());
+    GANGRUN_TRY_ASSIGN(serve, serve_options(words, parsed));
     command.serve = std::move(*serve);
     return command;
   }
-  Expected<StoreClientOptions> client = client_options(words, parsed, env);
-  if (!client) return tl::unexpected(client.error());
+  GANGRUN_TRY_ASSIGN(client, client_options(words, parsed, env));
   command.client = std::move(*client);
   if (command.action == StoreAction::keys && command.client.dialect == StoreDialect::legacy) {
-    return usage(
+    return fail_usage(
         "store keys: needs --dialect validated (PyTorch 1.13's store cannot list its keys)");
   }
   if (command.action == StoreAction::wait || command.action == StoreAction::check) {
@@ -489,8 +442,7 @@ Expected<StoreCommand> parse_store_command(const std::vector<std::string>& args,
     command.value = words.value;
   }
   if (command.action == StoreAction::add && (parsed.delta->count() > 0 || words.took_leftover)) {
-    Expected<std::int64_t> delta = parse_delta(words.delta);
-    if (!delta) return tl::unexpected(delta.error());
+    GANGRUN_TRY_ASSIGN(delta, parse_delta(words.delta));
     command.delta = *delta;
   }
   return command;

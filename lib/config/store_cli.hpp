@@ -1,8 +1,10 @@
 // `gangrun store ...`: operate a TCP store from a shell. The words after
 // "store" become one plain StoreCommand, checked whole before anything
-// connects or binds; launch/store_command.cpp carries it out.
+// connects or binds; commands/store_command.cpp carries it out. The actions
+// and options are those of config/command_table.hpp.
 #pragma once
 
+#include "config/command_table.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -14,8 +16,6 @@
 #include <vector>
 
 namespace gangrun::config {
-
-enum class StoreAction { help, serve, get, set, add, wait, check, delete_key, keys, num_keys };
 
 // legacy: PyTorch 1.13's own server; validated: PyTorch 2.x and gangrun's.
 enum class StoreDialect { validated, legacy };

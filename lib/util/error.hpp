@@ -1,5 +1,5 @@
 // gangrun's one error type. Library code returns Expected<T>; the single
-// top-level handler in launch/entry.cpp turns an Error into a message and an
+// top-level handler in commands/entry.cpp turns an Error into a message and an
 // exit code. Nothing below it calls exit().
 #pragma once
 

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace gangrun::config::test {
@@ -21,8 +22,8 @@ inline Expected<Command> parse(const std::vector<std::string>& args, const EnvMa
 inline Options launch(std::vector<std::string> args, const EnvMap& env = {}) {
   Expected<Command> command = parse(std::move(args), env);
   if (!command) FAIL("unexpected error: " << command.error().message());
-  REQUIRE(command->kind == Command::Kind::launch);
-  return command->options;
+  REQUIRE(std::holds_alternative<LaunchRequest>(*command));
+  return std::get<LaunchRequest>(*command).options;
 }
 
 // The usage error's message; fails the test if parsing succeeded.

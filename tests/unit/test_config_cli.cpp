@@ -1,5 +1,6 @@
 // parse_command_line end to end: spellings, program passthrough, process
 // counts, node options, and every usage error a user can hit on the command line.
+#include "cli_docs/help_text.hpp"
 #include "config/cli.hpp"
 #include "config_test_support.hpp"
 
@@ -315,16 +316,17 @@ TEST_CASE("config::parse_command_line lets NO_COLOR change only the default colo
 TEST_CASE("config::parse_command_line answers --help and --version", "[config]") {
   Expected<Command> help = parse({"--nproc_per_node", "2", "-h"});
   REQUIRE(help);
-  CHECK(help->kind == Command::Kind::help);
-  CHECK_THAT(help->text, Contains("--nproc_per_node"));
+  CHECK(std::holds_alternative<gangrun::config::HelpRequest>(*help));
+  CHECK_THAT(gangrun::cli_docs::help_text(std::get<gangrun::config::HelpRequest>(*help).topic),
+             Contains("--nproc_per_node"));
   // Help wins over values that would be errors.
   REQUIRE(parse({"--nproc_per_node", "0", "--help"}));
-  CHECK(parse({"--help"})->kind == Command::Kind::help);
+  CHECK(std::holds_alternative<gangrun::config::HelpRequest>(*parse({"--help"})));
 
   Expected<Command> version = parse({"--version"});
   REQUIRE(version);
-  CHECK(version->kind == Command::Kind::version);
-  CHECK_THAT(version->text, StartsWith("gangrun "));
+  CHECK(std::holds_alternative<gangrun::config::VersionRequest>(*version));
+  CHECK_THAT(gangrun::cli_docs::version_text(), StartsWith("gangrun "));
   // After the program, --help belongs to the program.
   CHECK(launch({"train.py", "--help"}).program_and_args ==
         std::vector<std::string>{"train.py", "--help"});
@@ -387,14 +389,15 @@ TEST_CASE("config::parse_command_line: gangrun devices takes launch options and 
           "[config]") {
   Expected<Command> command = parse({"devices", "--json", "--nproc_per_node", "2"});
   REQUIRE(command);
-  CHECK(command->kind == Command::Kind::devices);
-  CHECK(command->options.json);
-  CHECK(command->options.nproc_per_node->number == 2);
+  CHECK(std::holds_alternative<gangrun::config::DevicesRequest>(*command));
+  CHECK(std::get<gangrun::config::DevicesRequest>(*command).options.json);
+  CHECK(std::get<gangrun::config::DevicesRequest>(*command).options.nproc_per_node->number == 2);
   CHECK_THAT(usage_error({"devices", "train.py"}), Contains("gangrun -- devices"));
   Expected<Command> help = parse({"devices", "--help"});
   REQUIRE(help);
-  CHECK(help->kind == Command::Kind::help);
-  CHECK_THAT(help->text, Contains("Usage: gangrun devices") && Contains("--visible-devices"));
+  CHECK(std::holds_alternative<gangrun::config::HelpRequest>(*help));
+  CHECK_THAT(gangrun::cli_docs::help_text(std::get<gangrun::config::HelpRequest>(*help).topic),
+             Contains("Usage: gangrun devices") && Contains("--visible-devices"));
   // A program called devices runs after --.
   CHECK(launch({"--", "devices"}).program_and_args == std::vector<std::string>{"devices"});
 }

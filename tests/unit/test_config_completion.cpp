@@ -2,7 +2,9 @@
 // name every spelling of every option and every fixed value; the store words
 // completion lists by hand are held against the store parser here. The real
 // shells run the scripts in tests/integration/test_completions.py.
-#include "config/completion.hpp"
+#include "cli_docs/completion.hpp"
+#include "cli_docs/help_text.hpp"
+#include "config/command_table.hpp"
 #include "config/option_table.hpp"
 #include "config/store_cli.hpp"
 #include "config_test_support.hpp"
@@ -19,6 +21,7 @@ namespace {
 
 using Catch::Matchers::Contains;
 using gangrun::Expected;
+using gangrun::cli_docs::completion_script;
 using gangrun::config::Shell;
 
 constexpr Shell k_shells[] = {Shell::bash, Shell::zsh, Shell::fish};
@@ -163,8 +166,9 @@ TEST_CASE("completion: 'gangrun completion SHELL' gives the script; anything els
   for (Shell shell : k_shells) {
     Expected<Command> command = parse({"completion", name_of(shell)});
     REQUIRE(command);
-    CHECK(command->kind == Command::Kind::completion);
-    CHECK(command->text == completion_script(shell));
+    CHECK(std::holds_alternative<CompletionRequest>(*command));
+    CHECK(completion_script(std::get<CompletionRequest>(*command).shell) ==
+          completion_script(shell));
   }
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"completion"},
@@ -179,13 +183,14 @@ TEST_CASE("completion: 'gangrun completion SHELL' gives the script; anything els
   for (const char* help : {"--help", "-h"}) {
     Expected<Command> shown = parse({"completion", help});
     REQUIRE(shown);
-    CHECK(shown->kind == Command::Kind::help);
-    CHECK_THAT(shown->text, Contains("Usage: gangrun completion bash|zsh|fish"));
+    CHECK(std::holds_alternative<HelpRequest>(*shown));
+    CHECK_THAT(gangrun::cli_docs::help_text(std::get<HelpRequest>(*shown).topic),
+               Contains("Usage: gangrun completion bash|zsh|fish"));
   }
   // After "--" or options, "completion" is a program, as "store" and "devices" are.
   Expected<Command> command = parse({"--", "completion", "bash"});
   REQUIRE(command);
-  CHECK(command->kind == Command::Kind::launch);
+  CHECK(std::holds_alternative<LaunchRequest>(*command));
 }
 
 TEST_CASE("completion: the store actions and options it offers are the store parser's",

@@ -1,7 +1,7 @@
 // gangrun(1) is generated from the option table; these checks keep it complete
 // (every spelling of every option) and valid roff (nothing a formatter would
 // take for a request, an escape or a hyphen).
-#include "config/man_page.hpp"
+#include "cli_docs/man_page.hpp"
 #include "config/option_table.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,10 +13,10 @@
 namespace {
 
 using Catch::Matchers::Contains;
-using gangrun::config::man_page;
+using gangrun::cli_docs::man_page;
+using gangrun::cli_docs::roff_escape;
 using gangrun::config::option_table;
 using gangrun::config::OptionSpec;
-using gangrun::config::roff_escape;
 
 std::string bold_option(std::string_view spelling) {
   return "\\fB" + roff_escape("--" + std::string(spelling)) + "\\fR";

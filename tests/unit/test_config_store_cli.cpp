@@ -43,19 +43,22 @@ std::string store_error(const std::vector<std::string>& args, const EnvMap& env 
 TEST_CASE("config: 'gangrun store' is a subcommand only as the first word", "[config][store]") {
   Expected<Command> command = parse({"store", "get", "k"});
   REQUIRE(command);
-  CHECK(command->kind == Command::Kind::store);
-  CHECK(command->store.action == StoreAction::get);
-  CHECK(command->store.keys == std::vector<std::string>{"k"});
+  CHECK(std::holds_alternative<gangrun::config::StoreRequest>(*command));
+  CHECK(std::get<gangrun::config::StoreRequest>(*command).store.action == StoreAction::get);
+  CHECK(std::get<gangrun::config::StoreRequest>(*command).store.keys ==
+        std::vector<std::string>{"k"});
 
   command = parse({"--", "store", "get"});
   REQUIRE(command);
-  CHECK(command->kind == Command::Kind::launch);
-  CHECK(command->options.program_and_args == std::vector<std::string>{"store", "get"});
+  CHECK(std::holds_alternative<gangrun::config::LaunchRequest>(*command));
+  CHECK(std::get<gangrun::config::LaunchRequest>(*command).options.program_and_args ==
+        std::vector<std::string>{"store", "get"});
 
   command = parse({"--nproc_per_node", "2", "store"});
   REQUIRE(command);
-  CHECK(command->kind == Command::Kind::launch);
-  CHECK(command->options.program_and_args == std::vector<std::string>{"store"});
+  CHECK(std::holds_alternative<gangrun::config::LaunchRequest>(*command));
+  CHECK(std::get<gangrun::config::LaunchRequest>(*command).options.program_and_args ==
+        std::vector<std::string>{"store"});
 }
 
 TEST_CASE("config: store --help and <command> --help give help text", "[config][store]") {
@@ -63,21 +66,21 @@ TEST_CASE("config: store --help and <command> --help give help text", "[config][
        {std::vector<std::string>{"store", "--help"}, std::vector<std::string>{"store", "-h"}}) {
     Expected<Command> command = parse(args);
     REQUIRE(command);
-    CHECK(command->kind == Command::Kind::help);
-    CHECK_THAT(command->text, Contains("num-keys"));
-    CHECK_THAT(command->text, Contains("--endpoint"));
-    CHECK_THAT(command->text, Contains("Exit status"));
+    CHECK(std::holds_alternative<gangrun::config::TextOutput>(*command));
+    CHECK_THAT(std::get<gangrun::config::TextOutput>(*command).text, Contains("num-keys"));
+    CHECK_THAT(std::get<gangrun::config::TextOutput>(*command).text, Contains("--endpoint"));
+    CHECK_THAT(std::get<gangrun::config::TextOutput>(*command).text, Contains("Exit status"));
   }
   Expected<Command> command = parse({"store", "serve", "--help"});
   REQUIRE(command);
-  CHECK(command->kind == Command::Kind::help);
-  CHECK_THAT(command->text, Contains("--port-file"));
-  CHECK_THAT(command->text, Contains("--max-value-bytes"));
+  CHECK(std::holds_alternative<gangrun::config::TextOutput>(*command));
+  CHECK_THAT(std::get<gangrun::config::TextOutput>(*command).text, Contains("--port-file"));
+  CHECK_THAT(std::get<gangrun::config::TextOutput>(*command).text, Contains("--max-value-bytes"));
 
   command = parse({"store", "get", "--help"});
   REQUIRE(command);
-  CHECK(command->kind == Command::Kind::help);
-  CHECK_THAT(command->text, Contains("store get"));
+  CHECK(std::holds_alternative<gangrun::config::TextOutput>(*command));
+  CHECK_THAT(std::get<gangrun::config::TextOutput>(*command).text, Contains("store get"));
 }
 
 TEST_CASE("config: store client commands and their arguments", "[config][store]") {

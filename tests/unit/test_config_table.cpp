@@ -1,6 +1,6 @@
 // The option table is the single list of options; --help, the parser and the
 // layering walk it, so its invariants are checked here.
-#include "config/help_text.hpp"
+#include "cli_docs/help_text.hpp"
 #include "config/option_table.hpp"
 #include "config/option_values.hpp"
 #include "config/options.hpp"
@@ -67,7 +67,7 @@ TEST_CASE("config::option_table defaults and choices are valid values", "[config
 }
 
 TEST_CASE("config::help_text lists every option once, grouped, within 80 columns", "[config]") {
-  const std::string help = gangrun::config::help_text();
+  const std::string help = gangrun::cli_docs::help_text();
   std::istringstream lines(help);
   for (std::string line; std::getline(lines, line);) {
     INFO(line);
@@ -93,8 +93,8 @@ TEST_CASE("config::help_text lists every option once, grouped, within 80 columns
 }
 
 TEST_CASE("config::version_text names the program", "[config]") {
-  CHECK(gangrun::config::version_text().starts_with("gangrun "));
-  CHECK(gangrun::config::version_text().size() > 8);
+  CHECK(gangrun::cli_docs::version_text().starts_with("gangrun "));
+  CHECK(gangrun::cli_docs::version_text().size() > 8);
 }
 
 TEST_CASE("config::to_string names every source", "[config]") {

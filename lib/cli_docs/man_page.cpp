@@ -1,15 +1,19 @@
-#include "config/man_page.hpp"
+#include "cli_docs/man_page.hpp"
 
+#include "config/command_table.hpp"
 #include "config/layering.hpp"
 #include "config/option_table.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
 
-namespace gangrun::config {
+namespace gangrun::cli_docs {
+
+using namespace config;
 
 namespace {
 
@@ -21,23 +25,6 @@ struct Item {
 
 constexpr std::string_view k_name_line =
     "gangrun \\- start and supervise a gang of worker processes, like torchrun";
-
-constexpr std::string_view k_synopsis =
-    ".B gangrun\n"
-    "[\\fIOPTIONS\\fR] [\\fB\\-\\-\\fR] \\fIPROGRAM\\fR [\\fIARGS\\fR...]\n"
-    ".br\n"
-    ".B gangrun devices\n"
-    "[\\fB\\-\\-json\\fR] [\\fIOPTIONS\\fR]\n"
-    ".br\n"
-    ".B gangrun store\n"
-    "\\fBserve\\fR|\\fBget\\fR|\\fBset\\fR|\\fBadd\\fR|\\fBwait\\fR|\\fBcheck\\fR|"
-    "\\fBdelete\\fR|\\fBkeys\\fR|\\fBnum\\-keys\\fR ...\n"
-    ".br\n"
-    ".B gangrun completion\n"
-    "\\fBbash\\fR|\\fBzsh\\fR|\\fBfish\\fR\n"
-    ".br\n"
-    ".B gangrun\n"
-    "\\fB\\-\\-version\\fR | \\fB\\-\\-help\\fR\n";
 
 constexpr std::string_view k_description[] = {
     "gangrun starts PROGRAM as a gang of worker processes on this node, gives each torchrun's "
@@ -61,20 +48,6 @@ constexpr std::string_view k_description[] = {
     "then SIGKILL after --term-timeout seconds, and with --max_restarts left the gang starts "
     "again. The signals of --signals_to_handle sent to gangrun are forwarded to every worker and "
     "stop the gang; SIGUSR1 and SIGUSR2 are forwarded and the job goes on.",
-};
-
-constexpr Item k_subcommands[] = {
-    {"gangrun devices [--json] [OPTIONS]",
-     "Lists the accelerators of this node as each vendor runtime numbers them (CUDA, Intel XPU "
-     "through Level Zero, AMD ROCm, CPU), the visibility variables that shaped each list, and "
-     "the mask every worker of a launch with the same options would get. Takes every launch "
-     "option. See 'gangrun devices --help'."},
-    {"gangrun store serve|get|set|add|wait|check|delete|keys|num-keys ...",
-     "Runs the TCP store standalone, or operates on one as a client (the endpoint is "
-     "--endpoint, else $GANGRUN_STORE_ENDPOINT, else MASTER_ADDR:MASTER_PORT, else "
-     "127.0.0.1:29500). See 'gangrun store --help'."},
-    {"gangrun completion bash|zsh|fish",
-     "Prints the completion script for the shell. The package installs all three already."},
 };
 
 constexpr std::string_view k_layers =
@@ -204,6 +177,51 @@ std::string bold_list(const std::vector<std::string>& words, std::string_view pr
   std::vector<std::string> parts;
   for (const std::string& word : words) parts.push_back(bold(std::string(prefix) + word));
   return strings::join(parts, ", ");
+}
+
+// A usage line's words in the type faces of a synopsis: metavariables (words
+// in capitals) italic, every other word bold (options, subcommands, values);
+// brackets, bars, spaces and "..." upright.
+std::string synopsis_words(std::string_view usage) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < usage.size()) {
+    if (std::string_view("[]| ").find(usage[at]) != std::string_view::npos) {
+      out += usage[at++];
+      continue;
+    }
+    std::size_t end = std::min(usage.find_first_of("[]| ", at), usage.size());
+    std::string_view word = usage.substr(at, end - at);
+    std::string_view repeat;
+    if (word.ends_with("...")) {
+      repeat = word.substr(word.size() - 3);
+      word.remove_suffix(3);
+    }
+    bool metavariable = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+      return std::isupper(static_cast<unsigned char>(c)) != 0;
+    });
+    if (!word.empty()) out += metavariable ? italic(word) : bold(word);
+    out += repeat;
+    at = end;
+  }
+  return out;
+}
+
+void append_synopsis(std::string& out) {
+  out += ".B gangrun\n" + synopsis_words("[OPTIONS] [--] PROGRAM [ARGS...]") + "\n";
+  for (const SubcommandSpec& subcommand : subcommand_table()) {
+    out += ".br\n.B gangrun " + std::string(subcommand.name) + "\n" +
+           synopsis_words(subcommand.arguments) + "\n";
+  }
+  out += ".br\n.B gangrun\n" + synopsis_words("--version | --help") + "\n";
+}
+
+void append_subcommands(std::string& out) {
+  for (const SubcommandSpec& subcommand : subcommand_table()) {
+    const std::string usage =
+        "gangrun " + std::string(subcommand.name) + " " + subcommand.arguments;
+    out += ".TP\n" + bold(usage) + "\n" + prose(subcommand.manual) + "\n";
+  }
 }
 
 void append_items(std::string& out, const Item* begin, const Item* end) {
@@ -348,11 +366,12 @@ std::string man_page(std::string_view version) {
   // them, or stretching a line around them, makes them harder to copy.
   out += ".nh\n.ad l\n";
   out += ".SH NAME\n" + std::string(k_name_line) + "\n";
-  out += ".SH SYNOPSIS\n" + std::string(k_synopsis);
+  out += ".SH SYNOPSIS\n";
+  append_synopsis(out);
   out += ".SH DESCRIPTION\n";
   for (std::string_view paragraph : k_description) out += ".PP\n" + prose(paragraph) + "\n";
   out += ".SS Subcommands\n";
-  append_items(out, std::begin(k_subcommands), std::end(k_subcommands));
+  append_subcommands(out);
   out += ".SH OPTIONS\n";
   append_options(out);
   out += ".SH ENVIRONMENT\n.PP\n" + prose(k_layers) + "\n.SS \"Read by gangrun\"\n";
@@ -366,4 +385,4 @@ std::string man_page(std::string_view version) {
   return out;
 }
 
-}  // namespace gangrun::config
+}  // namespace gangrun::cli_docs

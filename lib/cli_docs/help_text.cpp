@@ -1,5 +1,6 @@
-#include "config/help_text.hpp"
+#include "cli_docs/help_text.hpp"
 
+#include "config/command_table.hpp"
 #include "config/option_table.hpp"
 #include "util/strings.hpp"
 
@@ -10,12 +11,16 @@
 #define GANGRUN_VERSION "0.0.0"
 #endif
 
-namespace gangrun::config {
+namespace gangrun::cli_docs {
+
+using namespace config;
 
 namespace {
 
 constexpr std::size_t k_indent = 2;
 constexpr std::size_t k_help_column = 30;
+// Where a subcommand's note goes when it does not fit after its usage line.
+constexpr std::size_t k_note_column = 37;
 
 constexpr std::string_view k_intro =
     "Starts PROGRAM as a gang of worker processes with torchrun's environment, streams their "
@@ -29,24 +34,18 @@ constexpr std::string_view k_layers =
     "PET_NNODES), else from the --config file, else its default. 'gangrun --dry-run -v' shows "
     "where each value came from.";
 
-// Greedy word wrap; every line but the first starts with `indent` spaces.
-std::vector<std::string> wrap(std::string_view text, std::size_t width) {
-  std::vector<std::string> lines(1);
-  for (const std::string& word : strings::split(text, ' ')) {
-    if (word.empty()) continue;
-    std::string& line = lines.back();
-    if (!line.empty() && line.size() + 1 + word.size() > width) {
-      lines.push_back(word);
-    } else {
-      if (!line.empty()) line += ' ';
-      line += word;
-    }
-  }
-  return lines;
+void append_paragraph(std::string& out, std::string_view text, std::size_t width) {
+  for (const std::string& line : strings::wrap(text, width)) out += line + "\n";
 }
 
-void append_paragraph(std::string& out, std::string_view text, std::size_t width) {
-  for (const std::string& line : wrap(text, width)) out += line + "\n";
+// "       gangrun devices [--json] [OPTIONS]  (gangrun devices --help)", the
+// note on a line of its own when the two do not fit in `width`.
+std::string usage_line(const SubcommandSpec& subcommand, std::size_t width) {
+  std::string line = "       gangrun " + std::string(subcommand.name) + " " + subcommand.arguments;
+  const std::string note = "(" + std::string(subcommand.help_note) + ")";
+  if (line.size() + 2 + note.size() > width)
+    return line + "\n" + std::string(k_note_column, ' ') + note + "\n";
+  return line + "  " + note + "\n";
 }
 
 std::string left_column(const OptionSpec& spec) {
@@ -73,7 +72,7 @@ std::string help_column(const OptionSpec& spec) {
 void append_option(std::string& out, const OptionSpec& spec, std::size_t width) {
   std::string left = left_column(spec);
   std::vector<std::string> lines =
-      wrap(help_column(spec), width > k_help_column + 20 ? width - k_help_column : 20);
+      strings::wrap(help_column(spec), width > k_help_column + 20 ? width - k_help_column : 20);
   const std::string pad(k_help_column, ' ');
   if (left.size() + 2 > k_help_column) {
     out += left + "\n";
@@ -87,12 +86,9 @@ void append_option(std::string& out, const OptionSpec& spec, std::size_t width) 
 }  // namespace
 
 std::string help_text(std::size_t width) {
-  std::string out =
-      "Usage: gangrun [OPTIONS] [--] PROGRAM [ARGS...]\n"
-      "       gangrun devices [--json] [OPTIONS]  (gangrun devices --help)\n"
-      "       gangrun store serve|get|set|add|wait|check|delete|keys|num-keys ...\n"
-      "                                     (gangrun store --help)\n"
-      "       gangrun completion bash|zsh|fish  (prints a shell completion script)\n\n";
+  std::string out = "Usage: gangrun [OPTIONS] [--] PROGRAM [ARGS...]\n";
+  for (const SubcommandSpec& subcommand : subcommand_table()) out += usage_line(subcommand, width);
+  out += "\n";
   append_paragraph(out, k_intro, width);
   const std::vector<OptionSpec>& table = option_table();
   for (std::size_t i = 0; i < table.size(); ++i) {
@@ -131,6 +127,27 @@ std::string devices_help_text(std::size_t width) {
   return out;
 }
 
+std::string completion_help_text() {
+  return "Usage: gangrun completion " + find_subcommand("completion")->arguments +
+         "\n\nPrints the completion script of that shell, generated from gangrun's own "
+         "option table.\nInstalled packages put them where each shell looks; to try one:\n"
+         "  source <(gangrun completion bash)\n"
+         "  gangrun completion zsh > ~/.zfunc/_gangrun   (a directory on $fpath)\n"
+         "  gangrun completion fish | source\n";
+}
+
+std::string help_text(HelpTopic topic) {
+  switch (topic) {
+    case HelpTopic::launch:
+      return help_text();
+    case HelpTopic::devices:
+      return devices_help_text();
+    case HelpTopic::completion:
+      return completion_help_text();
+  }
+  return {};
+}
+
 std::string version_text() { return std::string("gangrun ") + GANGRUN_VERSION; }
 
-}  // namespace gangrun::config
+}  // namespace gangrun::cli_docs

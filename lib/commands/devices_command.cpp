@@ -1,7 +1,8 @@
-#include "launch/devices_command.hpp"
+#include "commands/devices_command.hpp"
 
 #include "accel/cpu_backend.hpp"
 #include "accel/report_json.hpp"
+#include "launch/logging.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
 #include "report/run_report.hpp"
@@ -13,8 +14,15 @@
 
 #include <iostream>
 
-namespace gangrun::launch {
+namespace gangrun::commands {
 namespace {
+
+using launch::node_devices;
+using launch::NodeProbes;
+using launch::place_workers;
+using launch::probe_node;
+using launch::ProbeScope;
+using launch::view_of;
 
 struct Section {
   std::string kind;   // "cuda", "xpu", "rocm"
@@ -198,7 +206,9 @@ nlohmann::json section_json(const Section& section) {
 
 }  // namespace
 
-int run_devices_command(const config::Options& options, const EnvMap& env) {
+Expected<int> run_devices_command(const config::DevicesRequest& request, const EnvMap& env) {
+  const config::Options& options = request.options;
+  launch::setup_logging(options.verbosity, options.color);
   NodeProbes probes = probe_node(options, env, ProbeScope::all);
   std::vector<Section> sections = {{"cuda", "CUDA", &probes.cuda},
                                    {"xpu", "Intel XPU (Level Zero)", &probes.xpu},
@@ -242,4 +252,4 @@ int run_devices_command(const config::Options& options, const EnvMap& env) {
   return malformed ? exit_codes::k_usage : exit_codes::k_success;
 }
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::commands

@@ -1,4 +1,5 @@
-// gangrun's real main: parse, plan, run, report, and the one top-level catch.
+// gangrun's real main: parse the command line, hand the Command to its
+// subcommand's handler, report an error, and the one top-level catch.
 #pragma once
 
 namespace gangrun {

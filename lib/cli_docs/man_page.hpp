@@ -1,12 +1,14 @@
-// gangrun(1), generated from the option table the parser uses, so the manual
-// lists exactly the options, spellings, values and defaults gangrun accepts.
+// gangrun(1), generated from the option and command tables the parser uses
+// (config/option_table.hpp, config/command_table.hpp), so the manual lists
+// exactly the subcommands, options, spellings, values and defaults gangrun
+// accepts.
 // tools/gen_man writes it at build time; the package installs it.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-namespace gangrun::config {
+namespace gangrun::cli_docs {
 
 // The whole manual page in roff with the man macros (NAME, SYNOPSIS,
 // DESCRIPTION, OPTIONS by group, ENVIRONMENT, EXIT STATUS, EXAMPLES, SEE ALSO).
@@ -21,4 +23,4 @@ std::string man_page(std::string_view version);
 // control line) is guarded with \&. Newlines are kept.
 std::string roff_escape(std::string_view text);
 
-}  // namespace gangrun::config
+}  // namespace gangrun::cli_docs

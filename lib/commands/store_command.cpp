@@ -1,5 +1,6 @@
-#include "launch/store_command.hpp"
+#include "commands/store_command.hpp"
 
+#include "launch/logging.hpp"
 #include "logmux/write_all.hpp"
 #include "store/client.hpp"
 #include "store/server.hpp"
@@ -19,7 +20,7 @@
 #include <cstdio>
 #include <fstream>
 
-namespace gangrun::launch {
+namespace gangrun::commands {
 namespace {
 
 constexpr int k_negative_answer = 1;  // like test(1): "no", not a failure
@@ -76,13 +77,9 @@ Expected<int> serve(const config::StoreServeOptions& options) {
   settings.host = options.host;
   settings.port = options.port;
   settings.limits = limits_for(options);
-  Expected<std::unique_ptr<store::Server>> server = store::Server::start(io, settings);
-  if (!server) return tl::unexpected(server.error());
-  if (!options.port_file.empty()) {
-    if (Expected<void> written = write_port_file(options.port_file, (*server)->port()); !written) {
-      return tl::unexpected(written.error());
-    }
-  }
+  GANGRUN_TRY_ASSIGN(server, store::Server::start(io, settings));
+  if (!options.port_file.empty())
+    GANGRUN_TRY(write_port_file(options.port_file, (*server)->port()));
   spdlog::info("store listening on {}", strings::join((*server)->endpoints(), ", "));
   stop_signals.async_wait([&](const boost::system::error_code& error, int signal_number) {
     if (error) return;
@@ -159,22 +156,21 @@ class ClientCommand {
   }
 
   static Expected<int> done(Expected<void> result) {
-    if (!result) return tl::unexpected(result.error());
+    GANGRUN_TRY(result);
     return exit_codes::k_success;
   }
   static Expected<int> yes_or_no(Expected<bool> answer) {
-    if (!answer) return tl::unexpected(answer.error());
+    GANGRUN_TRY(answer);
     return *answer ? exit_codes::k_success : k_negative_answer;
   }
   static Expected<int> print_number(Expected<std::int64_t> number) {
-    if (!number) return tl::unexpected(number.error());
+    GANGRUN_TRY(number);
     return done(write_stdout(std::to_string(*number) + "\n"));
   }
 
   // The value's bytes exactly; a newline only for a person at a terminal.
   Expected<int> get() {
-    Expected<std::string> value = client_.get(wire_key(command_.keys.at(0)));
-    if (!value) return tl::unexpected(value.error());
+    GANGRUN_TRY_ASSIGN(value, client_.get(wire_key(command_.keys.at(0))));
     if (::isatty(STDOUT_FILENO) == 1) value->push_back('\n');
     return done(write_stdout(*value));
   }
@@ -182,17 +178,11 @@ class ClientCommand {
   // SET has no reply, so a CHECK after it proves the store took it (a store
   // that refuses a value over its limit closes the connection instead).
   Expected<int> set() {
-    Expected<std::string> value =
-        command_.value ? Expected<std::string>(*command_.value) : read_stdin();
-    if (!value) return tl::unexpected(value.error());
+    GANGRUN_TRY_ASSIGN(value,
+                       command_.value ? Expected<std::string>(*command_.value) : read_stdin());
     const std::string key = wire_key(command_.keys.at(0));
-    if (Expected<void> sent = client_.set(key, *value); !sent) return tl::unexpected(sent.error());
-    Expected<bool> confirmed = client_.check({key});
-    if (!confirmed) {
-      Error error = confirmed.error();
-      error.add_context("the store did not confirm the SET");
-      return tl::unexpected(error);
-    }
+    GANGRUN_TRY(client_.set(key, *value));
+    GANGRUN_TRY_CONTEXT(client_.check({key}), "the store did not confirm the SET");
     return exit_codes::k_success;
   }
 
@@ -201,8 +191,7 @@ class ClientCommand {
   }
 
   Expected<int> keys() {
-    Expected<std::vector<std::string>> keys = client_.list_keys();
-    if (!keys) return tl::unexpected(keys.error());
+    GANGRUN_TRY_ASSIGN(keys, client_.list_keys());
     std::sort(keys->begin(), keys->end());
     std::string out;
     for (const std::string& key : *keys) {
@@ -230,11 +219,12 @@ store::ClientSettings client_settings(const config::StoreClientOptions& options)
 
 }  // namespace
 
-Expected<int> run_store_command(const config::StoreCommand& command) {
+Expected<int> run_store_command(const config::StoreRequest& request) {
+  launch::setup_logging(0, config::ColorMode::automatic);
+  const config::StoreCommand& command = request.store;
   if (command.action == config::StoreAction::serve) return serve(command.serve);
-  Expected<store::Client> client = store::Client::connect(client_settings(command.client));
-  if (!client) return tl::unexpected(client.error());
+  GANGRUN_TRY_ASSIGN(client, store::Client::connect(client_settings(command.client)));
   return ClientCommand(command, *client).run();
 }
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::commands

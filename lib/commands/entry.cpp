@@ -1,0 +1,77 @@
+#include "commands/entry.hpp"
+
+#include "commands/devices_command.hpp"
+#include "commands/launch_command.hpp"
+#include "commands/store_command.hpp"
+#include "commands/text_commands.hpp"
+#include "config/cli.hpp"
+#include "launch/logging.hpp"
+#include "util/exit_codes.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+#include <variant>
+
+namespace gangrun {
+namespace {
+
+// The handlers as one overload set, for std::visit.
+template <typename... Handlers>
+struct Dispatch : Handlers... {
+  using Handlers::operator()...;
+};
+
+// Each kind of Command to the one handler of its subcommand.
+Expected<int> dispatch(const config::Command& command, const EnvMap& env) {
+  return std::visit(
+      Dispatch{
+          [&](const config::LaunchRequest& request) {
+            return commands::run_launch_command(request, env);
+          },
+          [&](const config::DevicesRequest& request) {
+            return commands::run_devices_command(request, env);
+          },
+          [](const config::StoreRequest& request) { return commands::run_store_command(request); },
+          [](const config::CompletionRequest& request) {
+            return commands::run_completion_command(request);
+          },
+          [](const config::HelpRequest& request) { return commands::run_help_command(request); },
+          [](const config::VersionRequest& request) {
+            return commands::run_version_command(request);
+          },
+          [](const config::TextOutput& output) { return commands::print_text_output(output); },
+      },
+      command);
+}
+
+int report_error(const Error& error) {
+  spdlog::error("{}", error.describe());
+  return error.exit_code();
+}
+
+int gangrun_main(int argc, char** argv) {
+  launch::setup_default_logging();
+  EnvMap env = current_environment();
+  Expected<config::Command> command = config::parse_command_line(argc, argv, env);
+  if (!command) return report_error(command.error());
+  Expected<int> code = dispatch(*command, env);
+  if (!code) return report_error(code.error());
+  return *code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return gangrun_main(argc, argv);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "gangrun: internal error: %s\n", error.what());
+  } catch (...) {
+    std::fprintf(stderr, "gangrun: internal error\n");
+  }
+  return exit_codes::k_system_failure;
+}
+
+}  // namespace gangrun

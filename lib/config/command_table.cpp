@@ -1,0 +1,142 @@
+#include "config/command_table.hpp"
+
+#include "util/strings.hpp"
+
+namespace gangrun::config {
+
+namespace {
+
+// "serve|get|...|num-keys": a choice of words, as usage lines write it.
+std::string alternatives(const std::vector<std::string_view>& words) {
+  return strings::join(std::vector<std::string>(words.begin(), words.end()), "|");
+}
+
+}  // namespace
+
+const std::vector<SubcommandSpec>& subcommand_table() {
+  static const std::vector<SubcommandSpec> table = {
+      {.id = Subcommand::devices,
+       .name = "devices",
+       .arguments = "[--json] [OPTIONS]",
+       .summary = "list the accelerators and the masks a launch would give",
+       .help_note = "gangrun devices --help",
+       .manual = "Lists the accelerators of this node as each vendor runtime numbers them (CUDA, "
+                 "Intel XPU through Level Zero, AMD ROCm, CPU), the visibility variables that "
+                 "shaped each list, and the mask every worker of a launch with the same options "
+                 "would get. Takes every launch option. See 'gangrun devices --help'."},
+      {.id = Subcommand::store,
+       .name = "store",
+       .arguments = alternatives(store_action_names()) + " ...",
+       .summary = "operate a TCP store",
+       .help_note = "gangrun store --help",
+       .manual = "Runs the TCP store standalone, or operates on one as a client (the endpoint is "
+                 "--endpoint, else $GANGRUN_STORE_ENDPOINT, else MASTER_ADDR:MASTER_PORT, else "
+                 "127.0.0.1:29500). See 'gangrun store --help'."},
+      {.id = Subcommand::completion,
+       .name = "completion",
+       .arguments = alternatives(shell_names()),
+       .summary = "print a shell completion script",
+       .help_note = "prints a shell completion script",
+       .manual = "Prints the completion script for the shell. The package installs all three "
+                 "already."},
+  };
+  return table;
+}
+
+const SubcommandSpec* find_subcommand(std::string_view word) {
+  for (const SubcommandSpec& spec : subcommand_table()) {
+    if (spec.name == word) return &spec;
+  }
+  return nullptr;
+}
+
+const std::vector<std::string_view>& shell_names() {
+  static const std::vector<std::string_view> names = {"bash", "zsh", "fish"};
+  return names;
+}
+
+std::optional<Shell> parse_shell(std::string_view name) {
+  if (name == "bash") return Shell::bash;
+  if (name == "zsh") return Shell::zsh;
+  if (name == "fish") return Shell::fish;
+  return std::nullopt;
+}
+
+const std::vector<StoreActionSpec>& store_action_table() {
+  static const std::vector<StoreActionSpec> table = {
+      {"serve", StoreAction::serve, "Run a store server until SIGINT or SIGTERM", ""},
+      {"get", StoreAction::get, "Print KEY's value, waiting up to --timeout for KEY to be set", ""},
+      {"set", StoreAction::set, "Set KEY to VALUE, or to standard input without VALUE", ""},
+      {"add", StoreAction::add, "Add DELTA (default 1) to the counter KEY and print its new value",
+       ""},
+      {"wait", StoreAction::wait, "Wait up to --timeout until every KEY is set", ""},
+      {"check", StoreAction::check, "Exit 0 if every KEY is set, 1 if one is not", ""},
+      {"delete", StoreAction::delete_key, "Delete KEY: exit 0 if it was set, 1 if not", ""},
+      {"keys", StoreAction::keys, "Print every key, one per line (validated dialect)", ""},
+      {"num-keys", StoreAction::num_keys, "Print how many keys the store holds", "num_keys"},
+  };
+  return table;
+}
+
+const std::vector<std::string_view>& store_action_names() {
+  static const std::vector<std::string_view> names = [] {
+    std::vector<std::string_view> out;
+    for (const StoreActionSpec& spec : store_action_table()) out.push_back(spec.name);
+    return out;
+  }();
+  return names;
+}
+
+const std::vector<StoreOptionWord>& store_option_words() {
+  static const std::vector<StoreOptionWord> words = {
+      {.name = "endpoint", .metavar = "HOST:PORT", .help = "The store, as HOST:PORT"},
+      {.name = "timeout",
+       .metavar = "SECONDS",
+       .default_text = "300",
+       .help = "Limit for connecting and for each operation, a wait included"},
+      {.name = "dialect",
+       .metavar = "DIALECT",
+       .choices = {"validated", "legacy"},
+       .default_text = "validated",
+       .help = "validated: PyTorch 2.x or gangrun's store; legacy: PyTorch 1.13's store"},
+      {.name = "raw-keys", .help = "Send keys as typed, without the \"/\" PyTorch puts first"},
+      {.name = "host",
+       .metavar = "HOST",
+       .serve = true,
+       .default_text = "127.0.0.1",
+       .help = "Address or name to bind; \"::\" for every interface"},
+      {.name = "port",
+       .metavar = "PORT",
+       .serve = true,
+       .default_text = "29500",
+       .help = "Port to listen on; 0 for any free port"},
+      {.name = "port-file",
+       .metavar = "FILE",
+       .value_hint = ValueHint::file,
+       .serve = true,
+       .help = "Write the port listened on to FILE once listening"},
+      {.name = "max-key-bytes",
+       .metavar = "N",
+       .serve = true,
+       .help = "Longest key; a client sending a longer one is disconnected"},
+      {.name = "max-value-bytes",
+       .metavar = "N",
+       .serve = true,
+       .help = "Longest value; a client sending a longer one is disconnected"},
+      {.name = "max-keys-per-request",
+       .metavar = "N",
+       .serve = true,
+       .help = "Most keys in one CHECK, WAIT or MULTI_GET/SET"},
+      {.name = "max-store-bytes",
+       .metavar = "N",
+       .serve = true,
+       .help = "Most bytes of keys and values held in all"},
+      {.name = "max-connections",
+       .metavar = "N",
+       .serve = true,
+       .help = "Most client connections open at once"},
+  };
+  return words;
+}
+
+}  // namespace gangrun::config
