@@ -1,6 +1,5 @@
 #include "accel/cuda_backend.hpp"
 
-#include "accel/probe_child.hpp"
 #include "util/dynamic_library.hpp"
 
 #include <unistd.h>
@@ -236,10 +235,6 @@ BackendReport probe_cuda(const EnvMap& env) {
     report.devices.push_back(std::move(*device));
   }
   return report;
-}
-
-BackendReport probe_cuda_in_child(const EnvMap& env_for_child, std::chrono::milliseconds timeout) {
-  return probe_in_child(probe_cuda, DeviceKind::cuda, "CUDA", env_for_child, timeout);
 }
 
 }  // namespace gangrun::accel

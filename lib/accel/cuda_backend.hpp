@@ -3,16 +3,15 @@
 // The driver reads CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER from the
 // process environment once, at cuInit, and a process can never see a second
 // view (reference/devices.md sections 0 and 1.5). So gangrun probes in a
-// short-lived child: probe_cuda_in_child() forks, the child takes the given
-// environment, runs probe_cuda() and sends the report back as JSON. The
+// short-lived child (launch/probe_runner.hpp): gangrun re-executed with the
+// given environment runs probe_cuda() and sends the report back as JSON. The
 // launcher itself never initialises CUDA, and can ask for both the as-user
 // view and the unfiltered view (the same environment without
 // CUDA_VISIBLE_DEVICES).
 //
 // Nothing here fails: a missing library, a missing entry point, a failed
-// cuInit (including CUDA_VISIBLE_DEVICES="" or no GPU, both code 100), a
-// crashed or hung probe all give a report with no devices and `unavailable`
-// saying why.
+// cuInit (including CUDA_VISIBLE_DEVICES="" or no GPU, both code 100) all
+// give a report with no devices and `unavailable` saying why.
 #pragma once
 
 #include "accel/cuda_api.hpp"
@@ -25,6 +24,7 @@
 namespace gangrun::accel {
 
 inline constexpr const char* k_default_cuda_library = "libcuda.so.1";
+// How long gangrun waits for a CUDA probe in a child before killing it.
 inline constexpr std::chrono::milliseconds k_cuda_probe_timeout{10'000};
 
 // env's GANGRUN_CUDA_LIBRARY, else "libcuda.so.1" (never bare libcuda.so,
@@ -34,7 +34,7 @@ std::string cuda_library_path(const EnvMap& env);
 // Probes in this process. The library path comes from env, but the driver
 // reads CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER from this process's real
 // environment at cuInit, and only the first cuInit in a process counts: call
-// it only in a process that exists to probe (probe_cuda_in_child's child).
+// it only in a process that exists to probe (launch/probe_mode.hpp).
 // Once cuInit has run the library stays loaded until the process exits.
 //
 // Each Device: index = CUDA ordinal in this view; uuid "GPU-<8-4-4-4-12 hex>",
@@ -44,11 +44,6 @@ std::string cuda_library_path(const EnvMap& env);
 // compute capability; compute_units = SM count. driver_version "major.minor"
 // from cuDriverGetVersion, filled in even when cuInit fails.
 BackendReport probe_cuda(const EnvMap& env);
-
-// probe_cuda(env_for_child) in a forked child (accel/probe_child.hpp says
-// when that may be called and what becomes of a child that hangs).
-BackendReport probe_cuda_in_child(const EnvMap& env_for_child,
-                                  std::chrono::milliseconds timeout = k_cuda_probe_timeout);
 
 // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (or "MIG-..."): the 16 bytes in
 // order, lowercase hex, grouped 4-2-2-2-6, as nvidia-smi -L prints them and

@@ -1,6 +1,5 @@
 #include "accel/level_zero_backend.hpp"
 
-#include "accel/probe_child.hpp"
 #include "util/dynamic_library.hpp"
 
 #include <level_zero/ze_api.h>
@@ -169,11 +168,6 @@ BackendReport probe_level_zero(const EnvMap& env) {
   }
   if (report.devices.empty()) report.unavailable = "the Level Zero driver reports no GPU";
   return report;
-}
-
-BackendReport probe_level_zero_in_child(const EnvMap& env_for_child,
-                                        std::chrono::milliseconds timeout) {
-  return probe_in_child(probe_level_zero, DeviceKind::xpu, "Level Zero", env_for_child, timeout);
 }
 
 }  // namespace gangrun::accel

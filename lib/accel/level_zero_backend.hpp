@@ -3,7 +3,7 @@
 //
 // Like CUDA, Level Zero reads ZE_AFFINITY_MASK, ZE_FLAT_DEVICE_HIERARCHY
 // and ZE_ENABLE_PCI_ID_DEVICE_ORDER once per process, at init: probe in a
-// process that exists to probe. Nothing here fails: a missing loader, no
+// process that exists to probe (launch/probe_runner.hpp). Nothing here fails: a missing loader, no
 // driver (the loader alone answers ZE_RESULT_ERROR_UNINITIALIZED) or a
 // missing entry point give no devices and say why in `unavailable`.
 #pragma once
@@ -28,10 +28,7 @@ std::string level_zero_library_path(const EnvMap& env);
 // sub-devices (0 in FLAT mode, where each tile is a device of its own).
 BackendReport probe_level_zero(const EnvMap& env);
 
+// How long gangrun waits for a Level Zero probe in a child before killing it.
 inline constexpr std::chrono::milliseconds k_level_zero_probe_timeout{10'000};
-
-// probe_level_zero(env_for_child) in a forked child (accel/probe_child.hpp).
-BackendReport probe_level_zero_in_child(
-    const EnvMap& env_for_child, std::chrono::milliseconds timeout = k_level_zero_probe_timeout);
 
 }  // namespace gangrun::accel

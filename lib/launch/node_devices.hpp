@@ -1,11 +1,12 @@
 // This node's accelerators for a launch or for `gangrun devices`: the probes
-// (each vendor runtime in a short-lived child, sysfs for ROCm), the kind of
-// device the launch uses, how the inherited visibility variables show it to
-// workers, and the devices the selection flags pick (DESIGN.md section 6).
+// (each vendor runtime in a short-lived child, launch/probe_runner.hpp; sysfs
+// for ROCm), the kind of device the launch uses, how the inherited visibility
+// variables show it to workers, and the devices the selection flags pick
+// (DESIGN.md section 6).
 //
-// Probing forks, so it runs before gangrun starts any thread; a launch that
-// neither counts nor selects devices nor writes masks probes nothing (with
-// no selection flag, shared mode passes the inherited visibility through).
+// A launch that neither counts nor selects devices nor writes masks probes
+// nothing (with no selection flag, shared mode passes the inherited
+// visibility through).
 #pragma once
 
 #include "accel/device.hpp"
@@ -43,6 +44,10 @@ enum class ProbeScope {
 // --accelerator other than auto and cpu.
 bool launch_needs_devices(const config::Options& options);
 
+// Runs the probes scope asks for, each vendor runtime in a child of its own
+// whose environment derives from env. Never fails: a backend that cannot be
+// probed has a report saying why. Blocks for up to the probes' timeouts;
+// any thread may call.
 NodeProbes probe_node(const config::Options& options, const EnvMap& env, ProbeScope scope);
 
 // The devices a launch places workers on.

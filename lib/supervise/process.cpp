@@ -7,6 +7,7 @@
 #define BOOST_PROCESS_USE_STD_FS 1
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -20,6 +21,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 // clang-format off
 // Boost 1.81's Process v2 headers use these two without including them.
@@ -284,6 +286,109 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   return child;
 }
 
+// ---- run_to_completion: one child, watched from this thread ------------------
+
+using Clock = std::chrono::steady_clock;
+
+// poll()'s timeout until deadline; 0 once it has passed.
+int milliseconds_left(Clock::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+  return static_cast<int>(std::max<std::chrono::milliseconds::rep>(left.count(), 0));
+}
+
+// What has been seen of the child so far.
+struct Watch {
+  const SpawnSpec& spec;
+  Child& child;
+  int output_fd;
+  CapturedRun run;
+  bool output_open = true;
+  std::optional<int> wait_status;
+
+  bool done() const { return !output_open && wait_status; }
+
+  // Appends what the child wrote; EOF once it and the shim have closed it.
+  Expected<void> read_output() {
+    char buffer[4096];
+    ssize_t got = ::read(output_fd, buffer, sizeof buffer);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) return {};
+    if (got < 0) {
+      return fail(ErrorCode::internal,
+                  "reading the output of " + spec.executable + " failed: " + errno_text(errno));
+    }
+    if (got == 0) output_open = false;
+    run.output.append(buffer, static_cast<std::size_t>(got));
+    return {};
+  }
+
+  // Reads the shim's records (each arrives whole): an exec failure becomes
+  // the error, `exited` the wait status.
+  Expected<void> read_records() {
+    for (;;) {
+      ShimRecord record;
+      ssize_t got = ::read(child.report.get(), &record, sizeof record);
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0 && errno == EAGAIN) return {};
+      if (got != static_cast<ssize_t>(sizeof record)) {
+        return fail(ErrorCode::internal,
+                    "the shim of " + spec.executable + " ended without its exit status");
+      }
+      if (record.kind == ShimRecord::exec_failed || record.kind == ShimRecord::fork_failed) {
+        return tl::unexpected(start_failure(spec, record));
+      }
+      if (record.kind == ShimRecord::exited) {
+        wait_status = record.value;
+        return {};
+      }
+    }
+  }
+
+  // Until done or deadline; what is left running afterwards is the
+  // caller's to end.
+  Expected<void> until(Clock::time_point deadline) {
+    while (!done()) {
+      int left = milliseconds_left(deadline);
+      if (left == 0) return {};
+      pollfd watched[2] = {{output_open ? output_fd : -1, POLLIN, 0},
+                           {wait_status ? -1 : child.report.get(), POLLIN, 0}};
+      if (::poll(watched, 2, left) < 0) {
+        if (errno == EINTR) continue;
+        return fail(ErrorCode::internal, "poll failed: " + errno_text(errno));
+      }
+      if (watched[0].revents != 0) {
+        if (auto read = read_output(); !read) return read;
+      }
+      if (watched[1].revents != 0) {
+        if (auto read = read_records(); !read) return read;
+      }
+    }
+    return {};
+  }
+};
+
+Expected<CapturedRun> capture(const SpawnSpec& spec, std::chrono::milliseconds timeout) {
+  Clock::time_point deadline = Clock::now() + timeout;
+  auto output = make_pipe();
+  if (!output) return cannot_start(spec, output.error().message());
+  SpawnSpec to_pipe = spec;
+  to_pipe.stdout_fd = output->write_end.get();
+  Expected<Child> child = spawn(to_pipe);
+  // From here only the child (and, until it has started the child, the
+  // shim) holds the write end: EOF means the child closed its stdout.
+  output->write_end.reset();
+  if (!child) return tl::unexpected(child.error());
+
+  Watch watch{spec, *child, output->read_end.get(), {}, true, std::nullopt};
+  Expected<void> watched = watch.until(deadline);
+  // The shim's cue to SIGKILL whatever is left of the child's tree and
+  // exit (shim.hpp); its pid stays ours until reaped here.
+  child->control.reset();
+  reap(child->shim_pid);
+  if (!watched) return tl::unexpected(watched.error());
+  if (watch.done()) watch.run.status = ExitStatus::from_wait_status(*watch.wait_status);
+  return std::move(watch.run);
+}
+
 }  // namespace
 
 Expected<Child> spawn(const SpawnSpec& spec) {
@@ -303,6 +408,14 @@ Error start_failure(const SpawnSpec& spec, const ShimRecord& record) {
   }
   return {ErrorCode::internal,
           "cannot start " + spec.executable + ": fork failed: " + errno_text(record.value)};
+}
+
+Expected<CapturedRun> run_to_completion(const SpawnSpec& spec, std::chrono::milliseconds timeout) {
+  try {
+    return capture(spec, timeout);
+  } catch (const std::exception& error) {
+    return cannot_start(spec, error.what());
+  }
 }
 
 void use_hard_open_file_limit() {

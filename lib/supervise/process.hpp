@@ -3,6 +3,7 @@
 // The only user of Boost.Process.
 #pragma once
 
+#include "supervise/exit_status.hpp"
 #include "supervise/shim.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
@@ -10,6 +11,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,5 +68,26 @@ void use_hard_open_file_limit();
 // Marks this process as a child subreaper, so orphaned descendants of the
 // workers are re-parented to gangrun and can be found and killed.
 Expected<void> become_subreaper();
+
+// What a short-lived child left behind (run_to_completion).
+struct CapturedRun {
+  std::string output;                // every byte it wrote to its stdout
+  std::optional<ExitStatus> status;  // nullopt: still running at the deadline, so killed
+};
+
+// Starts spec like spawn() does, under a shim, with the child's stdout a
+// pipe (spec.stdout_fd is ignored), and blocks until the child has exited
+// and its stdout has reached EOF, or until timeout has passed. Either way
+// it then ends whatever is left under the shim (the child's whole tree, by
+// SIGKILL) and reaps the shim with waitpid on its pid alone, so it neither
+// reaps nor waits for any other child of gangrun. Safe with other threads
+// running: nothing runs in a forked copy of gangrun but spawn()'s
+// async-signal-safe shim. A child still running at the deadline gives a
+// CapturedRun whose status is nullopt, with what it wrote so far.
+//
+// Errors: those of spawn(), the child's exec failure (start_failure()), a
+// failed read of its stdout or a shim that died, all ErrorCode::internal
+// except an exec failure's own code. Never throws.
+Expected<CapturedRun> run_to_completion(const SpawnSpec& spec, std::chrono::milliseconds timeout);
 
 }  // namespace gangrun::supervise

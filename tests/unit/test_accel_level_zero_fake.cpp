@@ -6,8 +6,9 @@
 // once per process. The last test holds the fake driver's view against
 // accel/ze_affinity.hpp's emulation of the same driver.
 #include "accel/level_zero_backend.hpp"
-#include "accel/probe_child.hpp"
 #include "accel/ze_affinity.hpp"
+#include "launch/probe_mode.hpp"
+#include "launch/probe_runner.hpp"
 #include "util/dynamic_library.hpp"
 
 #include <catch2/catch.hpp>
@@ -29,6 +30,7 @@
 using namespace gangrun;
 using namespace gangrun::accel;
 using Catch::Matchers::Contains;
+using gangrun::launch::probe_level_zero_in_child;
 
 namespace {
 
@@ -382,13 +384,20 @@ BackendReport misuse_probe(const EnvMap& env) {
   return report;
 }
 
+// The probe child is this binary again: it must know the probe by name
+// before main() dispatches to the probe mode.
+const bool misuse_probe_registered = [] {
+  gangrun::launch::register_probe("level_zero_misuse", misuse_probe);
+  return true;
+}();
+
 }  // namespace
 
 TEST_CASE("Level Zero fake: bad handles and structs are refused", "[accel][level_zero]") {
-  BackendReport report =
-      probe_in_child(misuse_probe, DeviceKind::xpu, "Level Zero misuse",
-                     fake_env(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}}),
-                     k_level_zero_probe_timeout);
+  BackendReport report = gangrun::launch::probe_in_child(
+      "level_zero_misuse", DeviceKind::xpu, "Level Zero misuse",
+      fake_env(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}}),
+      k_level_zero_probe_timeout);
   std::string answers = why(report);
   INFO(answers);
   CHECK_THAT(answers, Contains("early=0x78000001 "));  // UNINITIALIZED before zeInit
