@@ -9,6 +9,7 @@
 // operation connects again.
 #include "store/client.hpp"
 
+#include "store/client_common.hpp"
 #include "store/codec.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -20,7 +21,6 @@
 
 #include <algorithm>
 #include <array>
-#include <random>
 #include <string_view>
 #include <thread>
 
@@ -32,51 +32,7 @@ using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// A reply field longer than this is a broken or hostile server, not data.
-constexpr std::uint64_t k_max_reply_bytes = std::uint64_t{1} << 30;
-// A LIST_KEYS count above this is refused the same way.
-constexpr std::int64_t k_max_reply_items = std::int64_t{1} << 26;
-
-constexpr milliseconds k_first_retry_delay{10};
-constexpr milliseconds k_max_retry_delay{1000};
 constexpr std::string_view k_connect_timed_out = "connection timed out";
-
-std::string endpoint_text(const std::string& host, int port) {
-  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
-  return fmt::format("{}:{}", host, port);
-}
-
-std::string duration_text(milliseconds duration) {
-  if (duration < milliseconds(10000)) return fmt::format("{} ms", duration.count());
-  return fmt::format("{:g} s", static_cast<double>(duration.count()) / 1000.0);
-}
-
-// Keys are arbitrary bytes; a message shows them readably and not too long.
-std::string printable(std::string_view key) {
-  constexpr std::size_t k_longest = 100;
-  std::string out;
-  for (std::size_t i = 0; i < key.size() && i < k_longest; ++i) {
-    auto byte = static_cast<unsigned char>(key[i]);
-    if (byte >= 0x20 && byte < 0x7f) {
-      out += static_cast<char>(byte);
-    } else {
-      out += fmt::format("\\x{:02x}", byte);
-    }
-  }
-  if (key.size() > k_longest) out += "...";
-  return out;
-}
-
-std::string keys_text(const std::vector<std::string>& keys) {
-  constexpr std::size_t k_most = 10;
-  std::string out;
-  for (std::size_t i = 0; i < keys.size() && i < k_most; ++i) {
-    if (i > 0) out += ", ";
-    out += printable(keys[i]);
-  }
-  if (keys.size() > k_most) out += fmt::format(" and {} more", keys.size() - k_most);
-  return out;
-}
 
 enum class Io { ok, timed_out, closed, failed };
 struct IoResult {
@@ -94,44 +50,10 @@ IoResult io_result(const boost::system::error_code& error) {
   return {Io::failed, error};
 }
 
-// A reply parser: consumes whole fields from the reader, returns nullopt
-// while the reply is incomplete, and fails on a reply no server would send.
-template <typename T>
-using Parsed = Expected<std::optional<T>>;
-
-Parsed<std::string> read_blob(ReplyReader& reader) {
-  ReplyReader probe = reader;
-  std::optional<std::uint64_t> length = probe.read_u64();
-  if (length && *length > k_max_reply_bytes) {
-    return fail(ErrorCode::store, fmt::format("a reply field claims {} bytes", *length));
-  }
-  return reader.read_bytes();
-}
-
-Parsed<std::int64_t> read_count(ReplyReader& reader) {
-  std::optional<std::int64_t> count = reader.read_i64();
-  if (count && (*count < 0 || *count > k_max_reply_items)) {
-    return fail(ErrorCode::store, fmt::format("a reply announces {} items", *count));
-  }
-  return count;
-}
-
-Parsed<std::vector<std::string>> read_blobs(ReplyReader& reader, std::size_t count) {
-  std::vector<std::string> blobs;
-  for (std::size_t i = 0; i < count; ++i) {
-    Parsed<std::string> blob = read_blob(reader);
-    if (!blob) return tl::unexpected(blob.error());
-    if (!*blob) return std::nullopt;
-    blobs.push_back(std::move(**blob));
-  }
-  return blobs;
-}
-
 }  // namespace
 
 struct Client::Impl {
-  explicit Impl(const ClientSettings& s)
-      : settings(s), where(endpoint_text(s.host, s.port)), rng(std::random_device{}()) {}
+  explicit Impl(const ClientSettings& s) : settings(s), where(endpoint_text(s.host, s.port)) {}
 
   ClientSettings settings;
   std::string where;  // "host:port" for messages
@@ -139,7 +61,6 @@ struct Client::Impl {
   tcp::socket socket{io};
   std::string received;  // bytes read and not yet parsed into a reply
   std::array<char, 64 * 1024> chunk{};
-  std::minstd_rand rng;
 
   // ---- running one asynchronous operation to a deadline -----------------
 
@@ -169,7 +90,7 @@ struct Client::Impl {
   }
 
   IoResult read_more(Clock::time_point deadline) {
-    if (received.size() > k_max_reply_bytes + chunk.size()) {
+    if (received.size() > k_max_unparsed_reply_bytes) {
       return {Io::failed, asio::error::message_size};
     }
     bool done = false;
@@ -227,7 +148,7 @@ struct Client::Impl {
     close();
     const Clock::time_point start = Clock::now();
     const Clock::time_point deadline = start + settings.connect_timeout;
-    milliseconds delay = k_first_retry_delay;
+    ConnectBackoff backoff;
     std::string last_problem;
     for (;;) {
       std::optional<std::string> problem = try_connect(deadline);
@@ -238,15 +159,10 @@ struct Client::Impl {
       const Clock::time_point now = Clock::now();
       if (now >= deadline) {
         auto waited = std::chrono::duration_cast<milliseconds>(now - start);
-        return fail(ErrorCode::store, fmt::format("cannot reach the store at {} after {}: {}",
-                                                  where, duration_text(waited), last_problem));
+        return tl::unexpected(unreachable_error(where, waited, last_problem));
       }
-      // A random pause in [delay/2, delay], so clients started together spread out.
-      std::uniform_int_distribution<milliseconds::rep> jitter(delay.count() / 2, delay.count());
-      milliseconds pause(jitter(rng));
       auto left = std::chrono::duration_cast<milliseconds>(deadline - now);
-      std::this_thread::sleep_for(std::min(pause, left));
-      delay = std::min(delay * 2, k_max_retry_delay);
+      std::this_thread::sleep_for(std::min(backoff.next_pause(), left));
     }
     if (settings.dialect == Dialect::validated) return handshake();
     return {};
@@ -257,27 +173,12 @@ struct Client::Impl {
   // then refuses this is up, but is not a 2.x store.
   Expected<void> handshake() {
     const auto nonce = static_cast<std::uint32_t>(::getpid());
-    Expected<std::string> validate =
-        encode_request(Dialect::validated, make_request(Op::validate, {}, {}, 0, k_validate_magic));
-    Expected<std::string> ping =
-        encode_request(Dialect::validated, make_request(Op::ping, {}, {}, 0, nonce));
-    if (!validate) return tl::unexpected(validate.error());
-    if (!ping) return tl::unexpected(ping.error());
-    Expected<std::uint32_t> echo = exchange<std::uint32_t>(
-        Op::ping, *validate + *ping,
-        [](ReplyReader& reader) -> Parsed<std::uint32_t> { return reader.read_u32(); });
-    if (!echo) {
-      return fail(ErrorCode::store,
-                  echo.error().message() +
-                      " (the VALIDATE + PING handshake of the validated dialect; a PyTorch 1.13 "
-                      "store speaks only the legacy dialect)");
-    }
+    Expected<std::uint32_t> echo =
+        exchange<std::uint32_t>(Op::ping, handshake_bytes(nonce), read_u32);
+    if (!echo) return tl::unexpected(handshake_failed(echo.error()));
     if (*echo != nonce) {
       close();
-      return fail(ErrorCode::store,
-                  fmt::format("the store at {} answered PING {} with {}: it is not a PyTorch 2.x "
-                              "store (a PyTorch 1.13 store speaks only the legacy dialect)",
-                              where, nonce, *echo));
+      return tl::unexpected(handshake_mismatch(where, nonce, *echo));
     }
     return {};
   }
@@ -293,35 +194,23 @@ struct Client::Impl {
     close();
     switch (result.status) {
       case Io::timed_out:
-        return Error(ErrorCode::store, fmt::format("{} on the store at {} timed out after {}",
-                                                   op_name(op), where, duration_text(budget)));
+        return timed_out_error(make_request(op), where, budget);
       case Io::closed:
-        return Error(
-            ErrorCode::store,
-            fmt::format("the store at {} closed the connection during {}", where, op_name(op)));
+        return closed_error(op, where);
       case Io::ok:
       case Io::failed:
         break;
     }
-    return Error(ErrorCode::store, fmt::format("{} on the store at {} failed: {}", op_name(op),
-                                               where, result.error.message()));
+    return failed_error(op, where, result.error.message());
   }
 
   Error protocol_error(Op op, const std::string& what) {
     close();
-    return Error(ErrorCode::store, fmt::format("the store at {} sent a malformed reply to {}: {}",
-                                               where, op_name(op), what));
+    return malformed_reply_error(op, where, what);
   }
 
   Expected<std::string> encode(const Request& request) {
-    Expected<std::string> bytes = encode_request(settings.dialect, request);
-    if (!bytes) {
-      return fail(bytes.error().code(),
-                  fmt::format("{} is not available with a {} store: {}", op_name(request.op),
-                              settings.dialect == Dialect::legacy ? "legacy (PyTorch 1.13)" : "2.x",
-                              bytes.error().message()));
-    }
-    return bytes;
+    return encode_for(settings.dialect, request);
   }
 
   Expected<void> send_bytes(Op op, std::string_view bytes) {
@@ -379,12 +268,10 @@ struct Client::Impl {
     const Clock::time_point deadline = Clock::now() + budget;
     for (;;) {
       ReplyReader reader(received);
-      if (std::optional<std::uint8_t> reply = reader.read_u8()) {
+      Parsed<bool> stopped = read_stop_waiting(reader);
+      if (!stopped) return tl::unexpected(protocol_error(Op::wait, stopped.error().message()));
+      if (*stopped) {
         received.erase(0, reader.consumed());
-        if (*reply != k_wait_stop_waiting) {
-          return tl::unexpected(
-              protocol_error(Op::wait, fmt::format("reply byte {}, not STOP_WAITING", *reply)));
-        }
         return {};
       }
       IoResult more = read_more(deadline);
@@ -400,9 +287,7 @@ struct Client::Impl {
   // opens a new one (not now: the caller gets its timeout without waiting
   // on a store that may be gone).
   Expected<void> abandon_wait(const std::vector<std::string>& keys, milliseconds budget) {
-    Error timed_out(ErrorCode::store,
-                    fmt::format("timed out after {} waiting for keys: {} (store at {})",
-                                duration_text(budget), keys_text(keys), where));
+    Error timed_out = timed_out_error(make_request(Op::wait, keys), where, budget);
     if (settings.dialect == Dialect::legacy) {
       close();
       return tl::unexpected(timed_out);
@@ -411,9 +296,7 @@ struct Client::Impl {
     if (!cancel) return tl::unexpected(cancel.error());
     if (Expected<void> sent = send_bytes(Op::cancel_wait, *cancel); !sent) return sent;
     for (;;) {
-      Expected<std::uint8_t> reply = receive<std::uint8_t>(
-          Op::cancel_wait,
-          [](ReplyReader& reader) -> Parsed<std::uint8_t> { return reader.read_u8(); });
+      Expected<std::uint8_t> reply = receive<std::uint8_t>(Op::cancel_wait, read_u8);
       if (!reply) return tl::unexpected(reply.error());
       if (*reply == k_wait_canceled) return tl::unexpected(timed_out);
       if (*reply != k_wait_stop_waiting) {
@@ -445,9 +328,7 @@ Expected<std::string> Client::get(const std::string& key) {
 }
 
 Expected<std::int64_t> Client::add(const std::string& key, std::int64_t delta) {
-  return impl_->call<std::int64_t>(
-      make_request(Op::add, {key}, {}, delta),
-      [](ReplyReader& reader) -> Parsed<std::int64_t> { return reader.read_i64(); });
+  return impl_->call<std::int64_t>(make_request(Op::add, {key}, {}, delta), read_i64);
 }
 
 Expected<std::string> Client::compare_set(const std::string& key, const std::string& expected,
@@ -457,13 +338,7 @@ Expected<std::string> Client::compare_set(const std::string& key, const std::str
 }
 
 Expected<bool> Client::check(const std::vector<std::string>& keys) {
-  return impl_->call<bool>(make_request(Op::check, keys), [](ReplyReader& reader) -> Parsed<bool> {
-    std::optional<std::uint8_t> reply = reader.read_u8();
-    if (!reply) return std::nullopt;
-    if (*reply == k_check_ready) return true;
-    if (*reply == k_check_not_ready) return false;
-    return fail(ErrorCode::store, fmt::format("CHECK reply byte {}", *reply));
-  });
+  return impl_->call<bool>(make_request(Op::check, keys), read_check);
 }
 
 Expected<void> Client::wait(const std::vector<std::string>& keys,
@@ -472,18 +347,11 @@ Expected<void> Client::wait(const std::vector<std::string>& keys,
 }
 
 Expected<std::int64_t> Client::num_keys() {
-  return impl_->call<std::int64_t>(
-      make_request(Op::num_keys),
-      [](ReplyReader& reader) -> Parsed<std::int64_t> { return reader.read_i64(); });
+  return impl_->call<std::int64_t>(make_request(Op::num_keys), read_i64);
 }
 
 Expected<bool> Client::delete_key(const std::string& key) {
-  return impl_->call<bool>(make_request(Op::delete_key, {key}),
-                           [](ReplyReader& reader) -> Parsed<bool> {
-                             std::optional<std::int64_t> deleted = reader.read_i64();
-                             if (!deleted) return std::nullopt;
-                             return *deleted != 0;
-                           });
+  return impl_->call<bool>(make_request(Op::delete_key, {key}), read_deleted);
 }
 
 Expected<void> Client::append(const std::string& key, const std::string& value) {
@@ -507,19 +375,11 @@ Expected<void> Client::multi_set(const std::vector<std::string>& keys,
 }
 
 Expected<std::vector<std::string>> Client::list_keys() {
-  return impl_->call<std::vector<std::string>>(
-      make_request(Op::list_keys), [](ReplyReader& reader) -> Parsed<std::vector<std::string>> {
-        Parsed<std::int64_t> count = read_count(reader);
-        if (!count) return tl::unexpected(count.error());
-        if (!*count) return std::nullopt;
-        return read_blobs(reader, static_cast<std::size_t>(**count));
-      });
+  return impl_->call<std::vector<std::string>>(make_request(Op::list_keys), read_key_list);
 }
 
 Expected<std::uint32_t> Client::ping(std::uint32_t nonce) {
-  return impl_->call<std::uint32_t>(
-      make_request(Op::ping, {}, {}, 0, nonce),
-      [](ReplyReader& reader) -> Parsed<std::uint32_t> { return reader.read_u32(); });
+  return impl_->call<std::uint32_t>(make_request(Op::ping, {}, {}, 0, nonce), read_u32);
 }
 
 }  // namespace gangrun::store

@@ -1,7 +1,7 @@
 #include "store/server.hpp"
 
 #include "store/codec.hpp"
-#include "store/store_state.hpp"
+#include "store/key_spaces.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
@@ -124,12 +124,17 @@ class RateLimitedLog {
 }  // namespace
 
 struct Connection {
-  Connection(ConnectionId connection_id, tcp::socket accepted, const Limits& limits)
-      : id(connection_id), socket(std::move(accepted)), decoder(limits) {}
+  Connection(ConnectionId connection_id, tcp::socket accepted, const Limits& limits,
+             RoundMembership joined)
+      : id(connection_id),
+        socket(std::move(accepted)),
+        decoder(limits),
+        membership(std::move(joined)) {}
 
   ConnectionId id;
   tcp::socket socket;
   RequestDecoder decoder;
+  RoundMembership membership;  // the round it was accepted in, for good
   std::string peer;
   // Small on purpose: it is held by every idle connection.
   std::array<char, 256> inbox{};
@@ -161,7 +166,7 @@ struct Server::Impl {
   std::vector<Listener> listeners;
   asio::steady_timer accept_retry_timer;
   bool accept_paused = false;  // out of descriptors: accept_retry_timer is armed
-  StoreState state;
+  KeySpaces spaces;
   std::unordered_map<ConnectionId, std::shared_ptr<Connection>> connections;
   // Every open connection, the one heard from least recently first: whom a
   // newcomer replaces at the connection limit.
@@ -185,7 +190,7 @@ struct Server::Impl {
       : io(io_context),
         settings(std::move(server_settings)),
         accept_retry_timer(io_context),
-        state(settings.limits) {}
+        spaces(settings.limits) {}
 
   ~Impl() {
     *alive = false;
@@ -363,7 +368,8 @@ struct Server::Impl {
       }
       socket.set_option(tcp::no_delay(true), error);
       socket.non_blocking(true, error);
-      auto connection = std::make_shared<Connection>(next_id++, std::move(socket), settings.limits);
+      auto connection = std::make_shared<Connection>(next_id++, std::move(socket), settings.limits,
+                                                     spaces.join());
       connection->peer = std::move(peer);
       connection->last_heard = Clock::now();
       auto entry = connections.emplace(connection->id, connection).first;
@@ -384,8 +390,8 @@ struct Server::Impl {
   // pending is never idle, however long it has been silent: a PyTorch client
   // blocked in wait() sends nothing until it is answered.
   bool idle(const Connection& connection) const {
-    return !state.is_waiting(connection.id) && connection.decoder.buffered_bytes() == 0 &&
-           connection.pending_reply_bytes() == 0;
+    return !spaces.is_waiting(connection.membership, connection.id) &&
+           connection.decoder.buffered_bytes() == 0 && connection.pending_reply_bytes() == 0;
   }
 
   // At the connection limit a newcomer takes the place of the idle
@@ -499,7 +505,8 @@ struct Server::Impl {
       if (!*request) return true;
       ++counters.requests;
       Effects effects;
-      state.handle(connection.id, *connection.decoder.dialect(), **request, effects);
+      spaces.handle(connection.membership, connection.id, *connection.decoder.dialect(), **request,
+                    effects);
       for (auto& [waiter_id, bytes] : effects.wakeups) send(waiter_id, bytes);
       if (!effects.reply.empty()) connection.out += effects.reply;
       flush(connection);
@@ -612,7 +619,7 @@ struct Server::Impl {
     }
     boost::system::error_code ignored;
     connection.socket.close(ignored);
-    state.disconnect(connection.id);
+    spaces.disconnect(connection.membership, connection.id);
     buffered -= connection.charged;
     connection.charged = 0;
     idle_line.erase(connection.in_line);
@@ -654,14 +661,20 @@ std::vector<std::string> Server::endpoints() const {
 
 void Server::reset() {
   impl_->close_all();
-  impl_->state.clear();
+  impl_->spaces.clear();
 }
+
+void Server::begin_round(std::uint64_t round) { impl_->spaces.begin_round(round); }
+
+std::uint64_t Server::round() const { return impl_->spaces.current_round(); }
 
 ServerStats Server::stats() const {
   ServerStats stats = impl_->counters;
   stats.connections = impl_->connections.size();
-  stats.keys = impl_->state.key_count();
-  stats.stored_bytes = impl_->state.stored_bytes();
+  stats.keys = impl_->spaces.key_count();
+  stats.run_wide_keys = impl_->spaces.run_wide_key_count();
+  stats.round = impl_->spaces.current_round();
+  stats.stored_bytes = impl_->spaces.stored_bytes();
   stats.buffered_bytes = impl_->buffered;
   return stats;
 }

@@ -52,8 +52,12 @@ struct ServerSettings {
 };
 
 struct ServerStats {
-  std::size_t connections = 0;                      // open now
-  std::size_t keys = 0;                             // GETNUMKEYS
+  std::size_t connections = 0;  // open now
+  // Keys of every space: the current round, the run-wide space, and what
+  // stragglers wrote into earlier rounds (key_spaces.hpp).
+  std::size_t keys = 0;
+  std::size_t run_wide_keys = 0;                    // of those, run-wide ones
+  std::uint64_t round = 0;                          // the current round
   std::size_t stored_bytes = 0;                     // against limits.max_total_bytes
   std::size_t buffered_bytes = 0;                   // against limits.max_buffered_bytes
   std::uint64_t requests = 0;                       // served since start
@@ -79,9 +83,17 @@ class Server {
   // "127.0.0.1:29500", "[::1]:29500": what it listens on.
   std::vector<std::string> endpoints() const;
 
-  // Closes every client connection and drops every key: the next client
-  // finds an empty store at the same address. Used between restart attempts
-  // so keys of one attempt cannot leak into the next.
+  // Starts round `round` (key_spaces.hpp): connections accepted from now
+  // on belong to it and see only its keys; the keys of every earlier round
+  // are deleted at once, while their connections stay open, isolated in
+  // their own emptied space. Keys under k_run_wide_prefix ("gangrun/run/")
+  // are kept and seen from every round. The server starts in round 0.
+  void begin_round(std::uint64_t round);
+  std::uint64_t round() const;
+
+  // Deprecated (begin_round keeps connections up). Closes every client
+  // connection and drops every key, run-wide ones included: the next client
+  // finds an empty store at the same address.
   void reset();
 
   ServerStats stats() const;

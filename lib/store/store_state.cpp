@@ -53,6 +53,11 @@ bool well_formed(const Request& request) {
 
 }  // namespace
 
+StoreState::StoreState(Limits limits, std::shared_ptr<StoredTotal> total)
+    : limits_(limits), total_(total ? std::move(total) : std::make_shared<StoredTotal>()) {}
+
+StoreState::~StoreState() { total_->bytes -= stored_bytes_; }
+
 void StoreState::handle(ConnectionId from, Dialect dialect, const Request& request,
                         Effects& effects) {
   if (dialect != Dialect::validated) cancel_wait(from);
@@ -116,7 +121,7 @@ void StoreState::handle_write(const Request& request, Effects& effects) {
       } else {
         it->second.append(values[0]);
       }
-      stored_bytes_ += added;
+      add_bytes(added);
       return wake_all(keys[0], effects);
     }
     case Op::multi_set: {
@@ -163,7 +168,7 @@ void StoreState::handle_write(const Request& request, Effects& effects) {
       // Pending waits on the key stay as they are, as in PyTorch.
       auto it = values_.find(keys[0]);
       if (it == values_.end()) return put_i64(effects.reply, 0);
-      stored_bytes_ -= it->first.size() + it->second.size();
+      remove_bytes(it->first.size() + it->second.size());
       values_.erase(it);
       return put_i64(effects.reply, 1);
     }
@@ -257,7 +262,7 @@ void StoreState::handle_queue(const Request& request, Effects& effects) {
       std::size_t added = request.values[0].size() + (it == queues_.end() ? key.size() : 0);
       if (!admit(stored_bytes_ + added, effects)) return;
       queues_[key].push_back(request.values[0]);
-      stored_bytes_ += added;
+      add_bytes(added);
       // One item for one popper: a blocked pop is a WAIT on the key followed
       // by QUEUE_POP, so waking them all would only make the rest find the
       // queue empty again.
@@ -268,10 +273,10 @@ void StoreState::handle_queue(const Request& request, Effects& effects) {
       std::deque<std::string>& queue = it->second;
       put_i64(effects.reply, static_cast<std::int64_t>(queue.size()));
       put_bytes(effects.reply, queue.front());
-      stored_bytes_ -= queue.front().size();
+      remove_bytes(queue.front().size());
       queue.pop_front();
       if (queue.empty()) {
-        stored_bytes_ -= it->first.size();
+        remove_bytes(it->first.size());
         queues_.erase(it);
       }
       return;
@@ -307,11 +312,15 @@ void StoreState::handle_wait(ConnectionId from, const Request& request, Effects&
 void StoreState::disconnect(ConnectionId connection) { cancel_wait(connection); }
 
 void StoreState::clear() {
-  values_.clear();
-  queues_.clear();
+  drop_keys();
   waiters_by_key_.clear();
   waiters_.clear();
-  stored_bytes_ = 0;
+}
+
+void StoreState::drop_keys() {
+  values_.clear();
+  queues_.clear();
+  remove_bytes(stored_bytes_);
 }
 
 std::size_t StoreState::key_count() const { return values_.size(); }
@@ -335,22 +344,34 @@ bool StoreState::reply_fits(Op op, std::size_t bytes, Effects& effects) const {
 }
 
 bool StoreState::admit(std::size_t after, Effects& effects) const {
-  if (after <= limits_.max_total_bytes) return true;
-  effects.close_reason = "the store is full: " + std::to_string(stored_bytes_) + " of " +
+  // Every state sharing the tally counts: after - stored_bytes_ is this
+  // write's change, which may be negative.
+  if (total_->bytes - stored_bytes_ + after <= limits_.max_total_bytes) return true;
+  effects.close_reason = "the store is full: " + std::to_string(total_->bytes) + " of " +
                          std::to_string(limits_.max_total_bytes) +
                          " bytes used (--max-store-bytes)";
   return false;
 }
 
+void StoreState::add_bytes(std::size_t bytes) {
+  stored_bytes_ += bytes;
+  total_->bytes += bytes;
+}
+
+void StoreState::remove_bytes(std::size_t bytes) {
+  stored_bytes_ -= bytes;
+  total_->bytes -= bytes;
+}
+
 void StoreState::put_value(const std::string& key, std::string_view value) {
   auto [it, inserted] = values_.try_emplace(key);
   if (inserted) {
-    stored_bytes_ += key.size();
+    add_bytes(key.size());
   } else {
-    stored_bytes_ -= it->second.size();
+    remove_bytes(it->second.size());
   }
   it->second.assign(value);
-  stored_bytes_ += value.size();
+  add_bytes(value.size());
 }
 
 std::optional<std::int64_t> StoreState::add_to_counter(const std::string& key, std::int64_t delta,

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -39,9 +40,21 @@ struct Effects {
   std::optional<std::string> close_reason;
 };
 
+// Bytes stored by several StoreStates that share one max_total_bytes (the
+// key spaces of one server, key_spaces.hpp).
+struct StoredTotal {
+  std::size_t bytes = 0;
+};
+
 class StoreState {
  public:
-  explicit StoreState(Limits limits) : limits_(limits) {}
+  // total: the tally this state adds its bytes to and checks against
+  // limits.max_total_bytes; nullptr: a tally of its own.
+  explicit StoreState(Limits limits, std::shared_ptr<StoredTotal> total = nullptr);
+  // Takes its bytes off the shared tally.
+  ~StoreState();
+  StoreState(const StoreState&) = delete;
+  StoreState& operator=(const StoreState&) = delete;
 
   // Applies one request that arrived on connection `from`, which speaks
   // `dialect`. In the legacy dialect a request arriving while the connection
@@ -56,9 +69,12 @@ class StoreState {
 
   // Drops every key, queue and waiter (a fresh store).
   void clear();
+  // Drops every key and queue but keeps the waiters: they go on waiting for
+  // keys that only a later write to this state can bring back.
+  void drop_keys();
 
   std::size_t key_count() const;     // what GETNUMKEYS answers
-  std::size_t stored_bytes() const;  // keys + values + queued items, against max_total_bytes
+  std::size_t stored_bytes() const;  // keys + values + queued items of this state
   bool is_waiting(ConnectionId connection) const;
 
  private:
@@ -94,9 +110,12 @@ class StoreState {
   // True when a reply of `bytes` to op is within max_reply_bytes; otherwise
   // sets effects.close_reason (the reply is never built).
   bool reply_fits(Op op, std::size_t bytes, Effects& effects) const;
-  // True when `after` (stored_bytes_ once the write is done) is within
-  // max_total_bytes; otherwise sets effects.close_reason.
+  // True when `after` (stored_bytes_ once the write is done) keeps the
+  // shared tally within max_total_bytes; otherwise sets effects.close_reason.
   bool admit(std::size_t after, Effects& effects) const;
+  // Keep stored_bytes_ and the shared tally in step.
+  void add_bytes(std::size_t bytes);
+  void remove_bytes(std::size_t bytes);
   // Stores value at key, keeping stored_bytes_ exact; no limit check, no wakeups.
   void put_value(const std::string& key, std::string_view value);
   // The counter at key plus delta, stored as decimal text (ADD, BARRIER);
@@ -121,6 +140,7 @@ class StoreState {
   std::unordered_map<ConnectionId, Waiter> waiters_;
   std::uint64_t next_ticket_ = 0;
   std::size_t stored_bytes_ = 0;
+  std::shared_ptr<StoredTotal> total_;
 };
 
 }  // namespace gangrun::store
