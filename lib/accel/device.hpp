@@ -6,11 +6,22 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gangrun::accel {
 
-enum class DeviceKind { cuda, xpu, rocm, cpu };
+// The one list of device kinds: what a backend reports, what a launch
+// places workers on, what --accelerator names (besides "auto").
+enum class DeviceKind { cuda, xpu, rocm, hpu, npu, neuron, cpu };
+
+// "cuda", "xpu", "rocm", "hpu", "npu", "neuron", "cpu": the word of the
+// command line, the JSON reports and the dry run.
+const char* to_string(DeviceKind kind);
+// The kind a word of to_string() names; nullopt for any other text.
+std::optional<DeviceKind> parse_device_kind(std::string_view word);
+// For people: "CUDA", "Intel XPU", "AMD ROCm"; to_string() for the others.
+const char* display_name(DeviceKind kind);
 
 // PCI bus/device/function, compared as numbers (tools print the domain with
 // 4 or 8 hex digits, in either case).

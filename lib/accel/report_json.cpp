@@ -2,9 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include <array>
 #include <stdexcept>
-#include <utility>
 
 namespace gangrun::accel {
 
@@ -12,24 +10,10 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::pair<DeviceKind, const char*>, 4> k_kind_names{{
-    {DeviceKind::cuda, "cuda"},
-    {DeviceKind::xpu, "xpu"},
-    {DeviceKind::rocm, "rocm"},
-    {DeviceKind::cpu, "cpu"},
-}};
-
-const char* kind_name(DeviceKind kind) {
-  for (const auto& [value, name] : k_kind_names) {
-    if (value == kind) return name;
-  }
-  return "cpu";
-}
+const char* kind_name(DeviceKind kind) { return to_string(kind); }
 
 DeviceKind kind_from_name(const std::string& text) {
-  for (const auto& [value, name] : k_kind_names) {
-    if (text == name) return value;
-  }
+  if (auto kind = parse_device_kind(text)) return *kind;
   throw std::invalid_argument("unknown device kind \"" + text + "\"");
 }
 

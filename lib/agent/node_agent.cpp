@@ -52,7 +52,8 @@ supervise::GangSettings gang_settings(const launch::LaunchPlan& plan) {
 // io_, turned by run() until the state is done.
 class NodeAgent {
  public:
-  explicit NodeAgent(const launch::LaunchPlan& plan) : plan_(plan) {}
+  NodeAgent(const launch::LaunchPlan& plan, const SpawnerFactory& make_spawner)
+      : plan_(plan), spawner_(make_spawner(io_)) {}
 
   RunResult run() {
     if (auto started = start(); !started) {
@@ -99,7 +100,7 @@ class NodeAgent {
     if (!run_dir_->temporary()) record_.log_dir = run_dir_->path();
 
     logging_through_console_.emplace(console_);
-    gang_.emplace(io_, console_, spawner_, gang_settings(plan_));
+    gang_.emplace(io_, console_, *spawner_, gang_settings(plan_));
     std::set<int> handled = plan_.teardown_signals;
     handled.insert({SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGCHLD});
     for (int signal_number : handled) signals_.add(signal_number);
@@ -118,7 +119,7 @@ class NodeAgent {
     // Keys of one round must not reach the next: 1.13 workers prefix their
     // keys with the restart count, newer ones do not. The store keeps every
     // connection (on many nodes, other agents stay connected).
-    if (restart_count > 0 && store_) store_->reset();
+    if (restart_count > 0 && store_) store_->begin_round(static_cast<std::uint64_t>(restart_count));
     auto prepared = run_dir_->prepare_attempt(restart_count, plan_.local_world_size);
     if (!prepared) {
       spdlog::error("{}", prepared.error().describe());
@@ -193,7 +194,7 @@ class NodeAgent {
         // Supervisors are reaped by their own handlers; anything else that
         // ended is a stray (a shim whose worker could not start, an orphan
         // of a killed shim).
-        spawner_.reap_strays(gang_->supervisor_pids());
+        spawner_->reap_strays(gang_->supervisor_pids());
         return;
       case SIGTSTP:
         // Workers lead orphaned process groups, where the kernel discards
@@ -238,7 +239,7 @@ class NodeAgent {
   report::RunRecord record_;
   logmux::Console console_;
   std::optional<launch::LoggingThroughConsole> logging_through_console_;
-  supervise::ShimSpawner spawner_{io_};
+  std::unique_ptr<supervise::Spawner> spawner_;
   std::optional<supervise::Gang> gang_;
   asio::signal_set signals_{io_};
 
@@ -250,6 +251,12 @@ class NodeAgent {
 }  // namespace
 
 RunResult run(const launch::LaunchPlan& plan) {
+  return run(plan, [](asio::io_context& io) -> std::unique_ptr<supervise::Spawner> {
+    return std::make_unique<supervise::ShimSpawner>(io);
+  });
+}
+
+RunResult run(const launch::LaunchPlan& plan, const SpawnerFactory& make_spawner) {
   // A closed stdout must not kill the supervisor in the middle of a teardown.
   std::signal(SIGPIPE, SIG_IGN);
   supervise::use_hard_open_file_limit();
@@ -257,7 +264,7 @@ RunResult run(const launch::LaunchPlan& plan) {
     spdlog::warn("{}; descendants that escape their worker cannot be cleaned up",
                  subreaper.error().describe());
   }
-  NodeAgent agent(plan);
+  NodeAgent agent(plan, make_spawner);
   return agent.run();
 }
 

@@ -20,7 +20,12 @@
 #pragma once
 
 #include "launch/plan.hpp"
+#include "supervise/spawner.hpp"
 
+#include <boost/asio/io_context.hpp>
+
+#include <functional>
+#include <memory>
 #include <optional>
 
 namespace gangrun::agent {
@@ -41,5 +46,12 @@ struct RunResult {
 // thread that forks their shims). Never throws for run-time failures of
 // the job; those are in the result.
 RunResult run(const launch::LaunchPlan& plan);
+
+// Makes the Spawner the agent's gang starts workers with, on the agent's
+// loop. run(plan) uses the real one (supervise/shim_spawner.hpp); unit
+// tests give a fake.
+using SpawnerFactory =
+    std::function<std::unique_ptr<supervise::Spawner>(boost::asio::io_context& io)>;
+RunResult run(const launch::LaunchPlan& plan, const SpawnerFactory& make_spawner);
 
 }  // namespace gangrun::agent

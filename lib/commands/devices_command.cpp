@@ -25,8 +25,8 @@ using launch::ProbeScope;
 using launch::view_of;
 
 struct Section {
-  std::string kind;   // "cuda", "xpu", "rocm"
-  std::string title;  // "CUDA"
+  accel::DeviceKind kind;
+  std::string title;  // "CUDA", "Intel XPU (Level Zero)"
   const std::optional<accel::BackendReport>* report;
   Expected<placement::NodeView> view = fail(ErrorCode::usage, "not probed");
 };
@@ -58,7 +58,7 @@ std::vector<accel::Device> devices_of(const std::vector<placement::Candidate>& c
 }
 
 void print_table(std::string& out, const Section& section, const placement::NodeView& view) {
-  bool tiles = section.kind == "xpu";
+  bool tiles = section.kind == accel::DeviceKind::xpu;
   std::vector<std::vector<std::string>> rows = {
       {"#", "as " + view.variable, "name", "uuid", "pci", "memory", "arch", "units"}};
   if (tiles) rows.front().push_back("tiles");
@@ -138,7 +138,7 @@ std::string cpu_line(const accel::BackendReport& report) {
 
 struct LaunchShown {
   std::optional<std::string> error;
-  std::string kind;
+  std::string kind;  // the accelerator's word; empty when the options are wrong
   int workers = 0;
   std::vector<EnvMap> envs;
 };
@@ -151,7 +151,7 @@ LaunchShown show_launch(const config::Options& options, const EnvMap& env,
     shown.error = devices.error().message();
     return shown;
   }
-  shown.kind = devices->kind;
+  shown.kind = accel::to_string(devices->kind);
   auto placed = place_workers(options, *devices);
   if (!placed) {
     shown.error = placed.error().message();
@@ -181,7 +181,7 @@ std::string launch_text(const config::Options& options, const LaunchShown& launc
 nlohmann::json section_json(const Section& section) {
   const accel::BackendReport& report = **section.report;
   nlohmann::json json = nlohmann::json::parse(accel::report_to_json(report));
-  json["kind"] = section.kind;
+  json["kind"] = accel::to_string(section.kind);
   json["name"] = section.title;
   json["visible"] = nullptr;
   json["error"] = nullptr;
@@ -210,9 +210,9 @@ Expected<int> run_devices_command(const config::DevicesRequest& request, const E
   const config::Options& options = request.options;
   launch::setup_logging(options.verbosity, options.color);
   NodeProbes probes = probe_node(options, env, ProbeScope::all);
-  std::vector<Section> sections = {{"cuda", "CUDA", &probes.cuda},
-                                   {"xpu", "Intel XPU (Level Zero)", &probes.xpu},
-                                   {"rocm", "AMD ROCm", &probes.rocm}};
+  std::vector<Section> sections = {{accel::DeviceKind::cuda, "CUDA", &probes.cuda},
+                                   {accel::DeviceKind::xpu, "Intel XPU (Level Zero)", &probes.xpu},
+                                   {accel::DeviceKind::rocm, "AMD ROCm", &probes.rocm}};
   bool malformed = false;
   for (Section& section : sections) {
     if (!(*section.report)->devices.empty()) {
@@ -227,7 +227,7 @@ Expected<int> run_devices_command(const config::DevicesRequest& request, const E
     nlohmann::json backends = nlohmann::json::array();
     for (const Section& section : sections) backends.push_back(section_json(section));
     nlohmann::json cpu = nlohmann::json::parse(accel::report_to_json(*probes.cpu));
-    cpu["kind"] = "cpu";
+    cpu["kind"] = accel::to_string(accel::DeviceKind::cpu);
     backends.push_back(cpu);
     nlohmann::json workers = nlohmann::json::array();
     for (std::size_t i = 0; i < launch.envs.size(); ++i) {

@@ -1,11 +1,11 @@
 #include "commands/launch_command.hpp"
 
+#include "agent/node_agent.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/logging.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
-#include "launch/run.hpp"
 #include "report/run_report.hpp"
 #include "util/exit_codes.hpp"
 
@@ -44,7 +44,8 @@ Expected<std::optional<launch::NodeDevices>> devices_for(const config::Options& 
   if (found->view) {
     for (const std::string& note : found->view->notes) spdlog::warn("{}", note);
   }
-  if (found->why_none) spdlog::debug("no {} device: {}", found->kind, *found->why_none);
+  if (found->why_none)
+    spdlog::debug("no {} device: {}", accel::to_string(found->kind), *found->why_none);
   return std::optional<launch::NodeDevices>(std::move(*found));
 }
 
@@ -75,7 +76,7 @@ Expected<int> run_launch_command(const config::LaunchRequest& request, const Env
         "yourself to tune)",
         plan->local_world_size);
   }
-  launch::RunResult result = launch::run(*plan);
+  agent::RunResult result = agent::run(*plan);
   if (result.die_by_signal) die_by_signal(*result.die_by_signal);
   return result.exit_code;
 }

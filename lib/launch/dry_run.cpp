@@ -23,12 +23,12 @@ std::string quoted_command(const std::vector<std::string>& argv) {
 std::string devices_text(const LaunchPlan& plan) {
   if (!plan.devices) return "inherited unchanged (no device option given)";
   const NodeDevices& devices = *plan.devices;
-  if (!devices.view) return devices.kind;
+  if (!devices.view) return accel::to_string(devices.kind);
   std::vector<std::string> tokens;
   for (const placement::Candidate& candidate : devices.selected) tokens.push_back(candidate.token);
   return fmt::format(
-      "{}: {} selected ({} {}), {}", devices.kind, devices.selected.size(), devices.view->variable,
-      tokens.empty() ? "-" : strings::join(tokens, ","),
+      "{}: {} selected ({} {}), {}", accel::to_string(devices.kind), devices.selected.size(),
+      devices.view->variable, tokens.empty() ? "-" : strings::join(tokens, ","),
       plan.options.visible_devices == config::VisibleDevices::per_rank ? "per-rank" : "shared");
 }
 

@@ -4,6 +4,7 @@
 #include "accel/cuda_visibility.hpp"
 #include "accel/rocm_sysfs.hpp"
 #include "launch/probe_runner.hpp"
+#include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <unistd.h>
@@ -96,22 +97,32 @@ Accelerator wanted_accelerator(const config::Options& options) {
 }
 
 // The accelerator the options ask for; auto resolved against the probes.
-std::string chosen_kind(const config::Options& options, const NodeProbes& probes) {
+accel::DeviceKind chosen_kind(const config::Options& options, const NodeProbes& probes) {
   Accelerator accelerator = wanted_accelerator(options);
-  if (accelerator != Accelerator::automatic) return config::to_string(accelerator);
-  if (has_devices(probes.cuda)) return "cuda";
-  if (has_devices(probes.xpu)) return "xpu";
-  if (has_devices(probes.rocm)) return "rocm";
-  return "cpu";
+  if (accelerator != Accelerator::automatic) {
+    // Every --accelerator word but "auto" is a device kind's word.
+    return accel::parse_device_kind(config::to_string(accelerator))
+        .value_or(accel::DeviceKind::cpu);
+  }
+  if (has_devices(probes.cuda)) return accel::DeviceKind::cuda;
+  if (has_devices(probes.xpu)) return accel::DeviceKind::xpu;
+  if (has_devices(probes.rocm)) return accel::DeviceKind::rocm;
+  return accel::DeviceKind::cpu;
 }
 
-const std::optional<accel::BackendReport>& report_of(const std::string& kind,
+const std::optional<accel::BackendReport>& report_of(accel::DeviceKind kind,
                                                      const NodeProbes& probes) {
   static const std::optional<accel::BackendReport> none;
-  if (kind == "cuda") return probes.cuda;
-  if (kind == "xpu") return probes.xpu;
-  if (kind == "rocm") return probes.rocm;
-  return none;
+  switch (kind) {
+    case accel::DeviceKind::cuda:
+      return probes.cuda;
+    case accel::DeviceKind::xpu:
+      return probes.xpu;
+    case accel::DeviceKind::rocm:
+      return probes.rocm;
+    default:
+      return none;
+  }
 }
 
 // One "CUDA: <reason>" per GPU kind probed, for a launch that found none.
@@ -125,9 +136,9 @@ std::vector<std::string> why_no_gpu(const NodeProbes& probes) {
       reasons.push_back(std::string(name) + ": no device");
     }
   };
-  add("CUDA", probes.cuda);
-  add("Intel XPU", probes.xpu);
-  add("AMD ROCm", probes.rocm);
+  add(accel::display_name(accel::DeviceKind::cuda), probes.cuda);
+  add(accel::display_name(accel::DeviceKind::xpu), probes.xpu);
+  add(accel::display_name(accel::DeviceKind::rocm), probes.rocm);
   return reasons;
 }
 
@@ -166,20 +177,20 @@ NodeProbes probe_node(const config::Options& options, const EnvMap& env, ProbeSc
   return probes;
 }
 
-Expected<placement::NodeView> view_of(const std::string& kind, const NodeProbes& probes,
+Expected<placement::NodeView> view_of(accel::DeviceKind kind, const NodeProbes& probes,
                                       const EnvMap& env, const config::Options& options) {
   const std::optional<accel::BackendReport>& report = report_of(kind, probes);
   std::vector<accel::Device> devices = report ? report->devices : std::vector<accel::Device>{};
   bool one_device_each =
       options.visible_devices == config::VisibleDevices::per_rank && options.devices_per_proc == 1;
-  if (kind == "cuda") return placement::cuda_view(devices, env, one_device_each);
-  if (kind == "rocm") return placement::rocm_view(devices, env);
-  if (kind == "xpu") {
+  if (kind == accel::DeviceKind::cuda) return placement::cuda_view(devices, env, one_device_each);
+  if (kind == accel::DeviceKind::rocm) return placement::rocm_view(devices, env);
+  if (kind == accel::DeviceKind::xpu) {
     auto hierarchy = placement::ze_hierarchy_in_force(env, probes.xpu_default);
     if (!hierarchy) return tl::unexpected(hierarchy.error());
     return placement::xpu_view(devices, *hierarchy, env);
   }
-  return fail(ErrorCode::usage, "no device view for accelerator " + kind);
+  return fail_usage(std::string("no device view for accelerator ") + accel::to_string(kind));
 }
 
 std::optional<std::string> unprobed_cuda_warning(const EnvMap& env) {
@@ -208,12 +219,10 @@ std::optional<std::string> unprobed_cuda_warning(const EnvMap& env) {
 
 std::vector<std::string> node_names() {
   std::vector<std::string> names = {"localhost"};
-  char buffer[256] = {};
-  if (::gethostname(buffer, sizeof buffer - 1) == 0 && buffer[0] != '\0') {
-    std::string host = buffer;
-    names.push_back(host);
-    if (auto dot = host.find('.'); dot != std::string::npos) names.push_back(host.substr(0, dot));
-  }
+  std::string host = host::host_name();
+  if (host == "localhost") return names;
+  names.push_back(host);
+  if (auto dot = host.find('.'); dot != std::string::npos) names.push_back(host.substr(0, dot));
   return names;
 }
 
@@ -225,7 +234,7 @@ Expected<NodeDevices> node_devices(const config::Options& options, const EnvMap&
                                   .include = options.include,
                                   .exclude = options.exclude,
                                   .num_gpus = options.num_gpus};
-  if (node.kind == "cpu") {
+  if (node.kind == accel::DeviceKind::cpu) {
     node.gpus_not_found = why_no_gpu(probes);
     if (flags.any() || options.visible_devices == config::VisibleDevices::per_rank) {
       return fail(ErrorCode::usage,

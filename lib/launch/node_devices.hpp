@@ -52,7 +52,7 @@ NodeProbes probe_node(const config::Options& options, const EnvMap& env, ProbeSc
 
 // The devices a launch places workers on.
 struct NodeDevices {
-  std::string kind;  // "cuda", "xpu", "rocm", "hpu", "npu", "neuron", or "cpu"
+  accel::DeviceKind kind = accel::DeviceKind::cpu;
   std::optional<placement::NodeView> view;  // nullopt for cpu
   std::vector<placement::Candidate> selected;
   std::optional<std::string> why_none;  // the probe's reason when the kind has no device
@@ -68,10 +68,10 @@ struct NodeDevices {
 Expected<NodeDevices> node_devices(const config::Options& options, const EnvMap& env,
                                    const NodeProbes& probes);
 
-// The view one probed kind gives ("cuda", "xpu", "rocm"); options matter
+// The view one probed kind gives (cuda, xpu, rocm); options matter
 // only for an inherited list of MIG instances, which per-rank with one
 // device each may split.
-Expected<placement::NodeView> view_of(const std::string& kind, const NodeProbes& probes,
+Expected<placement::NodeView> view_of(accel::DeviceKind kind, const NodeProbes& probes,
                                       const EnvMap& env, const config::Options& options);
 
 // For a launch that probes nothing: what is wrong with an inherited

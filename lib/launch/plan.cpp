@@ -3,12 +3,10 @@
 #include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
 #include "placement/masks.hpp"
+#include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <fmt/format.h>
-
-#include <sched.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -21,25 +19,10 @@ namespace {
 
 constexpr int k_default_multi_node_port = 29500;
 
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<int>(online) : 1;
-}
-
-std::string kind_name(const std::string& kind) {
-  if (kind == "cuda") return "CUDA";
-  if (kind == "xpu") return "Intel XPU";
-  if (kind == "rocm") return "AMD ROCm";
-  return kind;
-}
-
 // Why --nproc_per_node gpu/xpu found nothing to count: "no GPU found (CUDA:
 // libcuda.so.1 not found; ...)", or what hides the devices of the kind in use.
 std::string no_device_reason(const NodeDevices& devices, bool gpu) {
-  if (devices.kind == "cpu") {
+  if (devices.kind == accel::DeviceKind::cpu) {
     std::string reason = gpu ? "no GPU found" : "no Intel XPU found";
     if (!devices.gpus_not_found.empty()) {
       reason += " (" + strings::join(devices.gpus_not_found, "; ") + ")";
@@ -48,7 +31,8 @@ std::string no_device_reason(const NodeDevices& devices, bool gpu) {
     }
     return reason;
   }
-  std::string reason = "no " + kind_name(devices.kind) + " device is selected";
+  std::string reason =
+      std::string("no ") + accel::display_name(devices.kind) + " device is selected";
   if (devices.why_none) return reason + " (" + *devices.why_none + ")";
   if (devices.view && !devices.view->shaped_by.empty()) {
     const auto& [name, value] = devices.view->shaped_by.front();
@@ -66,10 +50,10 @@ Expected<int> workers_per_node(const config::Options& options,
       case config::ProcCount::Kind::number:
         return count.number;
       case config::ProcCount::Kind::cpu:
-        return usable_cpus();
+        return host::usable_cpu_count();
       case config::ProcCount::Kind::automatic:
         // Devices if any, else CPUs, as torchrun does.
-        return selected > 0 ? static_cast<int>(selected) : usable_cpus();
+        return selected > 0 ? static_cast<int>(selected) : host::usable_cpu_count();
       case config::ProcCount::Kind::gpu:
       case config::ProcCount::Kind::xpu:
         if (selected == 0) {
@@ -149,12 +133,6 @@ std::string random_run_id() {
   return fmt::format("{:08x}{:08x}", device(), device());
 }
 
-std::string host_name() {
-  char buffer[256] = {};
-  if (::gethostname(buffer, sizeof buffer - 1) != 0) return "localhost";
-  return buffer;
-}
-
 config::Streams either(config::Streams a, config::Streams b) {
   return {a.out || b.out, a.err || b.err};
 }
@@ -220,7 +198,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   LaunchPlan plan;
   plan.options = options;
   plan.host_env = host_env;
-  plan.host = host_name();
+  plan.host = host::host_name();
   plan.nnodes = options.nnodes;
   plan.node_rank = options.node_rank;
   plan.run_id = options.standalone ? random_run_id() : options.rdzv_id;

@@ -48,7 +48,7 @@ Expected<accel::CudaVisibility> each_mig_alone(std::string_view value,
 Expected<NodeView> cuda_view(const std::vector<accel::Device>& unfiltered, const EnvMap& env,
                              bool one_mig_per_worker) {
   NodeView view;
-  view.kind = "cuda";
+  view.kind = accel::DeviceKind::cuda;
   view.variable = accel::k_cuda_visible_devices;
   note_if_set(view, env, accel::k_cuda_visible_devices);
   note_if_set(view, env, k_cuda_device_order);
@@ -74,7 +74,7 @@ Expected<accel::ZeHierarchy> ze_hierarchy_in_force(const EnvMap& env,
 Expected<NodeView> xpu_view(const std::vector<accel::Device>& cards, accel::ZeHierarchy hierarchy,
                             const EnvMap& env) {
   NodeView view;
-  view.kind = "xpu";
+  view.kind = accel::DeviceKind::xpu;
   view.variable = accel::k_ze_affinity_mask;
   view.alongside_mask[std::string(accel::k_ze_flat_device_hierarchy)] = accel::to_string(hierarchy);
   view.keeps_driver_order = true;
@@ -132,7 +132,7 @@ Expected<NodeView> rocm_view(const std::vector<accel::Device>& gpus, const EnvMa
       .hip_visible_devices = lookup(env, accel::k_hip_visible_devices),
       .cuda_visible_devices = lookup(env, accel::k_cuda_visible_devices)};
   NodeView view;
-  view.kind = "rocm";
+  view.kind = accel::DeviceKind::rocm;
   view.variable = accel::k_rocr_visible_devices;
   note_if_set(view, env, accel::k_rocr_visible_devices);
   note_if_set(view, env, accel::k_hip_visible_devices);
@@ -168,9 +168,9 @@ Expected<NodeView> rocm_view(const std::vector<accel::Device>& gpus, const EnvMa
 Expected<NodeView> vendor_list_view(accel::VendorList list, const EnvMap& env) {
   std::string variable(accel::variable_of(list));
   NodeView view;
-  view.kind = list == accel::VendorList::habana   ? "hpu"
-              : list == accel::VendorList::ascend ? "npu"
-                                                  : "neuron";
+  view.kind = list == accel::VendorList::habana   ? accel::DeviceKind::hpu
+              : list == accel::VendorList::ascend ? accel::DeviceKind::npu
+                                                  : accel::DeviceKind::neuron;
   view.variable = variable;
   view.keeps_driver_order = list == accel::VendorList::ascend;  // the runtime wants ascending ids
   view.uuid_masks = false;

@@ -22,7 +22,7 @@
 namespace gangrun::placement {
 
 struct NodeView {
-  std::string kind;      // "cuda", "xpu", "rocm", "hpu", "npu", "neuron"
+  accel::DeviceKind kind = accel::DeviceKind::cuda;
   std::string variable;  // the variable worker masks are written into
   // What a worker inheriting gangrun's environment sees, in its order:
   // candidates[i] is the device it calls i, with the token that names it in

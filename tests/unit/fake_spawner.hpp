@@ -81,6 +81,10 @@ class FakeSpawner final : public supervise::Spawner {
     return count;
   }
   const Worker& worker(std::size_t index) const { return *workers_.at(index); }
+  // The same, kept alive past the spawner (whose owner may be gone).
+  std::shared_ptr<const Worker> shared_worker(std::size_t index) const {
+    return workers_.at(index);
+  }
 
   // ---- Spawner --------------------------------------------------------------------
 

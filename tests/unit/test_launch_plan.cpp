@@ -117,9 +117,9 @@ namespace {
 
 gangrun::launch::NodeDevices cuda_node(const std::vector<std::string>& tokens) {
   gangrun::launch::NodeDevices node;
-  node.kind = "cuda";
+  node.kind = gangrun::accel::DeviceKind::cuda;
   node.view = gangrun::placement::NodeView{};
-  node.view->kind = "cuda";
+  node.view->kind = gangrun::accel::DeviceKind::cuda;
   node.view->variable = "CUDA_VISIBLE_DEVICES";
   for (std::size_t i = 0; i < tokens.size(); ++i) {
     gangrun::accel::Device device;
@@ -215,7 +215,7 @@ TEST_CASE("launch::make_plan names the missing GPU kinds for --nproc_per_node gp
   Options options = job(1);
   options.nproc_per_node = ProcCount{ProcCount::Kind::gpu, 1};
   gangrun::launch::NodeDevices none;  // --accelerator auto found no GPU: the launch is on CPUs
-  none.kind = "cpu";
+  none.kind = gangrun::accel::DeviceKind::cpu;
   none.gpus_not_found = {"CUDA: libcuda.so.1 not found",
                          "AMD ROCm: no AMD GPU driver: /sys/class/kfd does not exist"};
   auto plan = make_plan(options, {}, none);
@@ -233,7 +233,7 @@ TEST_CASE("launch::make_plan names the missing GPU kinds for --nproc_per_node gp
 
   options.nproc_per_node = ProcCount{ProcCount::Kind::xpu, 1};
   gangrun::launch::NodeDevices xpu = cuda_node({});
-  xpu.kind = "xpu";
+  xpu.kind = gangrun::accel::DeviceKind::xpu;
   xpu.why_none = "libze_loader.so.1: cannot open shared object file";
   plan = make_plan(options, {}, xpu);
   REQUIRE_FALSE(plan);

@@ -131,13 +131,13 @@ TEST_CASE("vendor_list_view: the inherited list is the device list", "[placement
   auto habana =
       placement::vendor_list_view(accel::VendorList::habana, {{"HABANA_VISIBLE_MODULES", "4,5,6"}});
   REQUIRE(habana);
-  CHECK(habana->kind == "hpu");
+  CHECK(habana->kind == gangrun::accel::DeviceKind::hpu);
   CHECK(tokens(*habana) == Strings{"4", "5", "6"});
 
   auto neuron =
       placement::vendor_list_view(accel::VendorList::neuron, {{"NEURON_RT_VISIBLE_CORES", "0-3"}});
   REQUIRE(neuron);
-  CHECK(neuron->kind == "neuron");
+  CHECK(neuron->kind == gangrun::accel::DeviceKind::neuron);
   CHECK(tokens(*neuron) == Strings{"0", "1", "2", "3"});
 
   auto ascend = placement::vendor_list_view(accel::VendorList::ascend, {});
