@@ -71,11 +71,6 @@ bool KeySpaces::is_waiting(const RoundMembership& membership, ConnectionId conne
   return membership.keys->is_waiting(connection) || run_wide_->is_waiting(connection);
 }
 
-void KeySpaces::clear() {
-  for_each_round([](StoreState& keys) { keys.clear(); });
-  run_wide_->clear();
-}
-
 std::size_t KeySpaces::key_count() const {
   std::size_t count = run_wide_->key_count();
   for_each_round([&](const StoreState& keys) { count += keys.key_count(); });

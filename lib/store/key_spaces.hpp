@@ -67,10 +67,6 @@ class KeySpaces {
   void disconnect(const RoundMembership& membership, ConnectionId connection);
   bool is_waiting(const RoundMembership& membership, ConnectionId connection) const;
 
-  // Drops every key and waiter of every space, run-wide ones included (the
-  // server closes every connection with it).
-  void clear();
-
   // Keys held now, in every space: the current round, the run-wide space and
   // whatever stragglers wrote into earlier rounds since those began.
   std::size_t key_count() const;

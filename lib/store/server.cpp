@@ -659,11 +659,6 @@ std::vector<std::string> Server::endpoints() const {
   return listed;
 }
 
-void Server::reset() {
-  impl_->close_all();
-  impl_->spaces.clear();
-}
-
 void Server::begin_round(std::uint64_t round) { impl_->spaces.begin_round(round); }
 
 std::uint64_t Server::round() const { return impl_->spaces.current_round(); }

@@ -91,11 +91,6 @@ class Server {
   void begin_round(std::uint64_t round);
   std::uint64_t round() const;
 
-  // Deprecated (begin_round keeps connections up). Closes every client
-  // connection and drops every key, run-wide ones included: the next client
-  // finds an empty store at the same address.
-  void reset();
-
   ServerStats stats() const;
 
  private:
