@@ -4,6 +4,7 @@
 // test runs under short timeouts.
 #include "store/client.hpp"
 #include "store/server.hpp"
+#include "threaded_store_server.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -39,34 +40,7 @@ using gangrun::store::ServerSettings;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// The server on a loopback ephemeral port, its io_context run by a thread.
-class TestServer {
- public:
-  TestServer() : work_(asio::make_work_guard(io_)) {
-    ServerSettings settings;
-    settings.host = "127.0.0.1";
-    settings.port = 0;
-    auto started = Server::start(io_, settings);
-    if (!started) FAIL("the store server did not start: " << started.error().describe());
-    server_ = std::move(*started);
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~TestServer() {
-    work_.reset();
-    io_.stop();
-    thread_.join();
-  }
-  TestServer(const TestServer&) = delete;
-  TestServer& operator=(const TestServer&) = delete;
-
-  int port() const { return server_->port(); }
-
- private:
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-};
+using TestServer = gangrun::testing::ThreadedStoreServer;
 
 // A one-connection fake store on loopback, run by a thread that plays a
 // script on the accepted socket. Every blocking step gives up after a few

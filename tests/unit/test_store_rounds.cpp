@@ -4,6 +4,7 @@
 #include "store/client.hpp"
 #include "store/key_spaces.hpp"
 #include "store/server.hpp"
+#include "threaded_store_server.hpp"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -28,61 +29,7 @@ using gangrun::store::ServerSettings;
 using gangrun::store::ServerStats;
 using std::chrono::milliseconds;
 
-// The server on a loopback ephemeral port, its loop run by a thread; rounds
-// begin on that thread.
-class RoundServer {
- public:
-  explicit RoundServer(ServerSettings settings = {}) : work_(asio::make_work_guard(io_)) {
-    settings.host = "127.0.0.1";
-    settings.port = 0;
-    auto started = Server::start(io_, settings);
-    if (!started) FAIL("the store server did not start: " << started.error().describe());
-    server_ = std::move(*started);
-    thread_ = std::thread([this] { io_.run(); });
-  }
-  ~RoundServer() {
-    work_.reset();
-    io_.stop();
-    thread_.join();
-  }
-  RoundServer(const RoundServer&) = delete;
-  RoundServer& operator=(const RoundServer&) = delete;
-
-  void begin_round(std::uint64_t round) {
-    on_loop([&] { server_->begin_round(round); });
-  }
-  ServerStats stats() {
-    ServerStats stats;
-    on_loop([&] { stats = server_->stats(); });
-    return stats;
-  }
-  Client connect(Dialect dialect = Dialect::validated) {
-    ClientSettings settings;
-    settings.port = server_->port();
-    settings.dialect = dialect;
-    settings.connect_timeout = milliseconds(5000);
-    settings.timeout = milliseconds(5000);
-    Expected<Client> client = Client::connect(settings);
-    REQUIRE(client);
-    return std::move(*client);
-  }
-
- private:
-  template <typename Work>
-  void on_loop(Work work) {
-    std::promise<void> done;
-    asio::post(io_, [&] {
-      work();
-      done.set_value();
-    });
-    done.get_future().wait();
-  }
-
-  asio::io_context io_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_;
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-};
+using RoundServer = gangrun::testing::ThreadedStoreServer;
 
 template <typename T>
 T value_of(Expected<T> result) {
