@@ -25,7 +25,7 @@ double milliseconds_between(Clock::time_point from, Clock::time_point to) {
 
 struct Gang::Impl {
   struct Running {
-    std::unique_ptr<WorkerProcess> process;
+    std::shared_ptr<WorkerProcess> process;
     bool alive = false;             // started, and its end not seen yet
     bool supervisor_alive = false;  // its supervisor has not been reaped yet
     bool signalled = false;         // asked to stop by gangrun

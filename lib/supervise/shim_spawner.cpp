@@ -21,7 +21,7 @@ namespace {
 
 // One worker under its shim. Signals go into the control pipe; the report
 // pipe and the shim's pidfd are watched on the loop. Every handler holds a
-// weak reference, so destroying the object detaches them.
+// weak reference, so letting go of the object detaches them.
 class ShimWorker final : public WorkerProcess, public std::enable_shared_from_this<ShimWorker> {
  public:
   ShimWorker(asio::io_context& io, Child child, SpawnSpec spec, WorkerEvents events)
@@ -134,22 +134,9 @@ class ShimWorker final : public WorkerProcess, public std::enable_shared_from_th
   bool shim_running_ = true;
 };
 
-// Hands the gang a plain pointer while the handlers keep a weak one.
-class SharedWorker final : public WorkerProcess {
- public:
-  explicit SharedWorker(std::shared_ptr<ShimWorker> worker) : worker_(std::move(worker)) {}
-  void signal(int signal_number) override { worker_->signal(signal_number); }
-  void end_tree() override { worker_->end_tree(); }
-  void kill_supervisor() override { worker_->kill_supervisor(); }
-  pid_t supervisor_pid() const override { return worker_->supervisor_pid(); }
-
- private:
-  std::shared_ptr<ShimWorker> worker_;
-};
-
 }  // namespace
 
-Expected<std::unique_ptr<WorkerProcess>> ShimSpawner::start(const SpawnSpec& spec,
+Expected<std::shared_ptr<WorkerProcess>> ShimSpawner::start(const SpawnSpec& spec,
                                                             WorkerEvents events) {
   auto child = spawn(spec);
   if (!child) return pass_up(std::move(child));
@@ -159,7 +146,7 @@ Expected<std::unique_ptr<WorkerProcess>> ShimSpawner::start(const SpawnSpec& spe
     // control pipe close and exits, and the stray reaper collects it.
     auto worker = std::make_shared<ShimWorker>(io_, std::move(*child), spec, std::move(events));
     worker->watch();
-    return std::make_unique<SharedWorker>(std::move(worker));
+    return std::shared_ptr<WorkerProcess>(std::move(worker));
   } catch (const std::exception& error) {
     return fail(ErrorCode::internal, "cannot start " + spec.executable + ": " + error.what());
   }

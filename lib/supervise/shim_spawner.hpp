@@ -13,7 +13,7 @@ class ShimSpawner final : public Spawner {
  public:
   explicit ShimSpawner(boost::asio::io_context& io) : io_(io) {}
 
-  Expected<std::unique_ptr<WorkerProcess>> start(const SpawnSpec& spec,
+  Expected<std::shared_ptr<WorkerProcess>> start(const SpawnSpec& spec,
                                                  WorkerEvents events) override;
   void reap_strays(const std::set<pid_t>& keep) override;
   int kill_strays() override;

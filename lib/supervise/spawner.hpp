@@ -38,8 +38,9 @@ struct WorkerEvents {
   std::function<void(ExitStatus status, long peak_rss_kib)> on_supervisor_gone;
 };
 
-// One worker as the gang handles it. Destroying it detaches the callbacks;
-// the caller destroys it only after on_supervisor_gone.
+// One worker as the gang handles it. When the last reference goes, its
+// callbacks are detached; the caller lets go of it only after
+// on_supervisor_gone.
 class WorkerProcess {
  public:
   virtual ~WorkerProcess() = default;
@@ -61,7 +62,7 @@ class Spawner {
   // Starts spec and returns without waiting for its exec; events follow.
   // An error (out of descriptors, processes or memory) names the program;
   // nothing is left running after one. Never throws.
-  virtual Expected<std::unique_ptr<WorkerProcess>> start(const SpawnSpec& spec,
+  virtual Expected<std::shared_ptr<WorkerProcess>> start(const SpawnSpec& spec,
                                                          WorkerEvents events) = 0;
   // Reaps every child of gangrun that has exited and is not in keep (a
   // shim whose worker never started, an orphan of a killed shim); never

@@ -88,7 +88,7 @@ class FakeSpawner final : public supervise::Spawner {
 
   // ---- Spawner --------------------------------------------------------------------
 
-  Expected<std::unique_ptr<supervise::WorkerProcess>> start(
+  Expected<std::shared_ptr<supervise::WorkerProcess>> start(
       const supervise::SpawnSpec& spec, supervise::WorkerEvents events) override {
     std::size_t index = workers_.size();
     if (fail_start_at == index) {
@@ -115,7 +115,7 @@ class FakeSpawner final : public supervise::Spawner {
       post([worker] { worker->events.on_running(worker->pid); });
     }
     if (after_start) after_start(index);
-    return std::make_unique<Process>(*this, worker, index);
+    return std::make_shared<Process>(*this, worker, index);
   }
 
   void reap_strays(const std::set<pid_t>&) override {}
