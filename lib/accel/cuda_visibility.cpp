@@ -114,10 +114,8 @@ class Checker {
 
   tl::unexpected<Error> fail(std::string_view entry, const std::string& problem,
                              const std::string& consequence) const {
-    return gangrun::fail(ErrorCode::usage, std::string(k_cuda_visible_devices) + "=" +
-                                               std::string(value_) + ": entry " +
-                                               strings::quoted(entry) + " " + problem + "; " +
-                                               consequence);
+    return fail_usage(std::string(k_cuda_visible_devices) + "=" + std::string(value_) + ": entry " +
+                      strings::quoted(entry) + " " + problem + "; " + consequence);
   }
 
   // For an entry that ends the list: kept are the entries before it.

@@ -25,9 +25,9 @@ struct LevelZero {
 Expected<LevelZero> bind(const DynamicLibrary& library) {
   LevelZero api;
   auto need = [&](auto& slot, const char* name) -> Expected<void> {
-    auto found =
-        library.symbol<std::remove_pointer_t<std::remove_reference_t<decltype(slot)>>>(name);
-    if (!found) return tl::unexpected(found.error());
+    GANGRUN_TRY_ASSIGN(
+        found,
+        library.symbol<std::remove_pointer_t<std::remove_reference_t<decltype(slot)>>>(name));
     slot = *found;
     return {};
   };
@@ -36,7 +36,7 @@ Expected<LevelZero> bind(const DynamicLibrary& library) {
         need(api.device_get, "zeDeviceGet"), need(api.device_properties, "zeDeviceGetProperties"),
         need(api.sub_devices, "zeDeviceGetSubDevices"),
         need(api.memory_properties, "zeDeviceGetMemoryProperties")}) {
-    if (!bound) return tl::unexpected(bound.error());
+    GANGRUN_TRY(bound);
   }
   api.pci_properties = library.optional_symbol<std::remove_pointer_t<decltype(api.pci_properties)>>(
       "zeDevicePciGetPropertiesExt");

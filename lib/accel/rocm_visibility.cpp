@@ -5,7 +5,6 @@
 #include "util/strings.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -17,13 +16,6 @@ namespace gangrun::accel {
 namespace {
 
 constexpr std::string_view k_gpu_prefix = "GPU-";
-
-bool plain_decimal(std::string_view text) {
-  bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) != 0;
-  });
-  return digits && (text.size() == 1 || text.front() != '0');
-}
 
 // strtol base 0 that must consume the whole token (ROCr's rule).
 std::optional<long> whole_strtol(std::string_view token) {
@@ -70,7 +62,7 @@ std::optional<std::size_t> hip_token(std::string_view token, const std::vector<D
     return std::nullopt;
   }
   // atoi, then the text must equal std::to_string of the result.
-  if (!plain_decimal(token) || token.size() > 18) return std::nullopt;
+  if (!strings::plain_decimal(token) || token.size() > 18) return std::nullopt;
   std::optional<std::int64_t> index = strings::parse_int(token);
   if (!index || static_cast<std::uint64_t>(*index) >= after.size()) return std::nullopt;
   return static_cast<std::size_t>(*index);
@@ -120,8 +112,8 @@ std::string past_the_end(std::size_t count, std::string_view of_what) {
 
 tl::unexpected<Error> usage(const std::string& head, std::string_view entry,
                             const std::string& problem, const std::string& consequence) {
-  return fail(ErrorCode::usage,
-              head + ": entry " + strings::quoted(entry) + " " + problem + "; " + consequence);
+  return fail_usage(head + ": entry " + strings::quoted(entry) + " " + problem + "; " +
+                    consequence);
 }
 
 // Strict ROCR_VISIBLE_DEVICES; the consequences name what ROCr itself would
@@ -159,7 +151,7 @@ Expected<RocmVisibility> check_rocr(std::string_view value, const std::vector<De
       position = matches.front();
     } else {
       std::optional<long> read = whole_strtol(token);
-      if (!plain_decimal(text)) {
+      if (!strings::plain_decimal(text)) {
         if (read && *read < 0) return usage(head, text, "is negative", consequence);
         if (read) {
           return usage(head, text,
@@ -232,7 +224,7 @@ Expected<void> check_hip(const RocmVariables& variables, const std::vector<Devic
       if (strings::trim(token) != token) {
         return usage(head, token, "has spaces around it, which HIP does not accept", stops);
       }
-      if (!plain_decimal(token)) {
+      if (!strings::plain_decimal(token)) {
         return usage(head, token,
                      token.front() == '-' ? "is negative" : "is not a plain decimal index", stops);
       }
@@ -266,9 +258,9 @@ Expected<void> check_empty_hip(const RocmVariables& variables,
                                   std::string(source->second) + " instead and show " +
                                   describe_gpu_positions(shown)
                             : "would show " + describe_gpu_positions(shown);
-  return fail(ErrorCode::usage,
-              std::string(name) + " is set but empty; HIP treats an empty value as unset and " +
-                  then + " (to hide every GPU, set ROCR_VISIBLE_DEVICES to the empty string)");
+  return fail_usage(std::string(name) +
+                    " is set but empty; HIP treats an empty value as unset and " + then +
+                    " (to hide every GPU, set ROCR_VISIBLE_DEVICES to the empty string)");
 }
 
 }  // namespace
@@ -326,16 +318,9 @@ Expected<RocmVisibility> check_rocm_visibility(const RocmVariables& variables,
                                                const std::vector<Device>& all) {
   std::vector<std::size_t> shown = emulate_rocm_visibility(variables, all).devices;
   RocmVisibility rocr = emulate_rocr_visible_devices(variables.rocr_visible_devices, all);
-  if (variables.rocr_visible_devices) {
-    Expected<RocmVisibility> checked = check_rocr(*variables.rocr_visible_devices, all);
-    if (!checked) return tl::unexpected(checked.error());
-  }
-  if (Expected<void> empty = check_empty_hip(variables, shown); !empty) {
-    return tl::unexpected(empty.error());
-  }
-  if (Expected<void> hip = check_hip(variables, all, rocr, shown); !hip) {
-    return tl::unexpected(hip.error());
-  }
+  if (variables.rocr_visible_devices) GANGRUN_TRY(check_rocr(*variables.rocr_visible_devices, all));
+  GANGRUN_TRY(check_empty_hip(variables, shown));
+  GANGRUN_TRY(check_hip(variables, all, rocr, shown));
   return emulate_rocm_visibility(variables, all);
 }
 

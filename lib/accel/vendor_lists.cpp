@@ -214,19 +214,17 @@ std::variant<Range, Problem> read_entry(VendorList list, std::string_view value,
 
 tl::unexpected<Error> entry_error(const VendorText& text, std::string_view value,
                                   std::string_view entry, const Problem& problem) {
-  return fail(ErrorCode::usage, std::string(text.variable) + "=" + std::string(value) + ": entry " +
-                                    strings::quoted(entry) + " " + problem.what + "; " +
-                                    problem.fix);
+  return fail_usage(std::string(text.variable) + "=" + std::string(value) + ": entry " +
+                    strings::quoted(entry) + " " + problem.what + "; " + problem.fix);
 }
 
 tl::unexpected<Error> unset_error(const VendorText& text) {
   std::string variable(text.variable);
-  return fail(ErrorCode::usage, variable + " is not set: gangrun cannot enumerate " +
-                                    std::string(text.devices) + ", so with --accelerator " +
-                                    std::string(text.accelerator) + " it splits the ones " +
-                                    variable + " lists among the workers; set " + variable +
-                                    " to the " + std::string(text.ids) + " to use (" +
-                                    std::string(text.hint) + "), " + example_of(text));
+  return fail_usage(
+      variable + " is not set: gangrun cannot enumerate " + std::string(text.devices) +
+      ", so with --accelerator " + std::string(text.accelerator) + " it splits the ones " +
+      variable + " lists among the workers; set " + variable + " to the " + std::string(text.ids) +
+      " to use (" + std::string(text.hint) + "), " + example_of(text));
 }
 
 // The Ascend runtime's ascending order, checked once every entry is a
@@ -283,9 +281,7 @@ Expected<std::vector<std::string>> parse_vendor_list(VendorList list,
     ids.push_back(range.first);
   }
   if (list == VendorList::ascend) {
-    if (Expected<void> ascending = check_ascending(text, *value, entries, ids); !ascending) {
-      return tl::unexpected(ascending.error());
-    }
+    GANGRUN_TRY(check_ascending(text, *value, entries, ids));
   }
   return tokens;
 }

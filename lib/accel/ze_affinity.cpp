@@ -3,7 +3,6 @@
 #include "util/strings.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -60,13 +59,6 @@ std::optional<std::uint32_t> driver_number(std::string_view text) {
   unsigned long value = std::strtoul(copy.c_str(), &end, 0);
   if (end == copy.c_str() || errno == ERANGE) return std::nullopt;
   return static_cast<std::uint32_t>(value);
-}
-
-bool plain_decimal(std::string_view text) {
-  bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) != 0;
-  });
-  return digits && (text.size() == 1 || text.front() != '0');
 }
 
 std::uint64_t decimal(std::string_view text) {
@@ -155,9 +147,8 @@ class Checker {
         : what_driver_does.empty()
             ? "the Level Zero driver would show " + shown_text_
             : "the Level Zero driver would " + what_driver_does + " and show " + shown_text_;
-    return gangrun::fail(ErrorCode::usage,
-                         std::string(k_ze_affinity_mask) + "=" + std::string(value_) + ": entry " +
-                             strings::quoted(entry) + " " + problem + "; " + consequence);
+    return fail_usage(std::string(k_ze_affinity_mask) + "=" + std::string(value_) + ": entry " +
+                      strings::quoted(entry) + " " + problem + "; " + consequence);
   }
 
   std::string order_note(std::string_view entry, std::string_view previous) const {
@@ -245,7 +236,7 @@ Expected<std::vector<std::uint64_t>> entry_numbers(const Checker& checker, std::
   for (const std::string& raw : parts) {
     std::string_view part = strings::trim(raw);
     if (part.empty()) return checker.fail(text, "has an empty part", "read it anyway");
-    if (!plain_decimal(part)) {
+    if (!strings::plain_decimal(part)) {
       std::optional<std::uint32_t> read = driver_number(part);
       if (!read) return checker.fail(text, "is not a number", "ignore it");
       return checker.fail(text,
@@ -284,12 +275,12 @@ Expected<ZeHierarchy> check_ze_hierarchy(std::optional<std::string_view> value,
                                          ZeHierarchy driver_default) {
   ZeHierarchy mode = ze_hierarchy(value, driver_default);
   if (!value || *value == to_string(mode)) return mode;
-  return fail(ErrorCode::usage, std::string(k_ze_flat_device_hierarchy) + "=" +
-                                    std::string(*value) + ": " + strings::quoted(*value) +
-                                    " is not FLAT, COMPOSITE or COMBINED (the names are "
-                                    "case-sensitive); the Level Zero driver would ignore it and "
-                                    "use its default, " +
-                                    std::string(to_string(driver_default)));
+  return fail_usage(std::string(k_ze_flat_device_hierarchy) + "=" + std::string(*value) + ": " +
+                    strings::quoted(*value) +
+                    " is not FLAT, COMPOSITE or COMBINED (the names are "
+                    "case-sensitive); the Level Zero driver would ignore it and "
+                    "use its default, " +
+                    std::string(to_string(driver_default)));
 }
 
 ZeVisibility emulate_ze_affinity_mask(std::optional<std::string_view> value,
@@ -347,11 +338,8 @@ Expected<ZeVisibility> check_ze_affinity_mask(std::optional<std::string_view> va
   for (const std::string& element : strings::split(*value, ',')) {
     std::string_view text = strings::trim(element);
     if (text.empty()) return checker.fail(element, "is empty", "ignore it");
-    Expected<std::vector<std::uint64_t>> numbers = entry_numbers(checker, text);
-    if (!numbers) return tl::unexpected(numbers.error());
-    Expected<std::vector<std::size_t>> leaves =
-        entry_leaves(checker, text, *numbers, cards, hierarchy);
-    if (!leaves) return tl::unexpected(leaves.error());
+    GANGRUN_TRY_ASSIGN(numbers, entry_numbers(checker, text));
+    GANGRUN_TRY_ASSIGN(leaves, entry_leaves(checker, text, *numbers, cards, hierarchy));
     if (std::any_of(leaves->begin(), leaves->end(),
                     [&](std::size_t leaf) { return taken[leaf]; })) {
       return checker.fail(text, "selects a device an earlier entry already selected",

@@ -53,7 +53,7 @@ void build_app(CLI::App& app, Registry& registry) {
 
 // CLI11 only runs out of arguments for an option that takes a value when
 // that option is the last word of argv.
-Error missing_value(int argc, const char* const* argv) {
+tl::unexpected<Error> missing_value(int argc, const char* const* argv) {
   std::string spelling = argc > 1 ? argv[argc - 1] : "";
   spelling = spelling.substr(0, spelling.find('='));
   const OptionSpec* spec = nullptr;
@@ -66,7 +66,7 @@ Error missing_value(int argc, const char* const* argv) {
   }
   std::string message = spelling + ": missing value";
   if (spec != nullptr) message += " (expected " + spelling + " " + std::string(spec->metavar) + ")";
-  return Error(ErrorCode::usage, message);
+  return fail_usage(message);
 }
 
 // Option values in the order given: parse_order() lists an option once per
@@ -165,7 +165,7 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   try {
     app.parse(argc, argv);
   } catch (const CLI::ArgumentMismatch&) {
-    return tl::unexpected(missing_value(argc, argv));
+    return missing_value(argc, argv);
   } catch (const CLI::Error& error) {
     return fail_usage(error.what());
   }

@@ -255,14 +255,14 @@ Expected<void> take_leftovers(const CLI::App& app, const CLI::App& sub, StoreAct
                     " --help)");
 }
 
-Error no_subcommand(const CLI::App& app) {
+tl::unexpected<Error> no_subcommand(const CLI::App& app) {
   for (const std::string& word : app.remaining(true)) {
     if (word.starts_with("-")) continue;
     std::string message = "store: unknown command '" + word + "'";
     if (std::string close = closest(word, action_names()); !close.empty()) {
       message += "; did you mean " + close + "?";
     }
-    return Error(ErrorCode::usage, message + " (commands: " + subcommand_names() + ")");
+    return fail_usage(message + " (commands: " + subcommand_names() + ")");
   }
   for (const std::string& word : app.remaining(true)) {
     std::string spelling = word.substr(0, word.find('='));
@@ -270,10 +270,10 @@ Error no_subcommand(const CLI::App& app) {
     if (std::string close = closest(spelling, option_spellings(app)); !close.empty()) {
       message += "; did you mean " + close + "?";
     }
-    return Error(ErrorCode::usage, message);
+    return fail_usage(message);
   }
-  return Error(ErrorCode::usage, "store: missing command, one of " + subcommand_names() +
-                                     " (see gangrun store --help)");
+  return fail_usage("store: missing command, one of " + subcommand_names() +
+                    " (see gangrun store --help)");
 }
 
 Expected<StoreServeOptions> serve_options(const Words& words, const Parsed& parsed) {
@@ -415,7 +415,7 @@ Expected<StoreCommand> parse_store_command(const std::vector<std::string>& args,
   }
 
   std::vector<CLI::App*> chosen = app.get_subcommands();
-  if (chosen.empty()) return tl::unexpected(no_subcommand(app));
+  if (chosen.empty()) return no_subcommand(app);
   const CLI::App& sub = *chosen.front();
   for (const StoreActionSpec& known : store_action_table()) {
     if (known.name == sub.get_name()) command.action = known.action;

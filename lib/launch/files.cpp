@@ -48,11 +48,11 @@ Expected<RunDirectory> RunDirectory::create(const std::optional<std::string>& lo
       return fail(ErrorCode::io, "--log_dir: cannot create " + *log_dir + ": " + error.message());
     }
     auto made = make_unique_directory(*log_dir + "/" + run_dir_prefix(run_id) + "XXXXXX");
-    if (!made) return tl::unexpected(made.error().add_context("--log_dir " + *log_dir));
+    GANGRUN_TRY_CONTEXT(made, "--log_dir " + *log_dir);
     return RunDirectory(*made, false);
   }
-  auto made = make_unique_directory(tmp_root + "/gangrun-" + run_dir_prefix(run_id) + "XXXXXX");
-  if (!made) return tl::unexpected(made.error());
+  GANGRUN_TRY_ASSIGN(
+      made, make_unique_directory(tmp_root + "/gangrun-" + run_dir_prefix(run_id) + "XXXXXX"));
   return RunDirectory(*made, true);
 }
 

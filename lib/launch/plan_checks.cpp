@@ -19,10 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-tl::unexpected<Error> usage(std::string message) {
-  return fail(ErrorCode::usage, std::move(message));
-}
-
 // The first whitespace-separated word of a file, as a number; "max" and
 // anything unreadable are nullopt.
 std::optional<long> read_number(const fs::path& file) {
@@ -101,7 +97,7 @@ Expected<void> check_process_capacity(long local_workers, const std::string& cou
                                       const ProcessCapacity& capacity) {
   const long needed = local_workers * k_processes_per_worker + k_process_margin;
   auto refuse = [&](const std::string& limit, const std::string& raise) {
-    return usage(fmt::format(
+    return fail_usage(fmt::format(
         "{}: {} workers need about {} processes ({} each: the worker and the shim that "
         "supervises it, plus {} for gangrun), but {}; give fewer workers per node, or {}",
         count_given, local_workers, needed, k_processes_per_worker, k_process_margin, limit,
@@ -137,30 +133,31 @@ Expected<void> check_report_path(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) == 0) {
     if (S_ISDIR(info.st_mode)) {
-      return usage(where + ": is a directory; give the path of a file to write the report to");
+      return fail_usage(where + ": is a directory; give the path of a file to write the report to");
     }
     if (::access(path.c_str(), W_OK) != 0) {
-      return usage(where + ": cannot be written (" + errno_text(errno) +
-                   "); give a file you may write");
+      return fail_usage(where + ": cannot be written (" + errno_text(errno) +
+                        "); give a file you may write");
     }
     return {};
   }
   if (errno != ENOENT) {
-    return usage(where + ": " + errno_text(errno) + "; give a file in a directory you may write");
+    return fail_usage(where + ": " + errno_text(errno) +
+                      "; give a file in a directory you may write");
   }
   fs::path parent = fs::path(path).parent_path();
   if (parent.empty()) parent = ".";
   std::error_code error;
   if (!fs::exists(parent, error)) {
-    return usage(where + ": the directory " + parent.string() +
-                 " does not exist; create it first, or give a file in an existing directory");
+    return fail_usage(where + ": the directory " + parent.string() +
+                      " does not exist; create it first, or give a file in an existing directory");
   }
   if (!fs::is_directory(parent, error)) {
-    return usage(where + ": " + parent.string() + " is not a directory");
+    return fail_usage(where + ": " + parent.string() + " is not a directory");
   }
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {
-    return usage(where + ": cannot create a file in " + parent.string() + " (" + errno_text(errno) +
-                 "); give a file in a directory you may write");
+    return fail_usage(where + ": cannot create a file in " + parent.string() + " (" +
+                      errno_text(errno) + "); give a file in a directory you may write");
   }
   return {};
 }
@@ -175,11 +172,11 @@ Expected<void> check_writable_directory(const std::string& path, const std::stri
   }
   if (existing.empty()) existing = ".";
   if (!fs::is_directory(existing, error)) {
-    return usage(what + ": " + existing.string() + " is not a directory; " + fix);
+    return fail_usage(what + ": " + existing.string() + " is not a directory; " + fix);
   }
   if (::access(existing.c_str(), W_OK | X_OK) != 0) {
-    return usage(what + ": cannot write in " + existing.string() + " (" + errno_text(errno) +
-                 "); " + fix);
+    return fail_usage(what + ": cannot write in " + existing.string() + " (" + errno_text(errno) +
+                      "); " + fix);
   }
   return {};
 }
@@ -200,10 +197,10 @@ Expected<void> check_output_paths(const LaunchPlan& plan) {
   struct stat info {};
   if (::stat(root.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
       ::access(root.c_str(), W_OK | X_OK) != 0) {
-    return usage(what +
-                 " is not a directory gangrun can write; without --log_dir it keeps the "
-                 "workers' error files in a temporary directory there. Point TMPDIR at a "
-                 "writable directory, or give --log_dir");
+    return fail_usage(what +
+                      " is not a directory gangrun can write; without --log_dir it keeps the "
+                      "workers' error files in a temporary directory there. Point TMPDIR at a "
+                      "writable directory, or give --log_dir");
   }
   return {};
 }

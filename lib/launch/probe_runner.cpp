@@ -3,6 +3,7 @@
 #include "accel/report_json.hpp"
 #include "launch/probe_mode.hpp"
 #include "supervise/process.hpp"
+#include "util/strings.hpp"
 
 #include <cstring>
 #include <optional>
@@ -16,15 +17,11 @@ namespace {
 // since it started.
 constexpr const char* k_self = "/proc/self/exe";
 
-std::string duration_text(std::chrono::milliseconds timeout) {
-  if (timeout.count() % 1000 == 0) return std::to_string(timeout.count() / 1000) + " s";
-  return std::to_string(timeout.count()) + " ms";
-}
-
 // Why a finished run gave no report, or nullopt when it ended well.
 std::optional<std::string> why_no_report(const std::string& name, const supervise::CapturedRun& run,
                                          std::chrono::milliseconds timeout) {
-  if (!run.status) return "the " + name + " probe did not answer within " + duration_text(timeout);
+  if (!run.status)
+    return "the " + name + " probe did not answer within " + strings::duration_text(timeout);
   if (run.status->kind == supervise::ExitStatus::Kind::signaled) {
     int signal_number = run.status->signal;
     return "the " + name + " probe died of signal " + std::to_string(signal_number) + " (" +

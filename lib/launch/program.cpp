@@ -65,8 +65,7 @@ Expected<ResolvedProgram> through_python(const config::Options& options, const E
   std::string what = options.python             ? "--python interpreter"
                      : env.count("PYTHON_EXEC") ? "Python interpreter (PYTHON_EXEC)"
                                                 : "Python interpreter";
-  auto executable = find_executable(python, env, what);
-  if (!executable) return tl::unexpected(executable.error());
+  GANGRUN_TRY_ASSIGN(executable, find_executable(python, env, what));
   ResolvedProgram program;
   program.executable = *executable;
   program.argv = {python, "-u"};
@@ -79,7 +78,7 @@ Expected<ResolvedProgram> through_python(const config::Options& options, const E
 
 Expected<ResolvedProgram> resolve_program(const config::Options& options, const EnvMap& env) {
   const std::vector<std::string>& words = options.program_and_args;
-  if (words.empty()) return fail(ErrorCode::usage, "missing PROGRAM to launch");
+  if (words.empty()) return fail_usage("missing PROGRAM to launch");
   const std::string& first = words.front();
 
   if (options.module) {
@@ -105,8 +104,7 @@ Expected<ResolvedProgram> resolve_program(const config::Options& options, const 
     return program;
   }
 
-  auto executable = find_executable(first, env, "program");
-  if (!executable) return tl::unexpected(executable.error());
+  GANGRUN_TRY_ASSIGN(executable, find_executable(first, env, "program"));
   ResolvedProgram program;
   program.executable = *executable;
   program.argv = words;

@@ -35,8 +35,7 @@ Expected<void> OutputMux::add_stream(UniqueFd read_end, StreamRoute route, TailB
                                      std::function<void()> on_closed, int quiet_ms) {
   LogFile file;
   if (route.file_path) {
-    Expected<LogFile> opened = LogFile::open(*route.file_path);
-    if (!opened) return tl::unexpected(std::move(opened.error()));
+    GANGRUN_TRY_ASSIGN(opened, LogFile::open(*route.file_path));
     file = std::move(*opened);
   }
   Impl* impl = impl_.get();

@@ -10,9 +10,8 @@ namespace {
 Expected<int> parse_slot(std::string_view text, std::string_view flag, std::string_view whole) {
   std::optional<std::int64_t> value = strings::parse_int(strings::trim(text));
   if (!value || *value < 0 || *value > 1'000'000) {
-    return fail(ErrorCode::usage, std::string(flag) + " " + strings::quoted(whole) + ": " +
-                                      strings::quoted(text) +
-                                      " is not a device id (expected 0, 1, 2, ...)");
+    return fail_usage(std::string(flag) + " " + strings::quoted(whole) + ": " +
+                      strings::quoted(text) + " is not a device id (expected 0, 1, 2, ...)");
   }
   return static_cast<int>(*value);
 }
@@ -23,14 +22,14 @@ Expected<std::vector<int>> checked_positions(const std::vector<int>& positions,
   std::vector<int> seen;
   for (int position : positions) {
     if (static_cast<std::size_t>(position) >= visible_count) {
-      return fail(ErrorCode::usage, std::string(flag) + ": device " + std::to_string(position) +
-                                        " does not exist: " + std::to_string(visible_count) +
-                                        " device(s) are visible (0.." +
-                                        std::to_string(static_cast<int>(visible_count) - 1) + ")");
+      return fail_usage(std::string(flag) + ": device " + std::to_string(position) +
+                        " does not exist: " + std::to_string(visible_count) +
+                        " device(s) are visible (0.." +
+                        std::to_string(static_cast<int>(visible_count) - 1) + ")");
     }
     if (std::find(seen.begin(), seen.end(), position) != seen.end()) {
-      return fail(ErrorCode::usage,
-                  std::string(flag) + ": device " + std::to_string(position) + " is named twice");
+      return fail_usage(std::string(flag) + ": device " + std::to_string(position) +
+                        " is named twice");
     }
     seen.push_back(position);
   }
@@ -47,8 +46,8 @@ std::vector<Candidate> pick(const std::vector<Candidate>& visible,
 Expected<void> refuse_together(bool first, std::string_view first_flag, bool second,
                                std::string_view second_flag) {
   if (first && second) {
-    return fail(ErrorCode::usage, std::string(first_flag) + " and " + std::string(second_flag) +
-                                      " cannot be combined: choose the devices with one of them");
+    return fail_usage(std::string(first_flag) + " and " + std::string(second_flag) +
+                      " cannot be combined: choose the devices with one of them");
   }
   return {};
 }
@@ -63,8 +62,8 @@ Expected<std::optional<NodeSlots>> slots_for_node(std::string_view spec, std::st
     std::size_t colon = entry.find(':');
     std::string_view host = strings::trim(entry.substr(0, colon));
     if (host.empty()) {
-      return fail(ErrorCode::usage, std::string(flag) + " " + strings::quoted(spec) +
-                                        ": every entry needs a host name, as in localhost:0,2");
+      return fail_usage(std::string(flag) + " " + strings::quoted(spec) +
+                        ": every entry needs a host name, as in localhost:0,2");
     }
     if (std::find(node_names.begin(), node_names.end(), host) == node_names.end()) continue;
     NodeSlots slots = found.value_or(NodeSlots{});
@@ -72,8 +71,7 @@ Expected<std::optional<NodeSlots>> slots_for_node(std::string_view spec, std::st
       slots.all_slots = true;
     } else {
       for (const std::string& slot_text : strings::split(entry.substr(colon + 1), ',')) {
-        auto slot = parse_slot(slot_text, flag, spec);
-        if (!slot) return tl::unexpected(slot.error());
+        GANGRUN_TRY_ASSIGN(slot, parse_slot(slot_text, flag, spec));
         slots.slots.push_back(*slot);
       }
     }
@@ -93,46 +91,40 @@ Expected<std::vector<Candidate>> select_devices(const std::vector<Candidate>& vi
                        refuse_together(flags.num_gpus.has_value(), "--num_gpus",
                                        flags.include || flags.exclude || flags.gpu_ids,
                                        "--gpu_ids/--include/--exclude")}) {
-    if (!refused) return tl::unexpected(refused.error());
+    GANGRUN_TRY(refused);
   }
 
   if (flags.gpu_ids) {
-    auto positions = checked_positions(*flags.gpu_ids, visible.size(), "--gpu_ids");
-    if (!positions) return tl::unexpected(positions.error());
+    GANGRUN_TRY_ASSIGN(positions, checked_positions(*flags.gpu_ids, visible.size(), "--gpu_ids"));
     return pick(visible, *positions);
   }
   if (flags.num_gpus) {
     auto wanted = static_cast<std::size_t>(std::max(*flags.num_gpus, 0));
     if (wanted > visible.size()) {
-      return fail(ErrorCode::usage, "--num_gpus " + std::to_string(wanted) + ": only " +
-                                        std::to_string(visible.size()) +
-                                        " device(s) are visible on this node");
+      return fail_usage("--num_gpus " + std::to_string(wanted) + ": only " +
+                        std::to_string(visible.size()) + " device(s) are visible on this node");
     }
     return std::vector<Candidate>(visible.begin(), visible.begin() + static_cast<long>(wanted));
   }
   std::string host_names = strings::join(node_names, " or ");
   if (flags.include) {
-    auto slots = slots_for_node(*flags.include, "--include", node_names);
-    if (!slots) return tl::unexpected(slots.error());
+    GANGRUN_TRY_ASSIGN(slots, slots_for_node(*flags.include, "--include", node_names));
     if (!*slots) {
-      return fail(ErrorCode::usage, "--include " + strings::quoted(*flags.include) +
-                                        " names no device of this node (" + host_names + ")");
+      return fail_usage("--include " + strings::quoted(*flags.include) +
+                        " names no device of this node (" + host_names + ")");
     }
     if ((*slots)->all_slots) return visible;
-    auto positions = checked_positions((*slots)->slots, visible.size(), "--include");
-    if (!positions) return tl::unexpected(positions.error());
+    GANGRUN_TRY_ASSIGN(positions, checked_positions((*slots)->slots, visible.size(), "--include"));
     return pick(visible, *positions);
   }
   if (flags.exclude) {
-    auto slots = slots_for_node(*flags.exclude, "--exclude", node_names);
-    if (!slots) return tl::unexpected(slots.error());
+    GANGRUN_TRY_ASSIGN(slots, slots_for_node(*flags.exclude, "--exclude", node_names));
     if (!*slots) return visible;
     if ((*slots)->all_slots) {
-      return fail(ErrorCode::usage, "--exclude " + strings::quoted(*flags.exclude) +
-                                        " excludes every device of this node (" + host_names + ")");
+      return fail_usage("--exclude " + strings::quoted(*flags.exclude) +
+                        " excludes every device of this node (" + host_names + ")");
     }
-    auto positions = checked_positions((*slots)->slots, visible.size(), "--exclude");
-    if (!positions) return tl::unexpected(positions.error());
+    GANGRUN_TRY_ASSIGN(positions, checked_positions((*slots)->slots, visible.size(), "--exclude"));
     std::vector<Candidate> kept;
     for (std::size_t i = 0; i < visible.size(); ++i) {
       if (std::find(positions->begin(), positions->end(), static_cast<int>(i)) ==

@@ -1,5 +1,7 @@
 #include "store/client_common.hpp"
 
+#include "util/strings.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -142,11 +144,6 @@ std::string endpoint_text(const std::string& host, int port) {
   return fmt::format("{}:{}", host, port);
 }
 
-std::string duration_text(std::chrono::milliseconds duration) {
-  if (duration < std::chrono::milliseconds(10000)) return fmt::format("{} ms", duration.count());
-  return fmt::format("{:g} s", static_cast<double>(duration.count()) / 1000.0);
-}
-
 std::string keys_text(const std::vector<std::string>& keys) {
   constexpr std::size_t k_most = 10;
   std::string out;
@@ -163,10 +160,11 @@ Error timed_out_error(const Request& request, const std::string& where,
   if (request.op == Op::wait) {
     return Error(ErrorCode::store,
                  fmt::format("timed out after {} waiting for keys: {} (store at {})",
-                             duration_text(budget), keys_text(request.keys), where));
+                             strings::duration_text(budget), keys_text(request.keys), where));
   }
-  return Error(ErrorCode::store, fmt::format("{} on the store at {} timed out after {}",
-                                             op_name(request.op), where, duration_text(budget)));
+  return Error(ErrorCode::store,
+               fmt::format("{} on the store at {} timed out after {}", op_name(request.op), where,
+                           strings::duration_text(budget)));
 }
 
 Error closed_error(Op op, const std::string& where) {
@@ -187,7 +185,7 @@ Error malformed_reply_error(Op op, const std::string& where, const std::string& 
 Error unreachable_error(const std::string& where, std::chrono::milliseconds waited,
                         const std::string& last_problem) {
   return Error(ErrorCode::store, fmt::format("cannot reach the store at {} after {}: {}", where,
-                                             duration_text(waited), last_problem));
+                                             strings::duration_text(waited), last_problem));
 }
 
 }  // namespace gangrun::store

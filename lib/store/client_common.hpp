@@ -70,8 +70,6 @@ class ConnectBackoff {
 
 // "127.0.0.1:29500", "[::1]:29500".
 std::string endpoint_text(const std::string& host, int port);
-// "200 ms", "12.5 s".
-std::string duration_text(std::chrono::milliseconds duration);
 // Keys readably, at most ten and each cut at 100 bytes.
 std::string keys_text(const std::vector<std::string>& keys);
 

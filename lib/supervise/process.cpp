@@ -239,8 +239,11 @@ void reap(pid_t pid) {
 Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   // Boost.Process notifies the executor's context around fork(); a private
   // context keeps that from touching (and, in the child, re-creating) the
-  // reactor of gangrun's event loop.
-  static boost::asio::io_context spawn_context;
+  // reactor of gangrun's event loop. One per thread: the child locks the
+  // context's mutex, and a context shared between threads may be locked by
+  // another thread at the moment of fork(), which leaves the child waiting
+  // forever (probes run on several threads at once).
+  thread_local boost::asio::io_context spawn_context;
 
   auto control = make_pipe();
   if (!control) return cannot_start(spec, control.error().message());
@@ -376,7 +379,7 @@ Expected<CapturedRun> capture(const SpawnSpec& spec, std::chrono::milliseconds t
   // From here only the child (and, until it has started the child, the
   // shim) holds the write end: EOF means the child closed its stdout.
   output->write_end.reset();
-  if (!child) return tl::unexpected(child.error());
+  if (!child) return pass_up(std::move(child));
 
   Watch watch{spec, *child, output->read_end.get(), {}, true, std::nullopt};
   Expected<void> watched = watch.until(deadline);
@@ -384,7 +387,7 @@ Expected<CapturedRun> capture(const SpawnSpec& spec, std::chrono::milliseconds t
   // exit (shim.hpp); its pid stays ours until reaped here.
   child->control.reset();
   reap(child->shim_pid);
-  if (!watched) return tl::unexpected(watched.error());
+  if (!watched) return pass_up(std::move(watched));
   if (watch.done()) watch.run.status = ExitStatus::from_wait_status(*watch.wait_status);
   return std::move(watch.run);
 }

@@ -39,8 +39,7 @@ class DynamicLibrary {
   template <typename T>
   Expected<T*> symbol(const char* name) const {
     static_assert(std::is_function_v<T>, "symbol<T> takes a function type");
-    Expected<void*> address = raw_symbol(name);
-    if (!address) return tl::unexpected(std::move(address.error()));
+    GANGRUN_TRY_ASSIGN(address, raw_symbol(name));
     return std::bit_cast<T*>(*address);
   }
 

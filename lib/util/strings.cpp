@@ -69,6 +69,24 @@ std::optional<double> parse_double(std::string_view text) {
   return value;
 }
 
+bool plain_decimal(std::string_view text) {
+  bool digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0;
+  });
+  return digits && (text.size() == 1 || text.front() != '0');
+}
+
+std::string duration_text(std::chrono::milliseconds duration) {
+  if (duration < std::chrono::milliseconds(10000)) return std::to_string(duration.count()) + " ms";
+  // Shortest of fixed and scientific with six significant digits, as printf's %g.
+  char seconds[32];
+  double value = static_cast<double>(duration.count()) / 1000.0;
+  auto [end, error] =
+      std::to_chars(seconds, seconds + sizeof seconds, value, std::chars_format::general, 6);
+  if (error != std::errc()) return std::to_string(duration.count()) + " ms";
+  return std::string(seconds, end) + " s";
+}
+
 std::string shell_quote(std::string_view word) {
   bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 ||

@@ -1,6 +1,7 @@
 // Small string helpers shared by every module.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,10 @@ std::string to_upper(std::string_view text);
 std::optional<std::int64_t> parse_int(std::string_view text);
 // Whole-string decimal floating-point parse; nullopt on anything else.
 std::optional<double> parse_double(std::string_view text);
+// Whether text is a decimal number written plainly: digits only, no sign,
+// no leading zero unless the number is 0 itself ("0", "12"; not "012",
+// "+1", "0x1" or ""). Vendor variables accept only this form as an index.
+bool plain_decimal(std::string_view text);
 
 // Replaces every "${name}" for which lookup gives a value; unknown names stay.
 template <typename Lookup>
@@ -55,6 +60,10 @@ std::vector<std::string> wrap(std::string_view text, std::size_t width);
 // Levenshtein distance: the fewest single-character insertions, deletions
 // and substitutions that turn a into b (for "did you mean" suggestions).
 std::size_t edit_distance(std::string_view a, std::string_view b);
+
+// A duration for a message: whole milliseconds below 10 s ("200 ms",
+// "9999 ms"), seconds from there on ("10 s", "12.5 s").
+std::string duration_text(std::chrono::milliseconds duration);
 
 // text in single quotes, for naming a user's entry in a message: 'x,y'.
 std::string quoted(std::string_view text);

@@ -64,3 +64,30 @@ TEST_CASE("util::strings::wrap fills lines greedily up to the width", "[util]") 
   CHECK(strings::wrap("", 10) == Lines{""});
   CHECK(strings::wrap("   ", 10) == Lines{""});
 }
+
+TEST_CASE("util::strings::plain_decimal accepts digits without sign or leading zero", "[util]") {
+  CHECK(strings::plain_decimal("0"));
+  CHECK(strings::plain_decimal("7"));
+  CHECK(strings::plain_decimal("120"));
+  CHECK_FALSE(strings::plain_decimal(""));
+  CHECK_FALSE(strings::plain_decimal("00"));
+  CHECK_FALSE(strings::plain_decimal("012"));
+  CHECK_FALSE(strings::plain_decimal("+1"));
+  CHECK_FALSE(strings::plain_decimal("-1"));
+  CHECK_FALSE(strings::plain_decimal("0x1"));
+  CHECK_FALSE(strings::plain_decimal(" 1"));
+  CHECK_FALSE(strings::plain_decimal("1.5"));
+}
+
+TEST_CASE("util::strings::duration_text gives milliseconds below 10 s, then seconds", "[util]") {
+  using std::chrono::milliseconds;
+  CHECK(strings::duration_text(milliseconds(0)) == "0 ms");
+  CHECK(strings::duration_text(milliseconds(200)) == "200 ms");
+  CHECK(strings::duration_text(milliseconds(5000)) == "5000 ms");
+  CHECK(strings::duration_text(milliseconds(9999)) == "9999 ms");
+  CHECK(strings::duration_text(milliseconds(10000)) == "10 s");
+  CHECK(strings::duration_text(milliseconds(12500)) == "12.5 s");
+  CHECK(strings::duration_text(milliseconds(30000)) == "30 s");
+  CHECK(strings::duration_text(milliseconds(1234567)) == "1234.57 s");
+  CHECK(strings::duration_text(milliseconds(3600000000)) == "3.6e+06 s");
+}
