@@ -3,6 +3,7 @@
 // Then what only one of them has: sockets that refuse, vanish or stay
 // silent; the fake's injected faults. Every test drives the loop until the
 // events it expects happened, under a generous bound, and never sleeps.
+#include "expected_checks.hpp"
 #include "store/async_client.hpp"
 #include "store/fake_store.hpp"
 #include "store/server.hpp"
@@ -19,6 +20,9 @@
 #include <vector>
 
 namespace {
+
+using gangrun::testing::ok;
+using gangrun::testing::value_of;
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -72,16 +76,6 @@ Expected<T> complete(asio::io_context& io, const std::function<void(AsyncStore::
   drive(io, [&] { return outcome.done(); });
   CHECK_FALSE(outcome.ran_inline);
   return std::move(*outcome.result);
-}
-
-template <typename T>
-T value_of(Expected<T> result) {
-  if (!result) FAIL(result.error().describe());
-  return std::move(*result);
-}
-
-void ok(const Expected<void>& result) {
-  if (!result) FAIL(result.error().describe());
 }
 
 // AsyncClients of the real server, which runs on the same loop.

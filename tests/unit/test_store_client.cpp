@@ -2,6 +2,7 @@
 // dialects, and against sockets that misbehave on purpose: a closed port, a
 // listener that never answers, a server that claims a huge reply. Every
 // test runs under short timeouts.
+#include "expected_checks.hpp"
 #include "store/client.hpp"
 #include "store/server.hpp"
 #include "threaded_store_server.hpp"
@@ -26,6 +27,9 @@
 #include <vector>
 
 namespace {
+
+using gangrun::testing::ok;
+using gangrun::testing::value_of;
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -124,16 +128,6 @@ Client connect_to(int port, Dialect dialect) {
   Expected<Client> client = Client::connect(settings_for(port, dialect));
   if (!client) FAIL("connect failed: " << client.error().describe());
   return std::move(*client);
-}
-
-template <typename T>
-T value_of(Expected<T> result) {
-  if (!result) FAIL("operation failed: " << result.error().describe());
-  return std::move(*result);
-}
-
-void ok(Expected<void> result) {
-  if (!result) FAIL("operation failed: " << result.error().describe());
 }
 
 // A port nothing listens on (bound a moment ago, then released).

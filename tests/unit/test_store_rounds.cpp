@@ -1,6 +1,7 @@
 // Rounds of the store's key space (key_spaces.hpp) through the real server
 // on loopback and the blocking client: connections stay up across rounds,
 // keys do not, run-wide keys do.
+#include "expected_checks.hpp"
 #include "store/client.hpp"
 #include "store/key_spaces.hpp"
 #include "store/server.hpp"
@@ -19,6 +20,9 @@
 
 namespace {
 
+using gangrun::testing::ok;
+using gangrun::testing::value_of;
+
 namespace asio = boost::asio;
 using gangrun::Expected;
 using gangrun::store::Client;
@@ -30,16 +34,6 @@ using gangrun::store::ServerStats;
 using std::chrono::milliseconds;
 
 using RoundServer = gangrun::testing::ThreadedStoreServer;
-
-template <typename T>
-T value_of(Expected<T> result) {
-  if (!result) FAIL(result.error().describe());
-  return std::move(*result);
-}
-
-void ok(const Expected<void>& result) {
-  if (!result) FAIL(result.error().describe());
-}
 
 const std::string k_agent_key = std::string(gangrun::store::k_run_wide_prefix) + "agents/0";
 
