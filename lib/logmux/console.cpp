@@ -7,6 +7,7 @@
 #include <signal.h>
 
 #include <cerrno>
+#include <system_error>
 
 namespace gangrun::logmux {
 
@@ -20,7 +21,13 @@ std::thread start_without_signals(std::function<void()> fn) {
   sigset_t previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
-  std::thread thread(std::move(fn));
+  std::thread thread;
+  try {
+    thread = std::thread(std::move(fn));
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);  // the loop needs its signals back
+    throw;
+  }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   return thread;
 }
@@ -53,7 +60,18 @@ void Console::flush() {
   if (out_buffer_.empty() && err_buffer_.empty()) return;
   // Started with the first bytes: a job whose workers print nothing (or
   // write to the terminal themselves) pays for no thread.
-  if (!writer_.joinable()) writer_ = start_without_signals([this] { writer_loop(); });
+  if (!writer_.joinable() && !start_writer()) {
+    // No thread to be had (the process or pids limit is spent, often by the
+    // workers themselves): write here, blocking the loop on a slow reader,
+    // rather than lose the output or fail the run. The next flush tries again.
+    for (bool to_err : {false, true}) {
+      std::string& buffer = to_err ? err_buffer_ : out_buffer_;
+      if (buffer.empty()) continue;
+      write_chunk(Chunk{to_err, std::move(buffer)});
+      buffer.clear();  // a moved-from string is valid but unspecified
+    }
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     for (bool to_err : {false, true}) {
@@ -65,6 +83,15 @@ void Console::flush() {
     }
   }
   work_ready_.notify_one();
+}
+
+bool Console::start_writer() {
+  try {
+    writer_ = start_without_signals([this] { writer_loop(); });
+    return true;
+  } catch (const std::system_error&) {
+    return false;
+  }
 }
 
 void Console::append_message(std::string_view text) {
@@ -100,6 +127,16 @@ void Console::wake_waiters_if_drained() {
   waiters_.clear();
 }
 
+void Console::write_chunk(const Chunk& chunk) {
+  std::atomic<bool>& broken = chunk.to_err ? err_broken_ : out_broken_;
+  if (broken.load(std::memory_order_relaxed)) return;
+  int error = write_all(chunk.to_err ? err_fd_ : out_fd_, chunk.bytes);
+  // EPIPE never heals: the reader is gone. Other errors (ENOSPC on a
+  // redirected file, EIO on a hung-up terminal) lose this chunk, and the
+  // next one tries again; gangrun has no better place to report them.
+  if (error == EPIPE) broken.store(true, std::memory_order_relaxed);
+}
+
 void Console::writer_loop() {
   std::unique_lock lock(mutex_);
   while (true) {
@@ -108,14 +145,7 @@ void Console::writer_loop() {
     Chunk chunk = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    std::atomic<bool>& broken = chunk.to_err ? err_broken_ : out_broken_;
-    if (!broken.load(std::memory_order_relaxed)) {
-      int error = write_all(chunk.to_err ? err_fd_ : out_fd_, chunk.bytes);
-      // EPIPE never heals: the reader is gone. Other errors (ENOSPC on a
-      // redirected file, EIO on a hung-up terminal) lose this chunk, and the
-      // next one tries again; gangrun has no better place to report them.
-      if (error == EPIPE) broken.store(true, std::memory_order_relaxed);
-    }
+    write_chunk(chunk);
     lock.lock();
     pending_bytes_ -= chunk.bytes.size();
     wake_waiters_if_drained();

@@ -91,6 +91,9 @@ class Console {
     std::function<void()> resume;
   };
 
+  // False when no thread could be started; flush() then writes inline.
+  bool start_writer();
+  void write_chunk(const Chunk& chunk);
   void writer_loop();
   // Caller holds mutex_.
   void wake_waiters_if_drained();

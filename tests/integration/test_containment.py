@@ -165,6 +165,39 @@ class StartFailures(GangrunTestCase):
             harness.wait_for(empty, harness.EVENT_TIMEOUT, "the test cgroup to empty")
             os.rmdir(group)
 
+    def test_no_room_for_the_console_thread_loses_no_output(self):
+        # Under each pids limit the run either starts every worker and prints
+        # every line, or fails to start one and says so; somewhere in the range
+        # the workers fit but gangrun's console writer thread does not.
+        group = make_pids_cgroup(os.path.basename(self.tmp))
+        if group is None:
+            self.skipTest("cannot make a cgroup with pids.max to limit the number of processes")
+        try:
+            for limit in range(2, 9):
+                with open(os.path.join(group, "pids.max"), "w") as f:
+                    f.write(str(limit))
+                argv = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh", harness.GANGRUN,
+                        "--nproc_per_node", 2, "--no_python", harness.FAKE, "--lines", 3]
+                run = subprocess.run([str(a) for a in argv], capture_output=True, text=True,
+                                     timeout=harness.EVENT_TIMEOUT, env=harness.clean_env(), cwd=self.tmp,
+                                     start_new_session=True)
+                result = harness.Result([str(a) for a in argv], run.returncode, run.stdout, run.stderr, 0)
+                with self.subTest(pids_max=limit):
+                    self.assertNotIn("internal error", result.stderr, result.describe())
+                    if run.returncode == 0:
+                        for rank in range(2):
+                            for line in range(3):
+                                self.assertIn(f"rank={rank} line={line} ", result.stdout, result.describe())
+                    else:
+                        self.assertExit(result, 4)
+                        self.assertIn("cannot start", result.stderr)
+        finally:
+            def empty():
+                with open(os.path.join(group, "cgroup.procs")) as f:
+                    return f.read().strip() == ""
+            harness.wait_for(empty, harness.EVENT_TIMEOUT, "the test cgroup to empty")
+            os.rmdir(group)
+
     def test_missing_interpreter_names_it(self):
         script = self.path("no_interpreter")
         with open(script, "w") as f:
