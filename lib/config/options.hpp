@@ -55,6 +55,27 @@ struct StreamsByLocalRank {
   bool operator==(const StreamsByLocalRank&) const = default;
 };
 
+// HOST[:PORT] of --rdzv_endpoint.
+struct Endpoint {
+  std::string host;
+  int port = 29400;
+  bool operator==(const Endpoint&) const = default;
+};
+
+// --rdzv_conf: torchrun's keys, in seconds. Defaults are torchrun's except
+// the keep-alive, which gangrun runs much tighter (its probes are TCP's own,
+// answered by the peer's kernel, so a busy node does not miss them).
+struct RendezvousConf {
+  double join_timeout = 600;       // the first round, a reconnect, replacements after a loss
+  double last_call_timeout = 30;   // after MIN nodes joined, how long more may still join
+  double close_timeout = 30;       // the store's host waits this long for every agent's answer
+  double read_timeout = 60;        // one store call
+  std::optional<bool> is_host;     // unset: the agent that can listen on the endpoint hosts
+  double keep_alive_interval = 1;  // torchrun: 5
+  int keep_alive_max_attempt = 3;  // a peer silent for interval x attempts is lost
+  bool operator==(const RendezvousConf&) const = default;
+};
+
 struct Options {
   // ---- process counts: three spellings, three meanings (DESIGN.md section 1)
   std::optional<ProcCount> nproc_per_node;  // workers per node (torchrun)
@@ -62,13 +83,17 @@ struct Options {
   std::optional<int> num_gpus;              // per node + first N devices (deepspeed), >= 1
 
   // ---- nodes and rendezvous
-  int nnodes = 1;     // "N" or "N:N"; an elastic MIN:MAX range is refused for now
-  int node_rank = 0;  // 0 <= node_rank < nnodes
+  int nnodes = 1;      // "N", or the MAX of an elastic "MIN:MAX" (c10d only)
+  int min_nnodes = 1;  // the MIN of "MIN:MAX"; equal to nnodes for "N"
+  int node_rank = 0;   // 0 <= node_rank < nnodes; static rendezvous only
   std::optional<std::string> master_addr;  // unset: 127.0.0.1
   std::optional<int> master_port;          // 1..65535; unset: a free port on one node, else 29500
   bool standalone = false;
-  std::string rdzv_backend = "static";  // the only backend so far
-  std::string rdzv_id = "none";         // TORCHELASTIC_RUN_ID; --standalone makes a random one
+  std::string rdzv_backend = "static";     // "static" or "c10d"
+  std::optional<Endpoint> rdzv_endpoint;   // --rdzv_endpoint HOST[:PORT]; c10d's port 29400
+  RendezvousConf rdzv_conf;                // --rdzv_conf k=v,...
+  std::optional<std::string> local_addr;   // --local_addr: the address this node advertises
+  std::string rdzv_id = "none";            // TORCHELASTIC_RUN_ID; --standalone makes a random one
   int max_restarts = 0;                 // >= 0
   double monitor_interval = 0.1;        // accepted for compatibility; detection is event-driven
   std::string role = "default";         // ROLE_NAME
