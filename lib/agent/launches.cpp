@@ -37,7 +37,7 @@ std::vector<supervise::WorkerLaunch> make_launches(const launch::LaunchPlan& pla
     for (auto& [name, value] : launch::worker_variables(plan, worker, round, run_dir)) {
       launch.spawn.env[name] = value;
     }
-    std::string dir = launch::worker_dir(run_dir, round.restart_count, worker.local_rank);
+    std::string dir = launch::worker_dir(run_dir, round.attempt, worker.local_rank);
     std::string prefix = launch::worker_prefix(plan, worker, round);
     logmux::StreamRoute out = route_for(plan, worker, prefix, false, dir);
     logmux::StreamRoute err = route_for(plan, worker, prefix, true, dir);

@@ -3,6 +3,7 @@
 #include "agent/agent_store.hpp"
 #include "agent/attempt_record.hpp"
 #include "agent/launches.hpp"
+#include "agent/rendezvous_setup.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/files.hpp"
 #include "launch/logging.hpp"
@@ -16,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -48,6 +50,16 @@ supervise::GangSettings gang_settings(const launch::LaunchPlan& plan) {
   return settings;
 }
 
+// The code of a job that lost its store, its node or its nodes.
+constexpr int k_lost_rendezvous = exit_codes::k_store;
+
+nlohmann::json job_record(const rendezvous::JobOutcome& outcome, const std::string& agent_id) {
+  return nlohmann::json{{"exit_code", outcome.exit_code},
+                        {"message", outcome.message},
+                        {"root_cause_here", outcome.root_agent == agent_id},
+                        {"root_cause_agent", outcome.root_agent}};
+}
+
 // One run on this node. After start(), everything happens in handlers on
 // io_, turned by run() until the state is done.
 class NodeAgent {
@@ -60,7 +72,13 @@ class NodeAgent {
       spdlog::error("{}", started.error().describe());
       return {started.error().exit_code(), std::nullopt};
     }
-    asio::post(io_, [this] { begin_round(0); });
+    asio::post(io_, [this] {
+      if (participant_) {
+        participant_->join();
+      } else {
+        begin_round(0);
+      }
+    });
     while (state_ != AgentState::done) {
       if (io_.run_one() == 0) break;  // nothing left to wait for: cannot happen while armed
     }
@@ -80,7 +98,9 @@ class NodeAgent {
   // for the whole run), the run directory, then the components of a round.
   Expected<void> start() {
     master_port_ = plan_.master_port ? std::to_string(*plan_.master_port) : "";
-    if (plan_.node_rank == 0) {
+    if (plan_.multi_node) {
+      GANGRUN_TRY(start_rendezvous());
+    } else if (plan_.node_rank == 0) {
       GANGRUN_TRY_ASSIGN(started, start_agent_store(io_, plan_));
       store_ = std::move(*started);
       master_port_ = std::to_string(store_->port());
@@ -100,11 +120,42 @@ class NodeAgent {
     if (!run_dir_->temporary()) record_.log_dir = run_dir_->path();
 
     logging_through_console_.emplace(console_);
-    gang_.emplace(io_, console_, *spawner_, gang_settings(plan_));
+    supervise::GangSettings settings = gang_settings(plan_);
+    if (participant_) {
+      settings.on_root_cause = [this](const supervise::WorkerOutcome& root) {
+        failed_here_ = true;
+        if (participant_) participant_->report_failure(failure_report(participant_->me(), root));
+      };
+    }
+    gang_.emplace(io_, console_, *spawner_, settings);
     std::set<int> handled = plan_.teardown_signals;
     handled.insert({SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGCHLD});
     for (int signal_number : handled) signals_.add(signal_number);
     arm_signals();
+    return {};
+  }
+
+  // Hosts the store and the coordinator if this agent is the rendezvous'
+  // host, and joins as a participant (the host too, through its own store).
+  Expected<void> start_rendezvous() {
+    GANGRUN_TRY_ASSIGN(hosted, host_rendezvous_store(io_, plan_));
+    rendezvous::ParticipantSettings settings = participant_settings(plan_);
+    agent_id_ = settings.me.id;
+    store_ = std::move(*hosted);
+    if (store_) {
+      coordinator_ =
+          std::make_unique<rendezvous::Coordinator>(io_, *store_, coordinator_settings(plan_));
+    }
+    participant_ = std::make_unique<rendezvous::Participant>(
+        io_, std::move(settings),
+        rendezvous::ParticipantEvents{
+            .round_assigned =
+                [this](const rendezvous::RoundPlan& round, const rendezvous::Member& me) {
+                  begin_assigned_round(assignment_from(round, me, attempts_here_++));
+                },
+            .round_ending = [this](const rendezvous::RoundEnd& end) { on_round_ending(end); },
+            .job_done = [this](const rendezvous::JobOutcome& outcome) { on_job_done(outcome); },
+            .store_lost = [this](const Error& error) { on_store_lost(error); }});
     return {};
   }
 
@@ -115,31 +166,46 @@ class NodeAgent {
 
   // ---- rounds -----------------------------------------------------------------
 
+  // A single node's round: its own assignment.
   void begin_round(int restart_count) {
     // Keys of one round must not reach the next: 1.13 workers prefix their
     // keys with the restart count, newer ones do not. The store keeps every
     // connection (on many nodes, other agents stay connected).
     if (restart_count > 0 && store_) store_->begin_round(static_cast<std::uint64_t>(restart_count));
-    auto prepared = run_dir_->prepare_attempt(restart_count, plan_.local_world_size);
+    begin_assigned_round(launch::static_assignment(plan_, restart_count, master_port_));
+  }
+
+  void begin_assigned_round(const launch::RoundAssignment& round) {
+    auto prepared = run_dir_->prepare_attempt(round.attempt, plan_.local_world_size);
     if (!prepared) {
       spdlog::error("{}", prepared.error().describe());
       result_.exit_code = prepared.error().exit_code();
+      // The other nodes learn it from this agent's closed connection.
+      participant_.reset();
       set_state(AgentState::done);
       return;
     }
-    launch::RoundAssignment round = launch::static_assignment(plan_, restart_count, master_port_);
+    if (participant_) {
+      spdlog::info("round {}: ranks {}-{} of {} (node {} of {})", round.attempt, round.rank_offset,
+                   round.rank_offset + plan_.local_world_size - 1, round.world_size,
+                   round.group_rank, round.group_world_size);
+    }
+    stopped_for_round_end_ = false;
+    failed_here_ = false;
     set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
-    gang_->start(make_launches(plan_, round, run_dir_->path()),
-                 [this, restart_count](supervise::AttemptOutcome outcome) {
-                   on_round_done(restart_count, outcome);
-                 });
+    gang_->start(
+        make_launches(plan_, round, run_dir_->path()),
+        [this, round](supervise::AttemptOutcome outcome) { on_round_done(round, outcome); });
     // A teardown signal that came between rounds ends this one before any
     // worker starts.
     if (stop_signal_) gang_->stop(*stop_signal_);
   }
 
-  void on_round_done(int restart_count, const supervise::AttemptOutcome& outcome) {
-    record_.attempts.push_back(to_record(outcome, restart_count, *run_dir_));
+  void on_round_done(const launch::RoundAssignment& round,
+                     const supervise::AttemptOutcome& outcome) {
+    record_.attempts.push_back(to_record(outcome, round.attempt, *run_dir_));
+    if (participant_) return on_node_round_done(outcome);
+    int restart_count = round.restart_count;
     bool restarts_left = restart_count < plan_.options.max_restarts;
     if (outcome.succeeded() || outcome.stopped_by_signal || !restarts_left) {
       finish();
@@ -150,6 +216,64 @@ class NodeAgent {
                  root.status.describe(), restart_count + 1, plan_.options.max_restarts);
     set_state(AgentState::restarting);
     asio::post(io_, [this, next = restart_count + 1] { begin_round(next); });
+  }
+
+  // ---- many nodes ---------------------------------------------------------------
+
+  // This node's workers ended: the coordinator decides what comes next.
+  void on_node_round_done(const supervise::AttemptOutcome& outcome) {
+    if (lost_store_) return finish_lost_store();
+    set_state(AgentState::restarting);
+    participant_->report_result(round_report(participant_->me(), outcome, stopped_for_round_end_));
+  }
+
+  void on_round_ending(const rendezvous::RoundEnd& end) {
+    // Already ending by itself: its own failure, or a signal.
+    if (!gang_->running() || failed_here_ || state_ == AgentState::stopping) return;
+    if (end.reason != rendezvous::EndReason::success) {
+      spdlog::warn("stopping this node's workers: {}", end.message);
+    }
+    stopped_for_round_end_ = true;
+    gang_->stop(SIGTERM);
+  }
+
+  void on_job_done(const rendezvous::JobOutcome& outcome) {
+    job_outcome_ = outcome;
+    result_.exit_code = outcome.exit_code;
+    bool mine = outcome.root_agent == agent_id_;
+    if (mine && outcome.stop_signal) result_.die_by_signal = outcome.stop_signal;
+    if (!outcome.message.empty() && !mine) {
+      spdlog::error("the job ended on another node: {} (this node exits with {})", outcome.message,
+                    outcome.exit_code);
+    }
+    // Leaving closes this agent's connections: the coordinator counts it out.
+    participant_.reset();
+    if (!coordinator_) return set_state(AgentState::done);
+    // The store stays up until every agent has read the outcome.
+    coordinator_->when_everyone_answered([this] { set_state(AgentState::done); });
+  }
+
+  void on_store_lost(const Error& error) {
+    spdlog::error("lost the rendezvous store at {}:{}: {}", plan_.master_addr, master_port_text(),
+                  error.message());
+    lost_store_ = true;
+    participant_.reset();
+    result_.exit_code = k_lost_rendezvous;
+    if (gang_->running()) {
+      stopped_for_round_end_ = true;
+      gang_->stop(SIGTERM);
+      return;
+    }
+    finish_lost_store();
+  }
+
+  void finish_lost_store() {
+    result_.exit_code = k_lost_rendezvous;
+    set_state(AgentState::done);
+  }
+
+  std::string master_port_text() const {
+    return plan_.master_port ? std::to_string(*plan_.master_port) : master_port_;
   }
 
   void finish() {
@@ -164,9 +288,21 @@ class NodeAgent {
   }
 
   void report() {
-    if (record_.attempts.empty()) return;  // no round ran (a run directory failed)
+    if (job_outcome_) record_.job = job_record(*job_outcome_, agent_id_);
+    if (record_.attempts.empty()) {
+      write_report();
+      return;  // no round ran here (a run directory failed, a spare, a lost store)
+    }
     const report::AttemptRecord& last = record_.attempts.back();
-    if (last.root_cause) report_failure(plan_, record_, last);
+    // On many nodes the full summary belongs to the node of the root cause.
+    bool root_here = !job_outcome_ || job_outcome_->root_agent == agent_id_;
+    if (last.root_cause && root_here && !stopped_for_round_end_) {
+      report_failure(plan_, record_, last);
+    }
+    write_report();
+  }
+
+  void write_report() {
     if (plan_.options.report) {
       if (auto written = report::write_report(*plan_.options.report, record_); !written) {
         spdlog::error("{}", written.error().describe());
@@ -213,6 +349,16 @@ class NodeAgent {
   }
 
   void on_teardown_signal(int signal_number) {
+    if (plan_.multi_node && !gang_->running()) {
+      // Waiting for a round, as a spare, or for the others: nothing of this
+      // node runs, so it leaves now (its closed connection tells the rest).
+      spdlog::warn("received {}; leaving the rendezvous", signals::name(signal_number));
+      participant_.reset();
+      result_.exit_code = exit_codes::for_signal(signal_number);
+      result_.die_by_signal = signal_number;
+      set_state(AgentState::done);
+      return;
+    }
     if (!stop_signal_) {
       stop_signal_ = signal_number;
       if (state_ != AgentState::running) return;  // the next round ends before it starts
@@ -242,6 +388,16 @@ class NodeAgent {
   std::unique_ptr<supervise::Spawner> spawner_;
   std::optional<supervise::Gang> gang_;
   asio::signal_set signals_{io_};
+
+  // Many nodes: the coordinator (on the store's host) and this agent's part.
+  std::unique_ptr<rendezvous::Coordinator> coordinator_;
+  std::unique_ptr<rendezvous::Participant> participant_;
+  std::string agent_id_;
+  int attempts_here_ = 0;               // rounds this node has run
+  bool failed_here_ = false;            // this round's root cause is one of ours
+  bool stopped_for_round_end_ = false;  // this round was stopped because another node ended it
+  bool lost_store_ = false;
+  std::optional<rendezvous::JobOutcome> job_outcome_;
 
   AgentState state_ = AgentState::starting;
   std::optional<int> stop_signal_;

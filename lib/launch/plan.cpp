@@ -211,7 +211,15 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 
   plan.master_addr = options.master_addr.value_or("127.0.0.1");
   plan.master_port = options.master_port;
-  if (!plan.master_port && plan.nnodes > 1) plan.master_port = k_default_multi_node_port;
+  plan.c10d = options.rdzv_backend == "c10d";
+  plan.min_nnodes = options.min_nnodes;
+  plan.multi_node = plan.c10d || plan.nnodes > 1;
+  if (plan.c10d && options.rdzv_endpoint) {
+    // Agents and workers meet in the one store on the endpoint.
+    plan.master_addr = options.rdzv_endpoint->host;
+    plan.master_port = options.rdzv_endpoint->port;
+  }
+  if (!plan.master_port && plan.multi_node) plan.master_port = k_default_multi_node_port;
 
   auto program = resolve_program(options, host_env);
   if (!program) return tl::unexpected(program.error());
@@ -265,6 +273,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 RoundAssignment static_assignment(const LaunchPlan& plan, int restart_count,
                                   std::string master_port) {
   return RoundAssignment{.restart_count = restart_count,
+                         .attempt = restart_count,
                          .group_rank = plan.node_rank,
                          .group_world_size = plan.nnodes,
                          .rank_offset = plan.node_rank * plan.local_world_size,
@@ -305,7 +314,7 @@ EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
       // Workers are clients of the store gangrun hosts (launch/agent_store.hpp).
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_ERROR_FILE",
-       worker_dir(run_dir, round.restart_count, worker.local_rank) + "/error.json"},
+       worker_dir(run_dir, round.attempt, worker.local_rank) + "/error.json"},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", inherited_or("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")},
       {"NCCL_ASYNC_ERROR_HANDLING", inherited_or("NCCL_ASYNC_ERROR_HANDLING", "1")},
   };

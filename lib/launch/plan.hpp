@@ -35,8 +35,14 @@ struct LaunchPlan {
   std::string run_id;
 
   // What the options ask for; each round's RoundAssignment has the facts.
-  int nnodes = 1;
+  int nnodes = 1;  // the MAX of an elastic range
+  int min_nnodes = 1;
   int node_rank = 0;
+  // More than one node, or the c10d backend: the agents meet in a
+  // rendezvous (lib/rendezvous) before each round, in the store that
+  // master_addr:master_port names (c10d: the endpoint).
+  bool multi_node = false;
+  bool c10d = false;
   int local_world_size = 1;
   std::string master_addr;
   std::optional<int> master_port;  // nullopt: a free port is picked at launch
@@ -56,7 +62,8 @@ struct LaunchPlan {
 // (static_assignment); a rendezvous gives every node its own, round after
 // round.
 struct RoundAssignment {
-  int restart_count = 0;     // rounds before this one
+  int restart_count = 0;     // failures restarted before this round
+  int attempt = 0;           // this node's attempt directory (attempt_<n>): rounds run here before
   int group_rank = 0;        // this node's rank among the nodes
   int group_world_size = 1;  // nodes in the round
   int rank_offset = 0;       // the global rank of this node's local_rank 0

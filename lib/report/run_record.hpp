@@ -63,6 +63,9 @@ struct RunRecord {
   int exit_code = 0;
   std::optional<int> gangrun_signal;   // gangrun itself was stopped by this signal
   std::optional<std::string> log_dir;  // this run's own directory in --log_dir, if given
+  // A multi-node run: the whole job's outcome, the same on every node
+  // (exit_code, message, root_cause_node, this_node_had_root_cause).
+  std::optional<nlohmann::json> job;
 };
 
 // "2026-11-22T10:15:03.123Z"-style UTC time for reports.

@@ -104,6 +104,7 @@ nlohmann::json to_json(const RunRecord& run) {
       {"plan", run.plan},
       {"attempts", attempts},
       {"root_cause", root_cause},
+      {"job", run.job ? *run.job : nlohmann::json()},
   };
 }
 

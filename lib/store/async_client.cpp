@@ -252,6 +252,9 @@ struct AsyncClient::Impl : std::enable_shared_from_this<Impl> {
       }
       boost::system::error_code ignored;
       self->socket.set_option(tcp::no_delay(true), ignored);
+      if (self->settings.keep_alive) {
+        apply_keep_alive(self->socket.native_handle(), *self->settings.keep_alive);
+      }
       self->connected();
     });
   }

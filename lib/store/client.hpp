@@ -6,6 +6,7 @@
 // keys; a caller that wants to meet PyTorch programs' keys adds it itself.
 #pragma once
 
+#include "store/keep_alive.hpp"
 #include "store/protocol.hpp"
 #include "util/error.hpp"
 
@@ -29,6 +30,8 @@ struct ClientSettings {
   // Every operation (and every WAIT) must finish within this; on expiry it
   // fails with ErrorCode::store and the message says it timed out.
   std::chrono::milliseconds timeout{300000};
+  // Set on the connection when given (the node agents' links to the store).
+  std::optional<KeepAlive> keep_alive;
 };
 
 class Client {

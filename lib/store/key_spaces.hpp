@@ -72,6 +72,10 @@ class KeySpaces {
   std::size_t key_count() const;
   // Keys in the run-wide space.
   std::size_t run_wide_key_count() const { return run_wide_->key_count(); }
+  // The value of a run-wide key; nullopt when it has none.
+  std::optional<std::string> run_wide_value(const std::string& key) const {
+    return run_wide_->value_of(key);
+  }
   // Bytes of every space together, against max_total_bytes.
   std::size_t stored_bytes() const { return total_->bytes; }
 

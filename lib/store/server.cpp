@@ -5,6 +5,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
@@ -185,6 +186,7 @@ struct Server::Impl {
   // Shared with every handler: false once the server is gone, so a handler
   // that the io_context runs after the destructor touches nothing.
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
+  ServerEvents events;
 
   Impl(asio::io_context& io_context, ServerSettings server_settings)
       : io(io_context),
@@ -367,6 +369,7 @@ struct Server::Impl {
         return;  // the socket closes here
       }
       socket.set_option(tcp::no_delay(true), error);
+      if (settings.keep_alive) apply_keep_alive(socket.native_handle(), *settings.keep_alive);
       socket.non_blocking(true, error);
       auto connection = std::make_shared<Connection>(next_id++, std::move(socket), settings.limits,
                                                      spaces.join());
@@ -508,6 +511,7 @@ struct Server::Impl {
       spaces.handle(connection.membership, connection.id, *connection.decoder.dialect(), **request,
                     effects);
       for (auto& [waiter_id, bytes] : effects.wakeups) send(waiter_id, bytes);
+      if (events.run_key_set) tell_run_keys_set(connection.id, **request);
       if (!effects.reply.empty()) connection.out += effects.reply;
       flush(connection);
       if (effects.close_reason) {
@@ -516,6 +520,39 @@ struct Server::Impl {
       }
       if (connection.closed || !within_budget(connection)) return false;
     }
+  }
+
+  // Posts run_key_set for each run-wide key the request stored.
+  void tell_run_keys_set(ConnectionId from, const Request& request) {
+    switch (request.op) {
+      case Op::set:
+      case Op::compare_set:
+      case Op::add:
+      case Op::append:
+      case Op::multi_set:
+        break;
+      default:
+        return;
+    }
+    for (const std::string& key : request.keys) {
+      if (!is_run_wide(key)) continue;
+      std::optional<std::string> value = spaces.run_wide_value(key);
+      if (!value) continue;
+      asio::post(io, [this, token = std::weak_ptr<bool>(alive), from, key, value = *value] {
+        if (auto still = token.lock(); still && *still && events.run_key_set) {
+          events.run_key_set(from, key, value);
+        }
+      });
+    }
+  }
+
+  void publish(const std::string& key, const std::string& value) {
+    if (!is_run_wide(key)) return;
+    Effects effects;
+    // Connection id 0 is never a client's: the wakeups go to real waiters.
+    spaces.handle(spaces.join(), 0, Dialect::validated, make_request(Op::set, {key}, {value}),
+                  effects);
+    for (auto& [waiter_id, bytes] : effects.wakeups) send(waiter_id, bytes);
   }
 
   bool backed_up(const Connection& connection) const {
@@ -620,6 +657,18 @@ struct Server::Impl {
     boost::system::error_code ignored;
     connection.socket.close(ignored);
     spaces.disconnect(connection.membership, connection.id);
+    if (events.connection_closed) {
+      try {
+        asio::post(io, [this, token = std::weak_ptr<bool>(alive), id = connection.id] {
+          if (auto still = token.lock(); still && *still && events.connection_closed) {
+            events.connection_closed(id);
+          }
+        });
+      } catch (...) {
+        // Out of memory while closing: the observer misses this close, and
+        // its keep-alive or join timeout still ends the wait.
+      }
+    }
     buffered -= connection.charged;
     connection.charged = 0;
     idle_line.erase(connection.in_line);
@@ -662,6 +711,12 @@ std::vector<std::string> Server::endpoints() const {
 void Server::begin_round(std::uint64_t round) { impl_->spaces.begin_round(round); }
 
 std::uint64_t Server::round() const { return impl_->spaces.current_round(); }
+
+void Server::observe(ServerEvents events) { impl_->events = std::move(events); }
+
+void Server::publish(const std::string& key, const std::string& value) {
+  impl_->publish(key, value);
+}
 
 ServerStats Server::stats() const {
   ServerStats stats = impl_->counters;

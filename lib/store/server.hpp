@@ -24,12 +24,15 @@
 // server short of CPU then waits in the queues instead of being dropped.
 #pragma once
 
+#include "store/keep_alive.hpp"
 #include "store/protocol.hpp"
+#include "store/store_state.hpp"
 #include "util/error.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +52,24 @@ struct ServerSettings {
   // Clients expected to connect at once, which sizes the SO_REUSEPORT listen
   // queues (each socket costs a launch time); 0: limits.max_connections.
   std::size_t expected_clients = 0;
+  // Set on every accepted connection when given (a multi-node run's store,
+  // so that a cut-off agent is seen as gone).
+  std::optional<KeepAlive> keep_alive;
+};
+
+// What the process hosting the server learns of it: the rendezvous of a
+// multi-node run (rendezvous/coordinator.hpp) follows the agents' keys and
+// connections this way. Each runs from a handler posted to the server's
+// io_context after the request or the close, never inside the server's own
+// handling, and never after the server is gone.
+struct ServerEvents {
+  // A connection stored a run-wide key (SET, COMPARE_SET, ADD, ...):
+  // the value now stored.
+  std::function<void(ConnectionId from, const std::string& key, const std::string& value)>
+      run_key_set;
+  // A connection closed: the client left, its socket failed (a keep-alive
+  // timeout), or the server closed it.
+  std::function<void(ConnectionId id)> connection_closed;
 };
 
 struct ServerStats {
@@ -92,6 +113,12 @@ class Server {
   std::uint64_t round() const;
 
   ServerStats stats() const;
+
+  // Follows the run-wide keys and the connections (replacing earlier events).
+  void observe(ServerEvents events);
+  // Stores a run-wide key as a client's SET would, waking whoever waits for
+  // it; keys outside the run-wide space are ignored.
+  void publish(const std::string& key, const std::string& value);
 
  private:
   struct Impl;

@@ -331,6 +331,12 @@ bool StoreState::is_waiting(ConnectionId connection) const {
   return waiters_.find(connection) != waiters_.end();
 }
 
+std::optional<std::string> StoreState::value_of(const std::string& key) const {
+  auto found = values_.find(key);
+  if (found == values_.end()) return std::nullopt;
+  return found->second;
+}
+
 bool StoreState::exists(const std::string& key) const {
   return values_.find(key) != values_.end() || queues_.find(key) != queues_.end();
 }

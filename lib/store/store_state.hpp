@@ -76,6 +76,8 @@ class StoreState {
   std::size_t key_count() const;     // what GETNUMKEYS answers
   std::size_t stored_bytes() const;  // keys + values + queued items of this state
   bool is_waiting(ConnectionId connection) const;
+  // The value stored at key; nullopt when there is none (or it is a queue).
+  std::optional<std::string> value_of(const std::string& key) const;
 
  private:
   // Waiting, in short (store_state.cpp has the details): a pending WAIT or

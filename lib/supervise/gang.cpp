@@ -262,6 +262,7 @@ struct Gang::Impl {
     if (alive_count > 0) {
       outcome.teardown_latency_ms = milliseconds_between(root_cause_exit, Clock::now());
     }
+    if (settings.on_root_cause) settings.on_root_cause(worker);
   }
 
   void start_teardown(int stop_with) {

@@ -69,6 +69,10 @@ struct GangSettings {
   // ended; a pipe some unkillable process still holds open is cut off after
   // this long.
   std::chrono::milliseconds drain_limit{2000};
+  // Called once per attempt the moment its root cause is known, right
+  // after the other workers were told to stop and long before on_done: on
+  // many nodes the agent tells the others at once. Not for a stop().
+  std::function<void(const WorkerOutcome& root_cause)> on_root_cause;
 };
 
 // One attempt of the local workers, supervised as a unit: a component of

@@ -1,0 +1,152 @@
+#include "agent/rendezvous_setup.hpp"
+
+#include "agent/agent_store.hpp"
+#include "util/signals.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <random>
+
+namespace gangrun::agent {
+namespace {
+
+using std::chrono::milliseconds;
+
+milliseconds from_seconds(double seconds) {
+  return milliseconds(static_cast<long>(seconds * 1000));
+}
+
+store::KeepAlive keep_alive_of(const launch::LaunchPlan& plan) {
+  const config::RendezvousConf& conf = plan.options.rdzv_conf;
+  return store::KeepAlive{from_seconds(conf.keep_alive_interval), conf.keep_alive_max_attempt};
+}
+
+int store_port(const launch::LaunchPlan& plan) { return plan.master_port.value_or(29500); }
+
+Expected<std::unique_ptr<store::Server>> listen_on(boost::asio::io_context& io,
+                                                   const launch::LaunchPlan& plan,
+                                                   const std::string& host) {
+  store::ServerSettings settings;
+  settings.host = host;
+  settings.port = store_port(plan);
+  settings.raise_open_file_limit = false;  // run() raised it; workers get the user's back
+  settings.keep_alive = keep_alive_of(plan);
+  settings.expected_clients =
+      4 * static_cast<std::size_t>(plan.nnodes) * static_cast<std::size_t>(plan.local_world_size);
+  auto server = store::Server::start(io, settings);
+  if (!server && host == "::") {
+    settings.host = "0.0.0.0";  // a host without IPv6
+    server = store::Server::start(io, settings);
+  }
+  return server;
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_context& io,
+                                                               const launch::LaunchPlan& plan) {
+  std::optional<bool> is_host = plan.options.rdzv_conf.is_host;
+  if (!plan.c10d) is_host = plan.node_rank == 0;
+  if (is_host == false) return std::unique_ptr<store::Server>();
+  std::string where = fmt::format("{}:{}", plan.master_addr, store_port(plan));
+  if (is_host == true) {
+    auto server = listen_on(io, plan, "::");
+    if (!server) {
+      return fail(ErrorCode::store,
+                  "cannot host the rendezvous store: " + server.error().message() +
+                      "; free the port, or choose another with --master_port or --rdzv_endpoint");
+    }
+    spdlog::info("rendezvous: hosting the store at {}", where);
+    return server;
+  }
+  // Listening on the endpoint's own address succeeds only on its host, and
+  // only for the first agent there.
+  auto server = listen_on(io, plan, plan.master_addr);
+  if (!server) {
+    spdlog::debug("rendezvous: not hosting the store at {} ({})", where, server.error().message());
+    return std::unique_ptr<store::Server>();
+  }
+  spdlog::info("rendezvous: hosting the store at {}", where);
+  return server;
+}
+
+rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& plan) {
+  const config::RendezvousConf& conf = plan.options.rdzv_conf;
+  return rendezvous::CoordinatorSettings{.min_nodes = plan.c10d ? plan.min_nnodes : plan.nnodes,
+                                         .max_nodes = plan.nnodes,
+                                         .static_ranks = !plan.c10d,
+                                         .max_restarts = plan.options.max_restarts,
+                                         .join_timeout = from_seconds(conf.join_timeout),
+                                         .last_call_timeout = from_seconds(conf.last_call_timeout),
+                                         .close_timeout = from_seconds(conf.close_timeout),
+                                         .master_addr = plan.master_addr,
+                                         .master_port = std::to_string(store_port(plan))};
+}
+
+rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& plan) {
+  const config::RendezvousConf& conf = plan.options.rdzv_conf;
+  std::random_device random;
+  rendezvous::ParticipantSettings settings;
+  settings.me.id = fmt::format("{}-{}-{:08x}", plan.host, ::getpid(), random());
+  settings.me.host = plan.host;
+  settings.me.address = plan.options.local_addr.value_or(plan.host);
+  settings.me.node_rank = plan.c10d ? -1 : plan.node_rank;
+  settings.me.local_world_size = plan.local_world_size;
+  settings.store.host = plan.master_addr;
+  settings.store.port = store_port(plan);
+  settings.store.dialect = store::Dialect::validated;
+  settings.store.connect_timeout = from_seconds(conf.join_timeout);
+  settings.store.timeout = from_seconds(conf.read_timeout);
+  settings.store.keep_alive = keep_alive_of(plan);
+  settings.read_timeout = from_seconds(conf.read_timeout);
+  return settings;
+}
+
+launch::RoundAssignment assignment_from(const rendezvous::RoundPlan& round,
+                                        const rendezvous::Member& me, int attempt) {
+  return launch::RoundAssignment{.restart_count = round.restart_count,
+                                 .attempt = attempt,
+                                 .group_rank = me.group_rank,
+                                 .group_world_size = static_cast<int>(round.members.size()),
+                                 .rank_offset = me.rank_offset,
+                                 .world_size = round.world_size,
+                                 .master_addr = round.master_addr,
+                                 .master_port = round.master_port};
+}
+
+rendezvous::NodeReport failure_report(const rendezvous::AgentInfo& me,
+                                      const supervise::WorkerOutcome& root) {
+  rendezvous::NodeReport report;
+  report.agent = me.id;
+  report.host = me.host;
+  report.rank = root.rank;
+  report.exit_code = root.status.shell_code();
+  report.what =
+      root.spawn_error ? "could not be started: " + *root.spawn_error : root.status.describe();
+  return report;
+}
+
+rendezvous::NodeReport round_report(const rendezvous::AgentInfo& me,
+                                    const supervise::AttemptOutcome& outcome,
+                                    bool stopped_for_round_end) {
+  rendezvous::NodeReport report;
+  if (outcome.root_cause) {
+    report = failure_report(me, outcome.workers.at(*outcome.root_cause));
+  } else {
+    report.agent = me.id;
+    report.host = me.host;
+  }
+  report.stopped_for_round_end = stopped_for_round_end;
+  report.succeeded = outcome.succeeded();
+  if (outcome.stopped_by_signal && !stopped_for_round_end) {
+    report.stop_signal = outcome.stopped_by_signal;
+    report.exit_code = 128 + *outcome.stopped_by_signal;
+    report.what = "received " + signals::name(*outcome.stopped_by_signal);
+  }
+  return report;
+}
+
+}  // namespace gangrun::agent

@@ -1,0 +1,44 @@
+// What the node agent of a multi-node run (plan.multi_node) needs from the
+// plan to meet the others: whether it hosts the store, the coordinator's and
+// its own participant's settings, and its reports of a round.
+#pragma once
+
+#include "launch/plan.hpp"
+#include "rendezvous/coordinator.hpp"
+#include "rendezvous/participant.hpp"
+#include "store/server.hpp"
+#include "supervise/gang.hpp"
+#include "util/error.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <memory>
+
+namespace gangrun::agent {
+
+// Starts the store if this agent hosts the rendezvous: static, node rank 0
+// (every interface, at the master port); c10d, the agent that is_host names,
+// or else whichever agent can listen on the endpoint's own address (the
+// others there find the port taken and join it). nullptr when another agent
+// hosts. A host that cannot listen is ErrorCode::store, naming the address.
+Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_context& io,
+                                                               const launch::LaunchPlan& plan);
+
+rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& plan);
+
+// This agent's introduction (a fresh id) and how it reaches the store.
+rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& plan);
+
+// The round assignment of plan for this node: ranks from the round,
+// attempt: the attempt directory it uses.
+launch::RoundAssignment assignment_from(const rendezvous::RoundPlan& round,
+                                        const rendezvous::Member& me, int attempt);
+
+// What this node reports of a worker that failed first, or of a round's end.
+rendezvous::NodeReport failure_report(const rendezvous::AgentInfo& me,
+                                      const supervise::WorkerOutcome& root);
+rendezvous::NodeReport round_report(const rendezvous::AgentInfo& me,
+                                    const supervise::AttemptOutcome& outcome,
+                                    bool stopped_for_round_end);
+
+}  // namespace gangrun::agent

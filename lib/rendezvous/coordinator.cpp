@@ -1,0 +1,393 @@
+#include "rendezvous/coordinator.hpp"
+
+#include "rendezvous/keys.hpp"
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace gangrun::rendezvous {
+namespace asio = boost::asio;
+
+namespace {
+
+// "<r>/<agent>" of a failed or result key, after its kind.
+struct RoundAndAgent {
+  std::uint64_t round = 0;
+  std::string agent;
+};
+
+std::optional<RoundAndAgent> split_round_and_agent(std::string_view rest) {
+  std::size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || slash == 0) return std::nullopt;
+  std::uint64_t round = 0;
+  for (char digit : rest.substr(0, slash)) {
+    if (digit < '0' || digit > '9') return std::nullopt;
+    round = round * 10 + static_cast<std::uint64_t>(digit - '0');
+  }
+  return RoundAndAgent{round, std::string(rest.substr(slash + 1))};
+}
+
+JobOutcome ended_with(int exit_code, std::string message, std::string root_agent = "",
+                      std::optional<int> stop_signal = std::nullopt) {
+  return JobOutcome{.exit_code = exit_code,
+                    .message = std::move(message),
+                    .root_agent = std::move(root_agent),
+                    .stop_signal = stop_signal};
+}
+
+// "rank 4", "ranks 4-7".
+std::string rank_range(int first, int count) {
+  if (count == 1) return fmt::format("rank {}", first);
+  return fmt::format("ranks {}-{}", first, first + count - 1);
+}
+
+double seconds(std::chrono::milliseconds duration) {
+  return std::chrono::duration<double>(duration).count();
+}
+
+std::string describe_failure(const NodeReport& report) {
+  if (report.rank)
+    return fmt::format("rank {} on {} failed ({})", *report.rank, report.host, report.what);
+  return fmt::format("the node {} failed ({})", report.host, report.what);
+}
+
+}  // namespace
+
+struct Coordinator::Impl {
+  struct Agent {
+    AgentInfo info;
+    store::ConnectionId link = 0;
+    std::uint64_t order = 0;  // joins before it
+  };
+
+  struct Round {
+    RoundPlan plan;
+    std::map<std::string, std::optional<NodeReport>> answers;  // one per member
+    std::set<std::string> lost;
+    std::optional<RoundEnd> end;
+    std::optional<NodeReport> root;  // the report that ended it, if a node's
+  };
+
+  asio::io_context& io;
+  store::Server& server;
+  CoordinatorSettings settings;
+  std::map<std::string, Agent> agents;  // joined and still connected
+  std::map<store::ConnectionId, std::string> agent_of_link;
+  std::uint64_t joins = 0;
+
+  std::optional<Round> round;  // running or ending
+  std::uint64_t next_number = 0;
+  int restart_count = 0;
+  bool forming = false;
+  bool first_round = true;
+  bool last_call_armed = false;
+  asio::steady_timer last_call;
+  asio::steady_timer join_deadline;
+  asio::steady_timer close_deadline;
+  std::optional<JobOutcome> outcome;
+  std::function<void()> answered;
+
+  Impl(asio::io_context& io_context, store::Server& store_server, CoordinatorSettings values)
+      : io(io_context),
+        server(store_server),
+        settings(std::move(values)),
+        last_call(io_context),
+        join_deadline(io_context),
+        close_deadline(io_context) {
+    server.observe(store::ServerEvents{
+        .run_key_set = [this](store::ConnectionId from, const std::string& key,
+                              const std::string& value) { on_key(from, key, value); },
+        .connection_closed = [this](store::ConnectionId link) { on_closed(link); }});
+    start_forming();
+  }
+
+  ~Impl() { server.observe({}); }
+
+  // ---- what the agents write ------------------------------------------------
+
+  void on_key(store::ConnectionId from, const std::string& key, const std::string& value) {
+    std::string_view rest(key);
+    if (!rest.starts_with(keys::k_prefix)) return;
+    rest.remove_prefix(keys::k_prefix.size());
+    if (rest.starts_with("join/")) return on_join(from, value);
+    bool failed = rest.starts_with("failed/");
+    if (!failed && !rest.starts_with("result/")) return;
+    auto where = split_round_and_agent(rest.substr(rest.find('/') + 1));
+    if (!where || !round || round->plan.round != where->round) return;  // a stale round's
+    auto report = node_report_from_json(value);
+    if (!report) {
+      spdlog::warn("rendezvous: {}", report.error().message());
+      return;
+    }
+    if (failed) {
+      if (!round->end) end_round_for(*report);
+      return;
+    }
+    on_result(where->agent, *report);
+  }
+
+  void on_join(store::ConnectionId from, const std::string& value) {
+    auto info = agent_info_from_json(value);
+    if (!info) {
+      spdlog::warn("rendezvous: {}", info.error().message());
+      return;
+    }
+    if (settings.static_ranks) {
+      for (const auto& [id, agent] : agents) {
+        if (agent.info.node_rank != info->node_rank) continue;
+        return finish(ended_with(2, fmt::format("two agents claim node rank {}: on {} and on {}; "
+                                                "give each node its own --node_rank",
+                                                info->node_rank, agent.info.host, info->host)));
+      }
+    }
+    std::string id = info->id;
+    spdlog::info("rendezvous: the agent on {} joined ({} now)", info->host, agents.size() + 1);
+    agents[id] = Agent{std::move(*info), from, joins++};
+    agent_of_link[from] = id;
+    if (outcome) return;  // it reads the outcome and leaves
+    if (forming) return try_form();
+    bool can_grow = !settings.static_ranks && round && !round->end &&
+                    static_cast<int>(round->plan.members.size()) < settings.max_nodes;
+    if (can_grow) {
+      end_round(EndReason::scale_up,
+                fmt::format("{} joined; a round with more nodes begins", agents[id].info.host));
+      return;
+    }
+    spdlog::info("rendezvous: {} waits as a spare for the next round", agents[id].info.host);
+  }
+
+  void on_result(const std::string& agent, const NodeReport& report) {
+    auto answer = round->answers.find(agent);
+    if (answer == round->answers.end()) return;
+    answer->second = report;
+    if (!round->end) {
+      if (!report.succeeded) {
+        end_round_for(report);
+      } else if (std::all_of(round->answers.begin(), round->answers.end(), [](const auto& entry) {
+                   return entry.second && entry.second->succeeded;
+                 })) {
+        end_round(EndReason::success, "every node's workers succeeded");
+      }
+    }
+    if (everyone_accounted_for()) after_round();
+  }
+
+  void on_closed(store::ConnectionId link) {
+    auto found = agent_of_link.find(link);
+    if (found == agent_of_link.end()) return;
+    std::string id = found->second;
+    agent_of_link.erase(found);
+    std::string host = agents[id].info.host;
+    agents.erase(id);
+    if (outcome) return check_answered();
+    if (!round || round->answers.count(id) == 0 || round->answers[id]) {
+      spdlog::info("rendezvous: the agent on {} left", host);
+      return;
+    }
+    spdlog::warn("rendezvous: lost the agent on {}", host);
+    round->lost.insert(id);
+    if (!round->end) {
+      end_round(EndReason::lost_node,
+                fmt::format("lost the node {} (its agent died or its network is cut off)", host));
+    }
+    if (everyone_accounted_for()) after_round();
+  }
+
+  // ---- rounds -----------------------------------------------------------------
+
+  void end_round_for(const NodeReport& report) {
+    round->root = report;
+    if (report.stop_signal) {
+      end_round(EndReason::signal,
+                fmt::format("the agent on {} was told to stop ({})", report.host, report.what));
+    } else {
+      end_round(EndReason::failure, describe_failure(report));
+    }
+  }
+
+  void end_round(EndReason reason, std::string message) {
+    spdlog::info("rendezvous: round {} ends: {}", round->plan.round, message);
+    round->end = RoundEnd{reason, std::move(message)};
+    server.publish(keys::end(round->plan.round), to_json(*round->end));
+  }
+
+  bool everyone_accounted_for() const {
+    return std::all_of(round->answers.begin(), round->answers.end(), [this](const auto& entry) {
+      return entry.second || round->lost.count(entry.first) != 0;
+    });
+  }
+
+  void after_round() {
+    Round ended = std::move(*round);
+    round.reset();
+    bool restarts_left = restart_count < settings.max_restarts;
+    switch (ended.end->reason) {
+      case EndReason::success:
+        return finish(ended_with(0, ""));
+      case EndReason::signal:
+        return finish(ended_with(128 + *ended.root->stop_signal, ended.end->message,
+                                 ended.root->agent, ended.root->stop_signal));
+      case EndReason::failure:
+        if (!restarts_left) {
+          return finish(ended_with(ended.root->exit_code, ended.end->message, ended.root->agent));
+        }
+        ++restart_count;
+        spdlog::warn("rendezvous: {}; restarting every node ({} of {} restarts)",
+                     ended.end->message, restart_count, settings.max_restarts);
+        return start_forming();
+      case EndReason::lost_node:
+        if (settings.static_ranks || !restarts_left) {
+          return finish(ended_with(
+              3, ended.end->message + (settings.static_ranks ? "" : "; no restart left")));
+        }
+        ++restart_count;
+        return start_forming();
+      case EndReason::scale_up:
+      case EndReason::shutdown:
+        return start_forming();
+    }
+  }
+
+  void start_forming() {
+    forming = true;
+    last_call_armed = false;
+    join_deadline.expires_after(settings.join_timeout);
+    join_deadline.async_wait([this](const boost::system::error_code& error) {
+      if (error || !forming) return;
+      finish(ended_with(
+          3, fmt::format("only {} of the {} nodes needed joined within the join "
+                         "timeout ({} s); start the missing nodes, or raise "
+                         "--rdzv_conf join_timeout",
+                         agents.size(), settings.min_nodes, seconds(settings.join_timeout))));
+    });
+    try_form();
+  }
+
+  void try_form() {
+    int count = static_cast<int>(agents.size());
+    if (settings.static_ranks) {
+      if (count == settings.max_nodes) form();
+      return;
+    }
+    if (count >= settings.max_nodes || (!first_round && count >= settings.min_nodes)) {
+      return form();
+    }
+    if (count < settings.min_nodes || last_call_armed) return;
+    last_call_armed = true;
+    spdlog::info("rendezvous: {} nodes joined (at least {}); more may join for {} s", count,
+                 settings.min_nodes, seconds(settings.last_call_timeout));
+    last_call.expires_after(settings.last_call_timeout);
+    last_call.async_wait([this](const boost::system::error_code& error) {
+      if (error || !forming) return;
+      if (static_cast<int>(agents.size()) >= settings.min_nodes) {
+        form();
+      } else {
+        last_call_armed = false;  // someone left meanwhile: wait for MIN again
+      }
+    });
+  }
+
+  void form() {
+    std::vector<const Agent*> chosen;
+    for (const auto& [id, agent] : agents) chosen.push_back(&agent);
+    if (settings.static_ranks) {
+      std::sort(chosen.begin(), chosen.end(), [](const Agent* a, const Agent* b) {
+        return a->info.node_rank < b->info.node_rank;
+      });
+    } else {
+      // The first MAX to join take part; their ranks follow the host names,
+      // so the same hosts get the same ranks whatever order they came in.
+      std::sort(chosen.begin(), chosen.end(),
+                [](const Agent* a, const Agent* b) { return a->order < b->order; });
+      if (static_cast<int>(chosen.size()) > settings.max_nodes)
+        chosen.resize(static_cast<std::size_t>(settings.max_nodes));
+      std::sort(chosen.begin(), chosen.end(), [](const Agent* a, const Agent* b) {
+        return std::tie(a->info.host, a->info.address, a->info.id) <
+               std::tie(b->info.host, b->info.address, b->info.id);
+      });
+    }
+    RoundPlan plan;
+    plan.round = next_number++;
+    plan.restart_count = restart_count;
+    plan.master_addr = settings.master_addr;
+    plan.master_port = settings.master_port;
+    std::string summary;
+    for (const Agent* agent : chosen) {
+      Member member{.id = agent->info.id,
+                    .host = agent->info.host,
+                    .group_rank = static_cast<int>(plan.members.size()),
+                    .rank_offset = plan.world_size,
+                    .local_world_size = agent->info.local_world_size};
+      summary += fmt::format("{}{} ({})", summary.empty() ? "" : ", ", member.host,
+                             rank_range(member.rank_offset, member.local_world_size));
+      plan.world_size += member.local_world_size;
+      plan.members.push_back(std::move(member));
+    }
+    forming = false;
+    first_round = false;
+    last_call.cancel();
+    join_deadline.cancel();
+    round.emplace();
+    round->plan = plan;
+    for (const Member& member : plan.members) round->answers[member.id] = std::nullopt;
+    spdlog::info("rendezvous: round {} (restart count {}): {} nodes, world size {}: {}", plan.round,
+                 plan.restart_count, plan.members.size(), plan.world_size, summary);
+    // Workers of this round meet in a fresh key space of the store.
+    server.begin_round(plan.round);
+    server.publish(keys::round(plan.round), to_json(Next{plan}));
+    server.publish(keys::latest(), std::to_string(plan.round));
+  }
+
+  // ---- the end ------------------------------------------------------------------
+
+  void finish(JobOutcome result) {
+    if (outcome) return;
+    forming = false;
+    last_call.cancel();
+    join_deadline.cancel();
+    if (round && !round->end) end_round(EndReason::shutdown, result.message);
+    round.reset();
+    outcome = result;
+    std::uint64_t number = next_number++;
+    spdlog::info("rendezvous: the job ends with exit code {}{}{}", result.exit_code,
+                 result.message.empty() ? "" : ": ", result.message);
+    server.publish(keys::round(number), to_json(Next{result}));
+    server.publish(keys::latest(), std::to_string(number));
+    close_deadline.expires_after(settings.close_timeout);
+    close_deadline.async_wait([this](const boost::system::error_code& error) {
+      if (error) return;
+      if (!agents.empty()) {
+        spdlog::warn("rendezvous: {} agents did not read the outcome within the close timeout",
+                     agents.size());
+      }
+      agents.clear();
+      check_answered();
+    });
+    check_answered();
+  }
+
+  void check_answered() {
+    if (!outcome || !agents.empty() || !answered) return;
+    close_deadline.cancel();
+    asio::post(io, std::move(answered));
+    answered = nullptr;
+  }
+};
+
+Coordinator::Coordinator(asio::io_context& io, store::Server& server, CoordinatorSettings settings)
+    : impl_(std::make_unique<Impl>(io, server, std::move(settings))) {}
+
+Coordinator::~Coordinator() = default;
+
+void Coordinator::when_everyone_answered(std::function<void()> done) {
+  impl_->answered = std::move(done);
+  impl_->check_answered();
+}
+
+}  // namespace gangrun::rendezvous

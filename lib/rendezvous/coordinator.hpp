@@ -1,0 +1,62 @@
+// The rendezvous' coordinator: runs in the agent that hosts the store, on
+// its loop, and decides every round of a multi-node run. It follows the
+// agents through the store it hosts (store::ServerEvents): an agent joins by
+// writing its join key, and is gone when that connection closes (the agent
+// died, or its keep-alive timed out). Rounds are published as run-wide keys
+// that every agent, this host's own included, waits for (keys.hpp).
+//
+//   forming ──▶ round running ──▶ round ending ──▶ forming ... ──▶ finished
+//
+// forming: static, every node rank 0..N-1 has joined; c10d, MAX agents, or
+// MIN and then last_call_timeout. Nobody in time (join_timeout): the job
+// ends with exit 3. A round ends when a node reports a failure, a node is
+// lost, an agent is told to stop by a signal, every node succeeded, or (c10d)
+// a newcomer can grow a round that has fewer than MAX nodes. Once every node
+// of the round has answered (or is gone) the coordinator publishes the next
+// round or the job's outcome: a failure restarts everyone while restarts are
+// left (one per failure, not per node); a lost node shrinks a c10d job that
+// keeps at least MIN nodes (one restart), else exit 3; growing costs none.
+#pragma once
+
+#include "rendezvous/messages.hpp"
+#include "store/server.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+namespace gangrun::rendezvous {
+
+struct CoordinatorSettings {
+  int min_nodes = 1;
+  int max_nodes = 1;
+  bool static_ranks = true;  // static: agents bring their node ranks; c10d: the round gives them
+  int max_restarts = 0;
+  std::chrono::milliseconds join_timeout{600000};
+  std::chrono::milliseconds last_call_timeout{30000};
+  // After the outcome, how long the store stays up for agents still to read it.
+  std::chrono::milliseconds close_timeout{30000};
+  std::string master_addr;  // what workers dial: the store's address and port
+  std::string master_port;
+};
+
+class Coordinator {
+ public:
+  // Observes server (which outlives the coordinator) from now on.
+  Coordinator(boost::asio::io_context& io, store::Server& server, CoordinatorSettings settings);
+  ~Coordinator();
+  Coordinator(const Coordinator&) = delete;
+  Coordinator& operator=(const Coordinator&) = delete;
+
+  // Runs done (posted, once) when the job's outcome is published and every
+  // agent that joined has left, or close_timeout after the outcome.
+  void when_everyone_answered(std::function<void()> done);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gangrun::rendezvous

@@ -1,0 +1,90 @@
+// What the node agents and the rendezvous' coordinator say to each other,
+// as JSON values of run-wide store keys (keys.hpp names them). gangrun's
+// own format: agents of one run are all gangrun.
+#pragma once
+
+#include "util/error.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gangrun::rendezvous {
+
+// An agent introducing itself when it joins.
+struct AgentInfo {
+  std::string id;       // unique per agent process (host, pid, random)
+  std::string host;     // its host name, for messages
+  std::string address;  // --local_addr, else the host name
+  int node_rank = -1;   // static rendezvous: --node_rank; c10d: -1
+  int local_world_size = 1;
+};
+
+// One node of a round.
+struct Member {
+  std::string id;
+  std::string host;
+  int group_rank = 0;
+  int rank_offset = 0;  // the global rank of its local rank 0
+  int local_world_size = 1;
+};
+
+// A round the coordinator formed: who takes part and with which ranks.
+struct RoundPlan {
+  std::uint64_t round = 0;  // the rendezvous' own count, also the store's key space
+  int restart_count = 0;    // TORCHELASTIC_RESTART_COUNT: failures restarted so far
+  std::vector<Member> members;
+  int world_size = 0;
+  std::string master_addr;  // the store every worker meets through
+  std::string master_port;
+
+  // nullptr when the agent is not in this round (a spare).
+  const Member* member(const std::string& agent_id) const;
+};
+
+// The end of the job, the same for every agent.
+struct JobOutcome {
+  int exit_code = 0;
+  std::string message;             // "rank 3 on node2 exited with code 1"; empty on success
+  std::string root_agent;          // the agent whose node had the root cause; empty if none
+  std::optional<int> stop_signal;  // an agent was told to stop by this signal
+};
+
+// What follows a round: the next round, or the end of the job.
+using Next = std::variant<RoundPlan, JobOutcome>;
+
+// How a node's workers ended in a round, or how its first worker failed.
+struct NodeReport {
+  std::string agent;
+  std::string host;
+  bool succeeded = false;
+  std::optional<int> rank;             // the node's root cause
+  int exit_code = 0;                   // its shell code (128+S for a signal)
+  std::string what;                    // "exited with code 3", "was killed by SIGKILL"
+  std::optional<int> stop_signal;      // the agent was told to stop by this signal
+  bool stopped_for_round_end = false;  // its workers were stopped because the round ended
+};
+
+enum class EndReason { success, failure, signal, lost_node, scale_up, shutdown };
+
+// Why a round ends: every agent stops its workers when it reads this.
+struct RoundEnd {
+  EndReason reason = EndReason::success;
+  std::string message;  // for the log: "rank 3 on node2 exited with code 1"
+};
+
+std::string to_json(const AgentInfo& info);
+std::string to_json(const Next& next);
+std::string to_json(const NodeReport& report);
+std::string to_json(const RoundEnd& end);
+
+// Each fails with ErrorCode::store when the text is not what the other side
+// writes (another program on the port, a different gangrun).
+Expected<AgentInfo> agent_info_from_json(const std::string& text);
+Expected<Next> next_from_json(const std::string& text);
+Expected<NodeReport> node_report_from_json(const std::string& text);
+Expected<RoundEnd> round_end_from_json(const std::string& text);
+
+}  // namespace gangrun::rendezvous
