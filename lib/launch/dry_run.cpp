@@ -72,11 +72,53 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
       {"output", plan.prefix_output ? "prefix" : "inherit"},
       {"log_dir", plan.log_dir ? nlohmann::json(*plan.log_dir) : nlohmann::json()},
       {"max_restarts", plan.options.max_restarts},
+      {"rendezvous", plan.multi_node ? nlohmann::json{{"backend", plan.c10d ? "c10d" : "static"},
+                                                      {"min_nnodes", plan.min_nnodes},
+                                                      {"max_nnodes", plan.nnodes}}
+                                     : nlohmann::json()},
       {"devices", devices_text(plan)},
       {"workers", workers},
       {"options", options},
   };
 }
+
+namespace {
+
+// What a node of a multi-node run would wait for before its first round.
+std::string rendezvous_text(const LaunchPlan& plan) {
+  const config::RendezvousConf& conf = plan.options.rdzv_conf;
+  std::string where = fmt::format("{}:{}", plan.master_addr, planned_port(plan));
+  std::string out;
+  if (plan.c10d) {
+    std::string nodes = plan.min_nnodes == plan.nnodes
+                            ? std::to_string(plan.nnodes)
+                            : fmt::format("{} to {}", plan.min_nnodes, plan.nnodes);
+    std::string host = conf.is_host ? (*conf.is_host ? "this node (is_host)" : "another node")
+                                    : "the first agent that can listen on " + plan.master_addr;
+    out += fmt::format("  store:      {} (hosted by {})\n", where, host);
+    out += fmt::format(
+        "  rendezvous: c10d, {} nodes; waits up to {} s for them to join{}; the round assigns "
+        "node ranks, so the ranks below take this node as node {}\n",
+        nodes, conf.join_timeout,
+        plan.min_nnodes == plan.nnodes ? ""
+                                       : fmt::format(" (then {} s more once {} joined)",
+                                                     conf.last_call_timeout, plan.min_nnodes),
+        plan.node_rank);
+  } else {
+    out += fmt::format("  store:      {} (hosted by node 0{})\n", where,
+                       plan.node_rank == 0 ? ": this node" : "");
+    out += fmt::format(
+        "  rendezvous: static, {} nodes; waits up to {} s for every node rank to join; the ranks "
+        "below take every node to run {} worker(s)\n",
+        plan.nnodes, conf.join_timeout, plan.local_world_size);
+  }
+  out +=
+      fmt::format("  heartbeat:  TCP keep-alive every {} s, a node silent for {} s is lost\n",
+                  conf.keep_alive_interval, conf.keep_alive_interval * conf.keep_alive_max_attempt);
+  return out;
+}
+
+}  // namespace
 
 std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
   std::string run_dir = planned_run_dir(plan);
@@ -86,8 +128,12 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
                   plan.local_world_size, plan.host, plan.node_rank, plan.nnodes,
                   first_round.world_size, plan.run_id);
   out += fmt::format("  executable: {}\n", plan.program.executable);
-  out +=
-      fmt::format("  store:      {}:{} (hosted by rank 0)\n", plan.master_addr, planned_port(plan));
+  if (plan.multi_node) {
+    out += rendezvous_text(plan);
+  } else {
+    out += fmt::format("  store:      {}:{} (hosted by rank 0)\n", plan.master_addr,
+                       planned_port(plan));
+  }
   out += fmt::format("  output:     {}\n", plan.prefix_output ? "prefix" : "inherit");
   out += fmt::format("  files:      {}\n", run_dir);
   out += fmt::format("  devices:    {}\n", devices_text(plan));
