@@ -1,0 +1,279 @@
+// The rendezvous end to end in one process: a real store server with the
+// coordinator on one io_context, and real participants (TCP clients) on the
+// same loop, each standing for a node's agent.
+#include "rendezvous/coordinator.hpp"
+#include "rendezvous/participant.hpp"
+#include "store/server.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gangrun::rendezvous {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A node's agent as the rendezvous sees it: records what it is told and,
+// like the real agent, answers a round's end with its result.
+struct TestNode {
+  std::unique_ptr<Participant> participant;
+  std::vector<RoundPlan> rounds;  // the rounds it was assigned
+  std::vector<RoundEnd> ends;     // the ends it was told of
+  std::optional<JobOutcome> outcome;
+  std::optional<Error> lost;
+  bool running = false;
+
+  void finish_round(bool succeeded, int exit_code = 0) {
+    NodeReport report;
+    report.agent = participant->me().id;
+    report.host = participant->me().host;
+    report.succeeded = succeeded;
+    report.exit_code = exit_code;
+    if (!succeeded) {
+      report.rank = rounds.back().member(report.agent)->rank_offset;
+      report.what = "exit code " + std::to_string(exit_code);
+    }
+    running = false;
+    participant->report_result(report);
+  }
+};
+
+class Cluster {
+ public:
+  explicit Cluster(CoordinatorSettings settings) {
+    store::ServerSettings server_settings;
+    server_settings.raise_open_file_limit = false;
+    server_ = store::Server::start(io_, server_settings).value();
+    settings.master_addr = "127.0.0.1";
+    settings.master_port = std::to_string(server_->port());
+    coordinator_ = std::make_unique<Coordinator>(io_, *server_, settings);
+  }
+
+  // Joins a node named host with `workers` workers (node_rank for static).
+  TestNode& join(const std::string& host, int workers, int node_rank = -1) {
+    auto node = std::make_unique<TestNode>();
+    TestNode* raw = node.get();
+    ParticipantSettings settings;
+    settings.me = AgentInfo{.id = host + "-id",
+                            .host = host,
+                            .address = host,
+                            .node_rank = node_rank,
+                            .local_world_size = workers};
+    settings.store.port = server_->port();
+    settings.store.connect_timeout = 5s;
+    settings.read_timeout = 5s;
+    raw->participant = std::make_unique<Participant>(
+        io_, settings,
+        ParticipantEvents{.round_assigned =
+                              [raw](const RoundPlan& plan, const Member&) {
+                                raw->rounds.push_back(plan);
+                                raw->running = true;
+                              },
+                          .round_ending =
+                              [raw](const RoundEnd& end) {
+                                raw->ends.push_back(end);
+                                // The agent stops its workers, then reports.
+                                if (raw->running) raw->finish_round(false, 143);
+                              },
+                          .job_done = [raw](const JobOutcome& outcome) { raw->outcome = outcome; },
+                          .store_lost = [raw](const Error& error) { raw->lost = error; }});
+    raw->participant->join();
+    nodes_.push_back(std::move(node));
+    return *raw;
+  }
+
+  // Turns the loop until done() holds; fails the test after 10 s.
+  void run_until(const std::function<bool()>& done) {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!done()) {
+      REQUIRE(std::chrono::steady_clock::now() < deadline);
+      io_.run_one_for(50ms);
+    }
+  }
+
+  void leave(TestNode& node) { node.participant.reset(); }
+
+ private:
+  boost::asio::io_context io_;
+  std::unique_ptr<store::Server> server_;
+  std::unique_ptr<Coordinator> coordinator_;
+  std::vector<std::unique_ptr<TestNode>> nodes_;
+};
+
+CoordinatorSettings static_nodes(int count, int max_restarts = 0) {
+  CoordinatorSettings settings;
+  settings.min_nodes = settings.max_nodes = count;
+  settings.static_ranks = true;
+  settings.max_restarts = max_restarts;
+  settings.join_timeout = 5s;
+  settings.close_timeout = 5s;
+  return settings;
+}
+
+CoordinatorSettings elastic_nodes(int min, int max, int max_restarts = 0) {
+  CoordinatorSettings settings = static_nodes(max, max_restarts);
+  settings.min_nodes = min;
+  settings.static_ranks = false;
+  settings.last_call_timeout = 100ms;
+  return settings;
+}
+
+TEST_CASE("static: ranks follow node ranks, contiguous per node, counts may differ",
+          "[rendezvous]") {
+  Cluster cluster(static_nodes(3));
+  // Joined out of order: node rank decides, not arrival.
+  TestNode& c = cluster.join("c", 3, 2);
+  TestNode& a = cluster.join("a", 2, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running && c.running; });
+  const RoundPlan& plan = a.rounds.back();
+  CHECK(plan.world_size == 6);
+  CHECK(plan.restart_count == 0);
+  CHECK(plan.member("a-id")->rank_offset == 0);
+  CHECK(plan.member("b-id")->rank_offset == 2);
+  CHECK(plan.member("c-id")->rank_offset == 3);
+  CHECK(plan.member("c-id")->group_rank == 2);
+  for (TestNode* node : {&a, &b, &c}) node->finish_round(true);
+  cluster.run_until([&] { return a.outcome && b.outcome && c.outcome; });
+  for (TestNode* node : {&a, &b, &c}) CHECK(node->outcome->exit_code == 0);
+}
+
+TEST_CASE("static: one failure ends the round on every node with its exit code", "[rendezvous]") {
+  Cluster cluster(static_nodes(2));
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  b.finish_round(false, 7);
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  REQUIRE(a.ends.size() == 1);
+  CHECK(a.ends[0].reason == EndReason::failure);
+  CHECK(a.ends[0].message == "rank 1 on b failed (exit code 7)");
+  CHECK(a.outcome->exit_code == 7);
+  CHECK(b.outcome->exit_code == 7);
+  CHECK(a.outcome->root_agent == "b-id");
+}
+
+TEST_CASE("static: a failure restarts every node together, one restart per failure",
+          "[rendezvous]") {
+  Cluster cluster(static_nodes(2, 1));
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  b.finish_round(false, 7);
+  cluster.run_until([&] { return a.rounds.size() == 2 && b.rounds.size() == 2; });
+  CHECK(a.rounds[1].restart_count == 1);
+  CHECK(b.rounds[1].restart_count == 1);
+  CHECK(a.rounds[1].round == 1);
+  b.finish_round(false, 9);
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  CHECK(a.outcome->exit_code == 9);  // no restart left
+}
+
+TEST_CASE("static: a node whose connection closes is lost, and the others exit 3", "[rendezvous]") {
+  Cluster cluster(static_nodes(2));
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  cluster.leave(b);
+  cluster.run_until([&] { return a.outcome.has_value(); });
+  REQUIRE(a.ends.size() == 1);
+  CHECK(a.ends[0].reason == EndReason::lost_node);
+  CHECK(a.outcome->exit_code == 3);
+  CHECK(a.outcome->message.find("lost the node b") != std::string::npos);
+}
+
+TEST_CASE("static: two agents with one node rank end the job with a usage error", "[rendezvous]") {
+  Cluster cluster(static_nodes(2));
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 0);
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  CHECK(a.outcome->exit_code == 2);
+  CHECK(a.outcome->message.find("node rank 0") != std::string::npos);
+}
+
+TEST_CASE("static: nodes missing after the join timeout end the job with exit 3", "[rendezvous]") {
+  CoordinatorSettings settings = static_nodes(2);
+  settings.join_timeout = 100ms;
+  Cluster cluster(settings);
+  TestNode& a = cluster.join("a", 1, 0);
+  cluster.run_until([&] { return a.outcome.has_value(); });
+  CHECK(a.outcome->exit_code == 3);
+  CHECK(a.rounds.empty());
+  CHECK(a.outcome->message.find("only 1 of the 2 nodes") != std::string::npos);
+}
+
+TEST_CASE("c10d: MIN nodes start after the last call; a newcomer grows the job without a restart",
+          "[rendezvous]") {
+  Cluster cluster(elastic_nodes(1, 2));
+  TestNode& a = cluster.join("a", 2);
+  cluster.run_until([&] { return a.running; });
+  CHECK(a.rounds[0].members.size() == 1);
+  TestNode& b = cluster.join("b", 1);
+  cluster.run_until([&] { return a.rounds.size() == 2 && b.running; });
+  REQUIRE(a.ends.size() == 1);
+  CHECK(a.ends[0].reason == EndReason::scale_up);
+  CHECK(a.rounds[1].members.size() == 2);
+  CHECK(a.rounds[1].world_size == 3);
+  CHECK(a.rounds[1].restart_count == 0);
+  CHECK(b.rounds[0].round == a.rounds[1].round);
+}
+
+TEST_CASE("c10d: agents beyond MAX wait as spares and get the job's outcome", "[rendezvous]") {
+  Cluster cluster(elastic_nodes(1, 1));
+  TestNode& a = cluster.join("a", 1);
+  cluster.run_until([&] { return a.running; });
+  TestNode& spare = cluster.join("spare", 1);
+  a.finish_round(true);
+  cluster.run_until([&] { return a.outcome && spare.outcome; });
+  CHECK(spare.rounds.empty());
+  CHECK(spare.outcome->exit_code == 0);
+}
+
+TEST_CASE("c10d: a lost node shrinks the job to the nodes left, with one restart", "[rendezvous]") {
+  Cluster cluster(elastic_nodes(1, 2, 1));
+  TestNode& a = cluster.join("a", 1);
+  TestNode& b = cluster.join("b", 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  cluster.leave(b);
+  cluster.run_until([&] { return a.rounds.size() == 2; });
+  CHECK(a.rounds[1].members.size() == 1);
+  CHECK(a.rounds[1].world_size == 1);
+  CHECK(a.rounds[1].restart_count == 1);
+  a.finish_round(true);
+  cluster.run_until([&] { return a.outcome.has_value(); });
+  CHECK(a.outcome->exit_code == 0);
+}
+
+TEST_CASE("a participant whose store goes away is told so", "[rendezvous]") {
+  auto cluster = std::make_unique<Cluster>(static_nodes(2));
+  // A second loop of its own, so the cluster (store and coordinator) can go.
+  boost::asio::io_context io;
+  ParticipantSettings settings;
+  settings.me = AgentInfo{.id = "x", .host = "x", .address = "x", .node_rank = 1};
+  settings.store.port = 1;  // nothing listens on port 1
+  settings.store.connect_timeout = 200ms;
+  settings.read_timeout = 200ms;
+  std::optional<Error> lost;
+  Participant participant(
+      io, settings,
+      ParticipantEvents{.round_assigned = {},
+                        .round_ending = {},
+                        .job_done = {},
+                        .store_lost = [&](const Error& error) { lost = error; }});
+  participant.join();
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!lost && std::chrono::steady_clock::now() < deadline) io.run_one_for(50ms);
+  REQUIRE(lost.has_value());
+  CHECK(lost->message().find("127.0.0.1:1") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace gangrun::rendezvous
