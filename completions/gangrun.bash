@@ -141,10 +141,11 @@ _gangrun()
                     | --node_rank | --node-rank | --machine_rank | --machine-rank \
                     | --master_addr | --master-addr | --main_process_ip | --main-process-ip \
                     | --master_port | --master-port | --main_process_port \
-                    | --main-process-port | --rdzv_backend | --rdzv-backend | --rdzv_id \
-                    | --rdzv-id | --max_restarts | --max-restarts | --monitor_interval \
-                    | --monitor-interval | --role | --python | --log_dir | --log-dir \
-                    | --redirects | -r | --tee | -t | --local_ranks_filter \
+                    | --main-process-port | --rdzv_backend | --rdzv-backend | --rdzv_endpoint \
+                    | --rdzv-endpoint | --rdzv_conf | --rdzv-conf | --local_addr \
+                    | --local-addr | --rdzv_id | --rdzv-id | --max_restarts | --max-restarts \
+                    | --monitor_interval | --monitor-interval | --role | --python | --log_dir \
+                    | --log-dir | --redirects | -r | --tee | -t | --local_ranks_filter \
                     | --local-ranks-filter | --log_prefix | --log-prefix | --output \
                     | --term_timeout | --term-timeout | --signals_to_handle \
                     | --signals-to-handle | --report | --config | --color)
@@ -175,7 +176,8 @@ _gangrun()
                 --num_machines --num-machines --num_nodes --num-nodes --node_rank --node-rank
                 --machine_rank --machine-rank --master_addr --master-addr --main_process_ip
                 --main-process-ip --master_port --master-port --main_process_port
-                --main-process-port --standalone --rdzv_backend --rdzv-backend --rdzv_id
+                --main-process-port --standalone --rdzv_backend --rdzv-backend --rdzv_endpoint
+                --rdzv-endpoint --rdzv_conf --rdzv-conf --local_addr --local-addr --rdzv_id
                 --rdzv-id --max_restarts --max-restarts --monitor_interval --monitor-interval
                 --role --module -m --no_python --no-python --python --log_dir --log-dir
                 --redirects -r --tee -t --local_ranks_filter --local-ranks-filter --log_prefix

@@ -51,11 +51,13 @@ function __gangrun_where
                         --machine_rank --machine-rank --master_addr --master-addr \
                         --main_process_ip --main-process-ip --master_port --master-port \
                         --main_process_port --main-process-port --rdzv_backend --rdzv-backend \
-                        --rdzv_id --rdzv-id --max_restarts --max-restarts --monitor_interval \
-                        --monitor-interval --role --python --log_dir --log-dir --redirects -r \
-                        --tee -t --local_ranks_filter --local-ranks-filter --log_prefix \
-                        --log-prefix --output --term_timeout --term-timeout \
-                        --signals_to_handle --signals-to-handle --report --config --color
+                        --rdzv_endpoint --rdzv-endpoint --rdzv_conf --rdzv-conf --local_addr \
+                        --local-addr --rdzv_id --rdzv-id --max_restarts --max-restarts \
+                        --monitor_interval --monitor-interval --role --python --log_dir \
+                        --log-dir --redirects -r --tee -t --local_ranks_filter \
+                        --local-ranks-filter --log_prefix --log-prefix --output --term_timeout \
+                        --term-timeout --signals_to_handle --signals-to-handle --report \
+                        --config --color
                     set value_next 1
                 else if not string match -q -- '-*' $word
                     test $mode = launch; and set state arguments
@@ -146,12 +148,15 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l exclude -x 
 complete -c gangrun -n '__gangrun_at first options value devices' -l visible_devices -l visible-devices -x -a 'shared per-rank' -d 'shared: every worker sees the selected devices and uses LOCAL_RANK (torchrun)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l devices_per_proc -l devices-per-proc -x -d 'devices each worker gets with --visible-devices per-rank'
 complete -c gangrun -n '__gangrun_at first options value devices' -l mask_format -l mask-format -x -a 'index uuid' -d 'how masks name devices'
-complete -c gangrun -n '__gangrun_at first options value devices' -l nnodes -l num_machines -l num-machines -l num_nodes -l num-nodes -x -d 'number of nodes'
+complete -c gangrun -n '__gangrun_at first options value devices' -l nnodes -l num_machines -l num-machines -l num_nodes -l num-nodes -x -d 'number of nodes N, or MIN:MAX for an elastic job (c10d)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l node_rank -l node-rank -l machine_rank -l machine-rank -x -d 'rank of this node, 0 <= R < nnodes'
 complete -c gangrun -n '__gangrun_at first options value devices' -l master_addr -l master-addr -l main_process_ip -l main-process-ip -x -d 'address of the node that hosts the store (node rank 0)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l master_port -l master-port -l main_process_port -l main-process-port -x -d 'port of the store, 1..65535'
 complete -c gangrun -n '__gangrun_at first options value devices' -l standalone -d 'single node: a free port and a random run id'
 complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_backend -l rdzv-backend -x -a 'static c10d' -d 'how nodes meet'
+complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_endpoint -l rdzv-endpoint -x -d 'where the nodes meet (c10d), the same on every node'
+complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_conf -l rdzv-conf -x -d 'settings of the c10d rendezvous'
+complete -c gangrun -n '__gangrun_at first options value devices' -l local_addr -l local-addr -x -d 'address other nodes reach this node at (c10d)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_id -l rdzv-id -x -d 'job id, the same on every node (TORCHELASTIC_RUN_ID)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l max_restarts -l max-restarts -x -d 'times the whole gang is restarted after a worker fails'
 complete -c gangrun -n '__gangrun_at first options value devices' -l monitor_interval -l monitor-interval -x -d 'accepted for torchrun compatibility'

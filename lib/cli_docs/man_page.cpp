@@ -119,6 +119,9 @@ constexpr Item k_examples[] = {
     {"The first of two nodes, in accelerate's spelling:",
      "gangrun --num_processes 8 --nnodes 2 --node_rank 0 \\\n"
      "        --master_addr node0 --master_port 29500 train.py"},
+    {"An elastic job on 2 to 4 nodes, the same command on each (torchrun's c10d rendezvous):",
+     "gangrun --nnodes 2:4 --nproc_per_node 8 --rdzv_backend c10d \\\n"
+     "        --rdzv_endpoint node0:29400 train.py"},
     {"Any program, not only Python:", "gangrun -n 4 --no_python ./a.out"},
     {"One worker per GPU, each seeing only its own:",
      "gangrun --nproc_per_node gpu --visible-devices per-rank -m mypackage.train"},

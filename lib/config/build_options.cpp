@@ -16,6 +16,12 @@ Expected<std::string> non_empty_text(std::string_view text) {
   return std::string(text);
 }
 
+// --nnodes as the static backend reads it: one count, no range.
+Expected<NodeRange> fixed_node_count(std::string_view text) {
+  GANGRUN_TRY_ASSIGN(count, parse_nnodes(text));
+  return NodeRange{*count, *count};
+}
+
 // Types one layered value after another into Options fields; the first
 // failure is kept, prefixed with where the text came from.
 class Typer {
@@ -61,12 +67,19 @@ Expected<Options> type_each_value(const LayeredValues& values) {
   typer.set("visible_devices", parse_visible_devices, o.visible_devices);
   typer.set("devices_per_proc", parse_positive_int, o.devices_per_proc);
   typer.set("mask_format", parse_mask_format, o.mask_format);
-  typer.set("nnodes", parse_nnodes, o.nnodes);
+  // The backend decides how --nnodes reads: only c10d takes a MIN:MAX range.
+  typer.set("rdzv_backend", parse_rdzv_backend, o.rdzv_backend);
+  NodeRange nodes{.min = o.min_nnodes, .max = o.nnodes};
+  typer.set("nnodes", o.rdzv_backend == "c10d" ? parse_node_range : fixed_node_count, nodes);
+  o.min_nnodes = nodes.min;
+  o.nnodes = nodes.max;
   typer.set("node_rank", parse_non_negative_int, o.node_rank);
   typer.set("master_addr", non_empty_text, o.master_addr);
   typer.set("master_port", parse_port, o.master_port);
   typer.set("standalone", parse_bool, o.standalone);
-  typer.set("rdzv_backend", parse_rdzv_backend, o.rdzv_backend);
+  typer.set("rdzv_endpoint", parse_rdzv_endpoint, o.rdzv_endpoint);
+  typer.set("rdzv_conf", parse_rdzv_conf, o.rdzv_conf);
+  typer.set("local_addr", non_empty_text, o.local_addr);
   typer.set("rdzv_id", non_empty_text, o.rdzv_id);
   typer.set("max_restarts", parse_max_restarts, o.max_restarts);
   typer.set("monitor_interval", parse_non_negative_seconds, o.monitor_interval);
@@ -122,6 +135,11 @@ Expected<void> check_process_counts(const Options& o, const LayeredValues& value
   if (o.num_processes) {
     const LayeredValue* total = &at(values, "num_processes");
     const LayeredValue* nodes = &at(values, "nnodes");
+    if (o.min_nnodes < o.nnodes) {
+      return fail_usage(total->where +
+                        ": a total process count cannot be split over an elastic node range (" +
+                        nodes->given + "); give workers per node with --nproc_per_node");
+    }
     const std::string over = std::to_string(o.nnodes) + (o.nnodes == 1 ? " node" : " nodes");
     if (*o.num_processes % o.nnodes != 0) {
       return fail_usage(total->where + ": " + std::to_string(*o.num_processes) +
@@ -149,7 +167,10 @@ Expected<void> check_process_counts(const Options& o, const LayeredValues& value
 }
 
 Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
-  if (o.node_rank >= o.nnodes) {
+  // c10d hands out node ranks itself; torchrun ignores --node_rank there.
+  // --standalone launches as static (apply_rendezvous), so it is checked.
+  const bool ranks_given = o.rdzv_backend == "static" || o.standalone;
+  if (ranks_given && o.node_rank >= o.nnodes) {
     return fail_usage(at(values, "node_rank").where + ": " + std::to_string(o.node_rank) +
                       " is not a node rank for " + at(values, "nnodes").given + " (expected 0.." +
                       std::to_string(o.nnodes - 1) + ")");
@@ -160,6 +181,42 @@ Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
                       "; drop one of them");
   }
   return {};
+}
+
+// c10d's nodes meet at an endpoint that every node is given; --standalone
+// (torchrun's c10d on localhost) needs none.
+Expected<void> check_rendezvous(const Options& o, const LayeredValues& values) {
+  if (o.rdzv_backend == "c10d" && !o.standalone && !o.rdzv_endpoint) {
+    return fail_usage(at(values, "rdzv_backend").given + " needs --rdzv_endpoint HOST[:PORT]" +
+                      " (the same on every node, e.g. node0:29400)");
+  }
+  return {};
+}
+
+// --standalone stays the single-node static launch it has always been
+// (torchrun's c10d on localhost with a free port comes to the same); its
+// endpoint is its own, so a given one is dropped as torchrun overrides it.
+// The static backend takes a given endpoint as the master address and port,
+// as torchrun does, where --master_addr/--master_port do not set them.
+void apply_rendezvous(Options& o, const LayeredValues& values) {
+  if (o.standalone) {
+    o.rdzv_backend = "static";
+    o.rdzv_endpoint.reset();
+    return;
+  }
+  if (o.rdzv_backend != "static" || !o.rdzv_endpoint) return;
+  const LayeredValue& endpoint = at(values, "rdzv_endpoint");
+  auto derive = [&](const char* name, std::string text) {
+    o.origins[name] = Options::Origin{text + " (from " + endpoint.given + ")", endpoint.source};
+  };
+  if (!values.contains("master_addr")) {
+    o.master_addr = o.rdzv_endpoint->host;
+    derive("master_addr", o.rdzv_endpoint->host);
+  }
+  if (!values.contains("master_port")) {
+    o.master_port = o.rdzv_endpoint->port;
+    derive("master_port", std::to_string(o.rdzv_endpoint->port));
+  }
 }
 
 // Selection flags that cannot be combined, and per-rank settings without
@@ -235,7 +292,8 @@ Expected<Options> build_options(const LayeredValues& values,
   o.program_and_args = std::move(program_and_args);
   for (const auto& [name, value] : values) o.origins[name] = {value.text, value.source};
 
-  for (auto check : {check_module, check_nodes, check_process_counts, check_device_flags}) {
+  for (auto check :
+       {check_module, check_nodes, check_rendezvous, check_process_counts, check_device_flags}) {
     GANGRUN_TRY(check(o, values));
   }
   if (purpose == Purpose::launch) {
@@ -245,6 +303,7 @@ Expected<Options> build_options(const LayeredValues& values,
                       o.program_and_args.front() +
                       "' was given); to run a program called devices, use gangrun -- devices");
   }
+  apply_rendezvous(o, values);
   apply_no_color(o, env);
   return options;
 }

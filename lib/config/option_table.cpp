@@ -81,15 +81,16 @@ std::vector<OptionSpec> make_table() {
       {.name = "nnodes",
        .aliases = {"num_machines", "num_nodes"},
        .group = G::nodes,
-       .metavar = "N",
+       .metavar = "N|MIN:MAX",
        .default_text = "1",
-       .help = "number of nodes; an elastic MIN:MAX range is not supported yet"},
+       .help = "number of nodes N, or MIN:MAX for an elastic job (c10d)"},
       {.name = "node_rank",
        .aliases = {"machine_rank"},
        .group = G::nodes,
        .metavar = "R",
        .default_text = "0",
-       .help = "rank of this node, 0 <= R < nnodes"},
+       .help = "rank of this node, 0 <= R < nnodes; static backend only (c10d assigns node "
+               "ranks and ignores it)"},
       {.name = "master_addr",
        .aliases = {"main_process_ip"},
        .group = G::nodes,
@@ -110,8 +111,26 @@ std::vector<OptionSpec> make_table() {
        .metavar = "BACKEND",
        .default_text = "static",
        .choices = {"static", "c10d"},
-       .help = "how nodes meet: static (--node_rank with --master_addr/--master_port); c10d "
-               "(dynamic rendezvous) is not available yet"},
+       .help = "how nodes meet: static (each node gives --node_rank; the store is at "
+               "--master_addr/--master_port or --rdzv_endpoint); c10d (nodes join at "
+               "--rdzv_endpoint and are given their ranks; --nnodes may be a MIN:MAX range)"},
+      {.name = "rdzv_endpoint",
+       .group = G::nodes,
+       .metavar = "HOST[:PORT]",
+       .help = "where the nodes meet (c10d), the same on every node; IPv6 as [ADDR]:PORT. "
+               "Default port 29400. With the static backend: the master address and port, "
+               "where --master_addr/--master_port do not give them"},
+      {.name = "rdzv_conf",
+       .group = G::nodes,
+       .metavar = "KEY=VALUE,...",
+       .help = "settings of the c10d rendezvous: join_timeout (or timeout; seconds, default 600), "
+               "last_call_timeout (30), close_timeout (30), read_timeout (60), is_host "
+               "(true/false; default: the node that can listen on the endpoint), "
+               "keep_alive_interval (1), keep_alive_max_attempt (3)"},
+      {.name = "local_addr",
+       .group = G::nodes,
+       .metavar = "ADDR",
+       .help = "address other nodes reach this node at (c10d). Default: this host's name"},
       {.name = "rdzv_id",
        .group = G::nodes,
        .metavar = "ID",

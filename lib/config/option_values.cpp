@@ -98,34 +98,6 @@ Expected<double> parse_non_negative_seconds(std::string_view text) {
   return *value;
 }
 
-Expected<int> parse_nnodes(std::string_view text) {
-  std::size_t colon = text.find(':');
-  if (colon == std::string_view::npos) {
-    std::optional<int> count = int_in_range(text, 1, k_int_max);
-    if (!count)
-      return fail_usage(strings::quoted(text) + " is not a node count (expected N or N:N, N >= 1)");
-    return *count;
-  }
-  std::optional<int> low = int_in_range(text.substr(0, colon), 1, k_int_max);
-  std::optional<int> high = int_in_range(text.substr(colon + 1), 1, k_int_max);
-  if (!low || !high) {
-    return fail_usage(strings::quoted(text) +
-                      " is not a node range (expected MIN:MAX with 1 <= MIN <= MAX)");
-  }
-  if (*low > *high) {
-    return fail_usage("minimum " + std::to_string(*low) + " exceeds maximum " +
-                      std::to_string(*high) + " in " + strings::quoted(text));
-  }
-  if (*low < *high) {
-    return fail_usage(
-        strings::quoted(text) +
-        " is an elastic range, which needs --rdzv_backend c10d; that is not available "
-        "yet, so give a fixed node count such as " +
-        std::to_string(*high));
-  }
-  return *low;
-}
-
 Expected<std::optional<int>> parse_port(std::string_view text) {
   std::optional<int> port = int_in_range(text, 0, 65535);
   if (!port) {
@@ -299,18 +271,6 @@ Expected<MaskFormat> parse_mask_format(std::string_view text) {
   if (word == "index") return MaskFormat::index;
   if (word == "uuid") return MaskFormat::uuid;
   return fail_usage(strings::quoted(text) + " is not a mask format (expected index or uuid)");
-}
-
-Expected<std::string> parse_rdzv_backend(std::string_view text) {
-  std::string word = strings::to_lower(strings::trim(text));
-  if (word == "static") return word;
-  if (word == "c10d") {
-    return fail_usage(
-        "dynamic rendezvous (c10d) is not available yet; use the static backend with "
-        "--nnodes, --node_rank, --master_addr and --master_port");
-  }
-  return fail_usage(strings::quoted(text) +
-                    " is not a rendezvous backend (expected static or c10d)");
 }
 
 Expected<ColorMode> parse_color_mode(std::string_view text) {

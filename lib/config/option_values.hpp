@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/options.hpp"
+#include "config/rendezvous_values.hpp"  // --nnodes and the --rdzv_* options' parsers
 #include "util/error.hpp"
 
 #include <optional>
@@ -33,10 +34,6 @@ Expected<int> parse_max_restarts(std::string_view text);
 // overflows, and an overflowed timer fires at once ("kill now").
 inline constexpr double k_max_seconds = 86400;
 Expected<double> parse_non_negative_seconds(std::string_view text);
-
-// "N" or "N:N"; a MIN:MAX range with MIN < MAX is refused until elastic
-// (c10d) rendezvous exists.
-Expected<int> parse_nnodes(std::string_view text);
 
 // 1..65535, or 0 meaning "no port given: pick a free one" (nullopt).
 Expected<std::optional<int>> parse_port(std::string_view text);
@@ -72,8 +69,6 @@ Expected<std::vector<int>> parse_signals(std::string_view text);
 std::optional<std::string> unhandleable_signal_reason(int signal_number);
 
 Expected<OutputMode> parse_output_mode(std::string_view text);
-// "static" is the only rendezvous backend so far; "c10d" is refused with a hint.
-Expected<std::string> parse_rdzv_backend(std::string_view text);
 Expected<ColorMode> parse_color_mode(std::string_view text);
 
 // auto|cuda|xpu|rocm|cpu|hpu|npu|neuron (any case); "gpu" is taken as auto.

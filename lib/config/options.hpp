@@ -83,20 +83,20 @@ struct Options {
   std::optional<int> num_gpus;              // per node + first N devices (deepspeed), >= 1
 
   // ---- nodes and rendezvous
-  int nnodes = 1;      // "N", or the MAX of an elastic "MIN:MAX" (c10d only)
-  int min_nnodes = 1;  // the MIN of "MIN:MAX"; equal to nnodes for "N"
-  int node_rank = 0;   // 0 <= node_rank < nnodes; static rendezvous only
+  int nnodes = 1;                          // "N", or the MAX of an elastic "MIN:MAX" (c10d only)
+  int min_nnodes = 1;                      // the MIN of "MIN:MAX"; equal to nnodes for "N"
+  int node_rank = 0;                       // 0 <= node_rank < nnodes; static rendezvous only
   std::optional<std::string> master_addr;  // unset: 127.0.0.1
   std::optional<int> master_port;          // 1..65535; unset: a free port on one node, else 29500
   bool standalone = false;
-  std::string rdzv_backend = "static";     // "static" or "c10d"
-  std::optional<Endpoint> rdzv_endpoint;   // --rdzv_endpoint HOST[:PORT]; c10d's port 29400
-  RendezvousConf rdzv_conf;                // --rdzv_conf k=v,...
-  std::optional<std::string> local_addr;   // --local_addr: the address this node advertises
-  std::string rdzv_id = "none";            // TORCHELASTIC_RUN_ID; --standalone makes a random one
-  int max_restarts = 0;                 // >= 0
-  double monitor_interval = 0.1;        // accepted for compatibility; detection is event-driven
-  std::string role = "default";         // ROLE_NAME
+  std::string rdzv_backend = "static";    // "static" or "c10d"
+  std::optional<Endpoint> rdzv_endpoint;  // --rdzv_endpoint HOST[:PORT]; c10d's port 29400
+  RendezvousConf rdzv_conf;               // --rdzv_conf k=v,...
+  std::optional<std::string> local_addr;  // --local_addr: the address this node advertises
+  std::string rdzv_id = "none";           // TORCHELASTIC_RUN_ID; --standalone makes a random one
+  int max_restarts = 0;                   // >= 0
+  double monitor_interval = 0.1;          // accepted for compatibility; detection is event-driven
+  std::string role = "default";           // ROLE_NAME
 
   // ---- devices (DESIGN.md section 6)
   Accelerator accelerator = Accelerator::automatic;

@@ -67,6 +67,33 @@ class UsageErrors(UsageErrorCase):
         self.check(["--nnodes", "2", "--node_rank", "2", "--master_port", harness.free_port()], ["--node_rank"])
         self.check(["--node_rank=-1"], ["--node_rank"])
 
+    def test_bad_rendezvous_options(self):
+        c10d = ["--rdzv_backend", "c10d", "--rdzv_endpoint", "node0:29400"]
+        cases = [
+            (["--rdzv_backend", "etcd"], ["--rdzv_backend", "etcd is not supported", "c10d"]),
+            (["--rdzv-backend", "ETCD-V2"], ["--rdzv_backend", "etcd-v2 is not supported"]),
+            (["--rdzv_backend", "zeus"], ["--rdzv_backend", "expected static or c10d"]),
+            (["--rdzv_backend", "c10d", "--rdzv_endpoint", "node0:99999"],
+             ["--rdzv_endpoint", "HOST[:PORT]"]),
+            (["--rdzv-backend", "c10d", "--rdzv-endpoint", "::1"], ["--rdzv_endpoint", "brackets"]),
+            ([*c10d, "--rdzv_conf", "bogus=1"], ["--rdzv_conf", "bogus", "join_timeout"]),
+            ([*c10d, "--rdzv-conf", "join_timeout"], ["--rdzv_conf", "KEY=VALUE"]),
+            ([*c10d, "--rdzv_conf", "read_timeout="], ["--rdzv_conf", "no value"]),
+            (["--rdzv_backend", "c10d"], ["--rdzv_backend c10d needs --rdzv_endpoint"]),
+            (["--nnodes", "1:4"], ["--nnodes", "elastic range", "--rdzv_backend c10d"]),
+            (["--nnodes", "1:4", "--rdzv_endpoint", "node0:29400"], ["--nnodes", "--rdzv_backend c10d"]),
+        ]
+        for options, names in cases:
+            with self.subTest(options=options):
+                self.check(options, names)
+
+    def test_bad_rendezvous_values_in_environment_name_the_variable(self):
+        self.check([], ["PET_RDZV_ENDPOINT"], env=harness.clean_env(PET_RDZV_ENDPOINT="a:b:c"))
+        self.check([], ["GANGRUN_RDZV_CONF", "store_type"],
+                   env=harness.clean_env(GANGRUN_RDZV_CONF="store_type=file"))
+        self.check([], ["PET_RDZV_BACKEND=c10d needs --rdzv_endpoint"],
+                   env=harness.clean_env(PET_RDZV_BACKEND="c10d"))
+
     def test_module_with_no_python(self):
         result = self.check(["-m", "--no_python"], ["--no_python"])
         self.assertTrue("-m" in result.stderr or "module" in result.stderr, result.describe())
