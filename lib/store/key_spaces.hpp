@@ -13,8 +13,9 @@
 // TCPStore puts "/" in front of every user key (its one raw key is "init/"),
 // so workers cannot reach that space; it is for gangrun's agents. A request
 // naming keys of both kinds (CHECK, WAIT, MULTI_GET, MULTI_SET) is refused
-// and its connection closed. Run-wide keys are not counted by GETNUMKEYS nor
-// listed by LIST_KEYS, which describe the connection's round.
+// and its connection closed. Run-wide keys are not counted by GETNUMKEYS,
+// which describes the connection's round; LIST_KEYS lists the round's keys
+// and the run-wide ones (an operator sees the rendezvous' state that way).
 //
 // max_total_bytes holds for all spaces together. Single-threaded, like the
 // server that owns it.
@@ -80,6 +81,8 @@ class KeySpaces {
   std::size_t stored_bytes() const { return total_->bytes; }
 
  private:
+  // LIST_KEYS: the connection's round and the run-wide space, sorted.
+  void list_keys(const RoundMembership& membership, const Request& request, Effects& effects) const;
   // The space a request's keys name; nullptr (with close_reason set) when
   // they name both kinds.
   StoreState* space_for(const RoundMembership& membership, const Request& request,

@@ -331,6 +331,10 @@ bool StoreState::is_waiting(ConnectionId connection) const {
   return waiters_.find(connection) != waiters_.end();
 }
 
+void StoreState::append_key_names(std::vector<std::string_view>& names) const {
+  for (const auto& entry : values_) names.push_back(entry.first);
+}
+
 std::optional<std::string> StoreState::value_of(const std::string& key) const {
   auto found = values_.find(key);
   if (found == values_.end()) return std::nullopt;

@@ -76,6 +76,8 @@ class StoreState {
   std::size_t key_count() const;     // what GETNUMKEYS answers
   std::size_t stored_bytes() const;  // keys + values + queued items of this state
   bool is_waiting(ConnectionId connection) const;
+  // Appends the names of the stored values (what LIST_KEYS lists).
+  void append_key_names(std::vector<std::string_view>& names) const;
   // The value stored at key; nullopt when there is none (or it is a queue).
   std::optional<std::string> value_of(const std::string& key) const;
 
