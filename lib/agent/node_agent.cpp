@@ -151,6 +151,9 @@ class NodeAgent {
         rendezvous::ParticipantEvents{
             .round_assigned =
                 [this](const rendezvous::RoundPlan& round, const rendezvous::Member& me) {
+                  spdlog::info("round {}: ranks {}-{} of {} (node {} of {})", round.round,
+                               me.rank_offset, me.rank_offset + me.local_world_size - 1,
+                               round.world_size, me.group_rank, round.members.size());
                   begin_assigned_round(assignment_from(round, me, attempts_here_++));
                 },
             .round_ending = [this](const rendezvous::RoundEnd& end) { on_round_ending(end); },
@@ -185,11 +188,6 @@ class NodeAgent {
       set_state(AgentState::done);
       return;
     }
-    if (participant_) {
-      spdlog::info("round {}: ranks {}-{} of {} (node {} of {})", round.attempt, round.rank_offset,
-                   round.rank_offset + plan_.local_world_size - 1, round.world_size,
-                   round.group_rank, round.group_world_size);
-    }
     stopped_for_round_end_ = false;
     failed_here_ = false;
     set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
@@ -204,7 +202,7 @@ class NodeAgent {
   void on_round_done(const launch::RoundAssignment& round,
                      const supervise::AttemptOutcome& outcome) {
     record_.attempts.push_back(to_record(outcome, round.attempt, *run_dir_));
-    if (participant_) return on_node_round_done(outcome);
+    if (plan_.multi_node) return on_node_round_done(outcome);
     int restart_count = round.restart_count;
     bool restarts_left = restart_count < plan_.options.max_restarts;
     if (outcome.succeeded() || outcome.stopped_by_signal || !restarts_left) {
@@ -222,7 +220,7 @@ class NodeAgent {
 
   // This node's workers ended: the coordinator decides what comes next.
   void on_node_round_done(const supervise::AttemptOutcome& outcome) {
-    if (lost_store_) return finish_lost_store();
+    if (lost_store_ || !participant_) return finish_lost_store();
     set_state(AgentState::restarting);
     participant_->report_result(round_report(participant_->me(), outcome, stopped_for_round_end_));
   }

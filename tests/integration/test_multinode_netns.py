@@ -141,11 +141,8 @@ class LostNodes(NetnsCase):
             self.assert_dead(pids.values(), what="workers of every node (node 3's too) after its agent was killed")
 
     def test_a_killed_host_agent_ends_the_job_on_the_other_nodes_with_lost_the_store(self):
-        # KNOWN BUG (fails until gangrun is fixed): an agent that loses the store while its
-        # workers run stops them with SIGTERM and then dies of SIGTERM itself (exit -15, a
-        # shell shows 143) instead of exiting 3. on_store_lost resets the participant, so
-        # on_round_done takes the single-node path, where the stopped round counts as
-        # stopped by a signal, and never reaches the lost_store_ check.
+        # An agent that loses the store while its workers run stops them and exits 3 (it
+        # stopped them itself, so it must not die of the SIGTERM it sent).
         counts = [1, 1, 1]
         with netns_nodes.Nodes(self, 3) as nodes:
             agents = self.static_agents(nodes, counts, self.fake("--touch", self.ready_file(), "--sleep",
@@ -161,7 +158,6 @@ class LostNodes(NetnsCase):
             self.assert_dead(pids.values(), what="workers of every node after the host agent was killed")
 
     def test_a_cut_cable_ends_the_job_on_both_sides(self):
-        # KNOWN BUG on the cut node's side: see the test above (it exits -15, not 3).
         counts = [1, 1]
         with netns_nodes.Nodes(self, 2) as nodes:
             agents = self.static_agents(nodes, counts, self.fake("--touch", self.ready_file(), "--sleep",
@@ -228,7 +224,7 @@ class ElasticC10d(NetnsCase):
             agents[2] = self.c10d_agent(nodes, 2, "1:2", worker)
             self.wait_round_envs(2, 2)
             agents[3] = self.c10d_agent(nodes, 3, "1:2", worker)
-            self.wait_stderr(agents[3], "waiting as a spare")
+            self.wait_stderr(agents[3], "waiting for the next")
             with open(go, "w"):
                 pass
             results = self.finish_all(agents)
