@@ -84,7 +84,8 @@ struct Participant::Impl {
                  const auto& plan = std::get<RoundPlan>(*next);
                  const Member* me = plan.member(settings.me.id);
                  if (!me) {
-                   spdlog::info("rendezvous: round {} runs without this node; waiting for the next", number);
+                   spdlog::info("rendezvous: round {} runs without this node; waiting for the next",
+                                number);
                    return wait_for_round(number + 1);
                  }
                  current = number;
