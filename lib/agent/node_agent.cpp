@@ -158,7 +158,14 @@ class NodeAgent {
                 },
             .round_ending = [this](const rendezvous::RoundEnd& end) { on_round_ending(end); },
             .job_done = [this](const rendezvous::JobOutcome& outcome) { on_job_done(outcome); },
-            .store_lost = [this](const Error& error) { on_store_lost(error); }});
+            .store_lost = [this](const Error& error) { on_store_lost(error); },
+            .refused =
+                [this](const Error& error) {
+                  spdlog::error("{}", error.message());
+                  participant_.reset();
+                  result_.exit_code = error.exit_code();
+                  set_state(AgentState::done);
+                }});
     return {};
   }
 

@@ -82,6 +82,7 @@ rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& p
                                          .join_timeout = from_seconds(conf.join_timeout),
                                          .last_call_timeout = from_seconds(conf.last_call_timeout),
                                          .close_timeout = from_seconds(conf.close_timeout),
+                                         .run_id = plan.run_id,
                                          .master_addr = plan.master_addr,
                                          .master_port = std::to_string(store_port(plan))};
 }
@@ -95,6 +96,7 @@ rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& p
   settings.me.address = plan.options.local_addr.value_or(plan.host);
   settings.me.node_rank = plan.c10d ? -1 : plan.node_rank;
   settings.me.local_world_size = plan.local_world_size;
+  settings.me.run_id = plan.run_id;
   settings.store.host = plan.master_addr;
   settings.store.port = store_port(plan);
   settings.store.dialect = store::Dialect::validated;

@@ -138,6 +138,17 @@ struct Coordinator::Impl {
       spdlog::warn("rendezvous: {}", info.error().message());
       return;
     }
+    if (info->run_id != settings.run_id) {
+      spdlog::warn("rendezvous: turned away an agent of job {} on {}", info->run_id, info->host);
+      server.publish(
+          keys::welcome(info->id),
+          fmt::format("the store at {}:{} belongs to the job with --rdzv_id {}, and "
+                      "this agent has --rdzv_id {}; give every node the same "
+                      "--rdzv_id, or another --rdzv_endpoint",
+                      settings.master_addr, settings.master_port, settings.run_id, info->run_id));
+      return;
+    }
+    server.publish(keys::welcome(info->id), "");
     if (settings.static_ranks) {
       for (const auto& [id, agent] : agents) {
         if (agent.info.node_rank != info->node_rank) continue;

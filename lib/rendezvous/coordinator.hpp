@@ -38,6 +38,7 @@ struct CoordinatorSettings {
   std::chrono::milliseconds last_call_timeout{30000};
   // After the outcome, how long the store stays up for agents still to read it.
   std::chrono::milliseconds close_timeout{30000};
+  std::string run_id;       // --rdzv_id: an agent of another job is turned away
   std::string master_addr;  // what workers dial: the store's address and port
   std::string master_port;
 };

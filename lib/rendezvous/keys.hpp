@@ -15,6 +15,11 @@ inline constexpr std::string_view k_prefix = "gangrun/run/rdzv/";
 inline std::string join(const std::string& agent) {
   return std::string(k_prefix) + "join/" + agent;
 }
+// The coordinator's answer to a join: empty when the agent is in, else why
+// it is turned away.
+inline std::string welcome(const std::string& agent) {
+  return std::string(k_prefix) + "welcome/" + agent;
+}
 // The number of the latest round message, as decimal text.
 inline std::string latest() { return std::string(k_prefix) + "latest"; }
 // Round r's message: a RoundPlan, or the job's outcome.

@@ -70,7 +70,8 @@ std::string to_json(const AgentInfo& info) {
               {"host", info.host},
               {"address", info.address},
               {"node_rank", info.node_rank},
-              {"local_world_size", info.local_world_size}}
+              {"local_world_size", info.local_world_size},
+              {"run_id", info.run_id}}
       .dump();
 }
 
@@ -124,7 +125,8 @@ Expected<AgentInfo> agent_info_from_json(const std::string& text) {
                      .host = object.at("host").get<std::string>(),
                      .address = object.at("address").get<std::string>(),
                      .node_rank = object.at("node_rank").get<int>(),
-                     .local_world_size = object.at("local_world_size").get<int>()};
+                     .local_world_size = object.at("local_world_size").get<int>(),
+                     .run_id = object.at("run_id").get<std::string>()};
   });
 }
 

@@ -20,6 +20,7 @@ struct AgentInfo {
   std::string address;  // --local_addr, else the host name
   int node_rank = -1;   // static rendezvous: --node_rank; c10d: -1
   int local_world_size = 1;
+  std::string run_id;  // --rdzv_id: agents of one job give the same
 };
 
 // One node of a round.

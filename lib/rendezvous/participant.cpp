@@ -54,8 +54,17 @@ struct Participant::Impl {
 
   void join() {
     writes.set(keys::join(settings.me.id), to_json(settings.me),
-               then<void>([this] { find_latest(); }),
+               then<void>([this] { wait_for_welcome(); }),
                settings.store.connect_timeout + settings.read_timeout);
+  }
+
+  void wait_for_welcome() {
+    writes.get(keys::welcome(settings.me.id), then<std::string>([this](std::string refusal) {
+                 if (refusal.empty()) return find_latest();
+                 over = true;
+                 events.refused(Error(ErrorCode::usage, refusal));
+               }),
+               settings.read_timeout);
   }
 
   // An agent may join a run that is under way: it reads the latest round

@@ -37,6 +37,8 @@ struct ParticipantEvents {
   std::function<void(const JobOutcome& outcome)> job_done;
   // The store cannot be reached any more: stop the workers and exit 3.
   std::function<void(const Error& error)> store_lost;
+  // The coordinator turned this agent away (another job's store): exit 2.
+  std::function<void(const Error& error)> refused;
 };
 
 class Participant {

@@ -176,6 +176,23 @@ class StaticEnvironment(MultiNodeCase):
 
 
 class StaticFailures(MultiNodeCase):
+    def test_an_agent_of_another_job_is_turned_away_and_the_job_goes_on(self):
+        counts = [1, 1]
+        port = harness.free_port()
+        worker = self.env_worker()
+        host = self.static_agent(0, counts, port, worker, ["--rdzv_id", "job-a"])
+        self.wait_stderr(host, "hosting the store at")
+        stranger = self.static_agent(1, counts, port, worker, ["--rdzv_id", "job-b"])
+        refused = self.finish(stranger, timeout=EVENT_TIMEOUT)
+        self.assertEqual(refused.returncode, 2, refused.describe())
+        self.assertIn("belongs to the job with --rdzv_id job-a, and this agent has --rdzv_id job-b",
+                      refused.stderr)
+        self.assertEqual(self.recorded_pids(), [], "the turned-away agent started a worker")
+        member = self.static_agent(1, counts, port, worker, ["--rdzv_id", "job-a"])
+        results = self.finish_all({0: host, 1: member})
+        self.assert_all_exit(results, 0)
+        self.assertIn("turned away an agent of job job-b", results[0].stderr)
+
     def test_a_failed_worker_stops_every_node_and_every_agent_exits_with_its_code(self):
         counts = [2, 3]
         go = self.path("go")

@@ -29,6 +29,7 @@ struct TestNode {
   std::vector<RoundEnd> ends;     // the ends it was told of
   std::optional<JobOutcome> outcome;
   std::optional<Error> lost;
+  std::optional<Error> refused;
   bool running = false;
 
   void finish_round(bool succeeded, int exit_code = 0) {
@@ -58,7 +59,8 @@ class Cluster {
   }
 
   // Joins a node named host with `workers` workers (node_rank for static).
-  TestNode& join(const std::string& host, int workers, int node_rank = -1) {
+  TestNode& join(const std::string& host, int workers, int node_rank = -1,
+                 const std::string& run_id = "job") {
     auto node = std::make_unique<TestNode>();
     TestNode* raw = node.get();
     ParticipantSettings settings;
@@ -66,7 +68,8 @@ class Cluster {
                             .host = host,
                             .address = host,
                             .node_rank = node_rank,
-                            .local_world_size = workers};
+                            .local_world_size = workers,
+                            .run_id = run_id};
     settings.store.port = server_->port();
     settings.store.connect_timeout = 5s;
     settings.read_timeout = 5s;
@@ -84,7 +87,8 @@ class Cluster {
                                 if (raw->running) raw->finish_round(false, 143);
                               },
                           .job_done = [raw](const JobOutcome& outcome) { raw->outcome = outcome; },
-                          .store_lost = [raw](const Error& error) { raw->lost = error; }});
+                          .store_lost = [raw](const Error& error) { raw->lost = error; },
+                          .refused = [raw](const Error& error) { raw->refused = error; }});
     raw->participant->join();
     nodes_.push_back(std::move(node));
     return *raw;
@@ -115,6 +119,7 @@ CoordinatorSettings static_nodes(int count, int max_restarts = 0) {
   settings.max_restarts = max_restarts;
   settings.join_timeout = 5s;
   settings.close_timeout = 5s;
+  settings.run_id = "job";
   return settings;
 }
 
@@ -252,12 +257,30 @@ TEST_CASE("c10d: a lost node shrinks the job to the nodes left, with one restart
   CHECK(a.outcome->exit_code == 0);
 }
 
+TEST_CASE("an agent of another job is turned away, and the job goes on", "[rendezvous]") {
+  Cluster cluster(static_nodes(2));
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& stranger = cluster.join("s", 1, 1, "other-job");
+  cluster.run_until([&] { return stranger.refused.has_value(); });
+  CHECK(stranger.refused->exit_code() == 2);
+  CHECK(stranger.refused->message().find("--rdzv_id job") != std::string::npos);
+  CHECK(stranger.refused->message().find("--rdzv_id other-job") != std::string::npos);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  CHECK(a.rounds[0].members.size() == 2);
+}
+
 TEST_CASE("a participant whose store goes away is told so", "[rendezvous]") {
   auto cluster = std::make_unique<Cluster>(static_nodes(2));
   // A second loop of its own, so the cluster (store and coordinator) can go.
   boost::asio::io_context io;
   ParticipantSettings settings;
-  settings.me = AgentInfo{.id = "x", .host = "x", .address = "x", .node_rank = 1};
+  settings.me = AgentInfo{.id = "x",
+                          .host = "x",
+                          .address = "x",
+                          .node_rank = 1,
+                          .local_world_size = 1,
+                          .run_id = "job"};
   settings.store.port = 1;  // nothing listens on port 1
   settings.store.connect_timeout = 200ms;
   settings.read_timeout = 200ms;
