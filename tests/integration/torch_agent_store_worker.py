@@ -75,3 +75,10 @@ def main():
 
 if __name__ == "__main__":
     main()
+    # Everything this worker reports is written. PyTorch 2.x sometimes aborts in its own
+    # teardown at interpreter exit after a gloo group ("terminate called without an active
+    # exception", SIGABRT, about one run in ten on a busy machine, with any launcher), which
+    # is not what these tests check: leave without running it.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
