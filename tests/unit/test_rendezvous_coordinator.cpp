@@ -257,6 +257,36 @@ TEST_CASE("c10d: a lost node shrinks the job to the nodes left, with one restart
   CHECK(a.outcome->exit_code == 0);
 }
 
+TEST_CASE("c10d: below MIN after a loss, the survivors wait for a replacement", "[rendezvous]") {
+  Cluster cluster(elastic_nodes(2, 3, 1));
+  TestNode& a = cluster.join("a", 1);
+  TestNode& b = cluster.join("b", 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  cluster.leave(b);
+  cluster.run_until([&] { return !a.ends.empty() && !a.running; });
+  CHECK(a.ends[0].reason == EndReason::lost_node);
+  CHECK(a.rounds.size() == 1);  // one node left, MIN is 2: no round yet
+  TestNode& c = cluster.join("c", 1);
+  cluster.run_until([&] { return a.rounds.size() == 2 && c.running; });
+  CHECK(a.rounds[1].members.size() == 2);
+  CHECK(a.rounds[1].restart_count == 1);
+  CHECK(!a.outcome);
+}
+
+TEST_CASE("c10d: without a replacement within the join timeout, the survivors exit 3",
+          "[rendezvous]") {
+  CoordinatorSettings settings = elastic_nodes(2, 2, 1);
+  settings.join_timeout = 200ms;
+  Cluster cluster(settings);
+  TestNode& a = cluster.join("a", 1);
+  TestNode& b = cluster.join("b", 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  cluster.leave(b);
+  cluster.run_until([&] { return a.outcome.has_value(); });
+  CHECK(a.outcome->exit_code == 3);
+  CHECK(a.outcome->message.find("only 1 of the 2 nodes") != std::string::npos);
+}
+
 TEST_CASE("an agent of another job is turned away, and the job goes on", "[rendezvous]") {
   Cluster cluster(static_nodes(2));
   TestNode& a = cluster.join("a", 1, 0);
