@@ -159,13 +159,7 @@ class NodeAgent {
             .round_ending = [this](const rendezvous::RoundEnd& end) { on_round_ending(end); },
             .job_done = [this](const rendezvous::JobOutcome& outcome) { on_job_done(outcome); },
             .store_lost = [this](const Error& error) { on_store_lost(error); },
-            .refused =
-                [this](const Error& error) {
-                  spdlog::error("{}", error.message());
-                  participant_.reset();
-                  result_.exit_code = error.exit_code();
-                  set_state(AgentState::done);
-                }});
+            .refused = [this](const Error& error) { on_refused(error); }});
     return {};
   }
 
@@ -270,6 +264,15 @@ class NodeAgent {
       return;
     }
     finish_lost_store();
+  }
+
+  // Runs inside the participant's own callback, like the handlers above:
+  // once participant_ is reset, only members of this object are touched.
+  void on_refused(const Error& error) {
+    spdlog::error("{}", error.message());
+    result_.exit_code = error.exit_code();
+    participant_.reset();
+    set_state(AgentState::done);
   }
 
   void finish_lost_store() {
