@@ -10,10 +10,11 @@ std::string agent_store_bind_host(const launch::LaunchPlan& plan) {
   return plan.nnodes > 1 ? "::" : plan.master_addr;
 }
 
-Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_context& io,
-                                                           const launch::LaunchPlan& plan) {
+Expected<std::unique_ptr<store::Server>> listen_for_workers(
+    boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host,
+    std::optional<store::KeepAlive> keep_alive) {
   store::ServerSettings settings;
-  settings.host = agent_store_bind_host(plan);
+  settings.host = host;
   settings.port = plan.master_port.value_or(0);
   // run() has raised gangrun's limit already, and only that way do workers
   // get the user's own limit back (supervise::use_hard_open_file_limit).
@@ -21,6 +22,7 @@ Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_conte
   // PyTorch opens one or two connections per rank; twice that leaves room.
   settings.expected_clients =
       4 * static_cast<std::size_t>(plan.nnodes) * static_cast<std::size_t>(plan.local_world_size);
+  settings.keep_alive = keep_alive;
   auto server = store::Server::start(io, settings);
   if (!server && settings.host == "::") {
     // A host without IPv6 cannot bind "::"; serve every IPv4 interface then,
@@ -28,6 +30,12 @@ Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_conte
     settings.host = "0.0.0.0";
     server = store::Server::start(io, settings);
   }
+  return server;
+}
+
+Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_context& io,
+                                                           const launch::LaunchPlan& plan) {
+  auto server = listen_for_workers(io, plan, agent_store_bind_host(plan));
   if (!server) {
     std::string message = "cannot host the workers' store: " + server.error().message();
     if (plan.master_port) {

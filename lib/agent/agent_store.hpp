@@ -10,6 +10,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace gangrun::agent {
 
@@ -18,6 +20,14 @@ namespace gangrun::agent {
 // every interface ("::", or "0.0.0.0" where IPv6 is off) when other nodes
 // must reach it.
 std::string agent_store_bind_host(const launch::LaunchPlan& plan);
+
+// Listens on host at the plan's master port (an ephemeral one when none was
+// given), sized for the plan's workers, with keep_alive on every connection
+// when given; "::" falls back to "0.0.0.0" on a host without IPv6. The
+// store's own error, naming the address, when it cannot listen.
+Expected<std::unique_ptr<store::Server>> listen_for_workers(
+    boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host,
+    std::optional<store::KeepAlive> keep_alive = std::nullopt);
 
 // Starts the agent store on io (gangrun's event loop) at the plan's master
 // port, or an ephemeral port when none was given. A port that cannot be

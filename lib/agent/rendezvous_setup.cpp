@@ -24,24 +24,13 @@ store::KeepAlive keep_alive_of(const launch::LaunchPlan& plan) {
   return store::KeepAlive{from_seconds(conf.keep_alive_interval), conf.keep_alive_max_attempt};
 }
 
+// make_plan gives a multi-node plan its master port (29500 by default).
 int store_port(const launch::LaunchPlan& plan) { return plan.master_port.value_or(29500); }
 
 Expected<std::unique_ptr<store::Server>> listen_on(boost::asio::io_context& io,
                                                    const launch::LaunchPlan& plan,
                                                    const std::string& host) {
-  store::ServerSettings settings;
-  settings.host = host;
-  settings.port = store_port(plan);
-  settings.raise_open_file_limit = false;  // run() raised it; workers get the user's back
-  settings.keep_alive = keep_alive_of(plan);
-  settings.expected_clients =
-      4 * static_cast<std::size_t>(plan.nnodes) * static_cast<std::size_t>(plan.local_world_size);
-  auto server = store::Server::start(io, settings);
-  if (!server && host == "::") {
-    settings.host = "0.0.0.0";  // a host without IPv6
-    server = store::Server::start(io, settings);
-  }
-  return server;
+  return listen_for_workers(io, plan, host, keep_alive_of(plan));
 }
 
 }  // namespace

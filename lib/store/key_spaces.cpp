@@ -53,7 +53,7 @@ StoreState* KeySpaces::space_for(const RoundMembership& membership, const Reques
 
 void KeySpaces::handle(const RoundMembership& membership, ConnectionId from, Dialect dialect,
                        const Request& request, Effects& effects) {
-  if (request.op == Op::list_keys) return list_keys(membership, request, effects);
+  if (request.op == Op::list_keys) return list_keys(membership, effects);
   StoreState* space = space_for(membership, request, effects);
   if (!space) return;
   if (ends_a_wait(dialect, request.op)) {
@@ -63,23 +63,11 @@ void KeySpaces::handle(const RoundMembership& membership, ConnectionId from, Dia
   space->handle(from, dialect, request, effects);
 }
 
-void KeySpaces::list_keys(const RoundMembership& membership, const Request& request,
-                          Effects& effects) const {
+void KeySpaces::list_keys(const RoundMembership& membership, Effects& effects) const {
   std::vector<std::string_view> names;
   membership.keys->append_key_names(names);
   run_wide_->append_key_names(names);
-  std::size_t size = sizeof(std::int64_t);
-  for (std::string_view name : names) size += sizeof(std::uint64_t) + name.size();
-  if (size > limits_.max_reply_bytes) {
-    effects.close_reason = "the reply to " + std::string(op_name(request.op)) + " would be " +
-                           std::to_string(size) + " bytes, over the " +
-                           std::to_string(limits_.max_reply_bytes) + "-byte reply limit";
-    return;
-  }
-  // Sorted so that the answer does not depend on hashing.
-  std::sort(names.begin(), names.end());
-  put_i64(effects.reply, static_cast<std::int64_t>(names.size()));
-  for (std::string_view name : names) put_bytes(effects.reply, name);
+  reply_key_list(limits_, std::move(names), effects);
 }
 
 void KeySpaces::disconnect(const RoundMembership& membership, ConnectionId connection) {

@@ -82,7 +82,7 @@ class KeySpaces {
 
  private:
   // LIST_KEYS: the connection's round and the run-wide space, sorted.
-  void list_keys(const RoundMembership& membership, const Request& request, Effects& effects) const;
+  void list_keys(const RoundMembership& membership, Effects& effects) const;
   // The space a request's keys name; nullptr (with close_reason set) when
   // they name both kinds.
   StoreState* space_for(const RoundMembership& membership, const Request& request,

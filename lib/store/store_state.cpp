@@ -196,7 +196,7 @@ void StoreState::handle_read(const Request& request, Effects& effects) {
         found.push_back(it == values_.end() ? std::string_view() : it->second);
         size += sizeof(std::uint64_t) + found.back().size();
       }
-      if (!reply_fits(request.op, size, effects)) return;
+      if (!reply_fits(limits_, request.op, size, effects)) return;
       effects.reply.reserve(effects.reply.size() + size);
       for (std::string_view value : found) put_bytes(effects.reply, value);
       return;
@@ -209,19 +209,9 @@ void StoreState::handle_read(const Request& request, Effects& effects) {
     case Op::num_keys:
       return put_i64(effects.reply, static_cast<std::int64_t>(values_.size()));
     case Op::list_keys: {
-      // Sorted so that the answer does not depend on hashing.
       std::vector<std::string_view> keys;
-      keys.reserve(values_.size());
-      std::size_t size = sizeof(std::int64_t);
-      for (const auto& entry : values_) {
-        keys.push_back(entry.first);
-        size += sizeof(std::uint64_t) + entry.first.size();
-      }
-      if (!reply_fits(request.op, size, effects)) return;
-      std::sort(keys.begin(), keys.end());
-      put_i64(effects.reply, static_cast<std::int64_t>(keys.size()));
-      for (std::string_view key : keys) put_bytes(effects.reply, key);
-      return;
+      append_key_names(keys);
+      return reply_key_list(limits_, std::move(keys), effects);
     }
     default:
       return;
@@ -345,11 +335,21 @@ bool StoreState::exists(const std::string& key) const {
   return values_.find(key) != values_.end() || queues_.find(key) != queues_.end();
 }
 
-bool StoreState::reply_fits(Op op, std::size_t bytes, Effects& effects) const {
-  if (bytes <= limits_.max_reply_bytes) return true;
+void reply_key_list(const Limits& limits, std::vector<std::string_view> keys, Effects& effects) {
+  std::size_t size = sizeof(std::int64_t);
+  for (std::string_view key : keys) size += sizeof(std::uint64_t) + key.size();
+  if (!reply_fits(limits, Op::list_keys, size, effects)) return;
+  // Sorted so that the answer does not depend on hashing.
+  std::sort(keys.begin(), keys.end());
+  put_i64(effects.reply, static_cast<std::int64_t>(keys.size()));
+  for (std::string_view key : keys) put_bytes(effects.reply, key);
+}
+
+bool reply_fits(const Limits& limits, Op op, std::size_t bytes, Effects& effects) {
+  if (bytes <= limits.max_reply_bytes) return true;
   effects.close_reason = "the reply to " + std::string(op_name(op)) + " would be " +
                          std::to_string(bytes) + " bytes, over the " +
-                         std::to_string(limits_.max_reply_bytes) + "-byte reply limit";
+                         std::to_string(limits.max_reply_bytes) + "-byte reply limit";
   return false;
 }
 

@@ -46,6 +46,13 @@ struct StoredTotal {
   std::size_t bytes = 0;
 };
 
+// True when a reply of `bytes` to op fits limits.max_reply_bytes; else sets
+// effects.close_reason (the reply is never built). For every space's replies.
+bool reply_fits(const Limits& limits, Op op, std::size_t bytes, Effects& effects);
+// The LIST_KEYS reply naming keys (sorted here), or the close reason when it
+// would not fit.
+void reply_key_list(const Limits& limits, std::vector<std::string_view> keys, Effects& effects);
+
 class StoreState {
  public:
   // total: the tally this state adds its bytes to and checks against
@@ -111,9 +118,6 @@ class StoreState {
   void handle_wait(ConnectionId from, const Request& request, Effects& effects);
 
   bool exists(const std::string& key) const;
-  // True when a reply of `bytes` to op is within max_reply_bytes; otherwise
-  // sets effects.close_reason (the reply is never built).
-  bool reply_fits(Op op, std::size_t bytes, Effects& effects) const;
   // True when `after` (stored_bytes_ once the write is done) keeps the
   // shared tally within max_total_bytes; otherwise sets effects.close_reason.
   bool admit(std::size_t after, Effects& effects) const;
