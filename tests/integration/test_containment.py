@@ -105,6 +105,15 @@ def make_pids_cgroup(name):
     return None
 
 
+def remove_when_empty(group):
+    """Removes a cgroup of make_pids_cgroup once its last process has gone."""
+    def empty():
+        with open(os.path.join(group, "cgroup.procs")) as f:
+            return f.read().strip() == ""
+    harness.wait_for(empty, harness.EVENT_TIMEOUT, "the test cgroup to empty")
+    os.rmdir(group)
+
+
 class StartFailures(GangrunTestCase):
     def assert_start_failure(self, result, reason):
         self.assertExit(result, 4)
@@ -159,11 +168,7 @@ class StartFailures(GangrunTestCase):
             self.assertGreater(len(self.pid_files()), 0, result.describe())
             self.assert_start_failure(result, "Resource temporarily unavailable")
         finally:
-            def empty():
-                with open(os.path.join(group, "cgroup.procs")) as f:
-                    return f.read().strip() == ""
-            harness.wait_for(empty, harness.EVENT_TIMEOUT, "the test cgroup to empty")
-            os.rmdir(group)
+            remove_when_empty(group)
 
     def test_no_room_for_the_console_thread_loses_no_output(self):
         # Under each pids limit the run either starts every worker and prints
@@ -192,11 +197,7 @@ class StartFailures(GangrunTestCase):
                         self.assertExit(result, 4)
                         self.assertIn("cannot start", result.stderr)
         finally:
-            def empty():
-                with open(os.path.join(group, "cgroup.procs")) as f:
-                    return f.read().strip() == ""
-            harness.wait_for(empty, harness.EVENT_TIMEOUT, "the test cgroup to empty")
-            os.rmdir(group)
+            remove_when_empty(group)
 
     def test_missing_interpreter_names_it(self):
         script = self.path("no_interpreter")
