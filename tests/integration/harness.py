@@ -420,6 +420,17 @@ class GangrunTestCase(unittest.TestCase):
             self.fail(f"gangrun did not finish within {timeout}s" + self._started_result(proc).describe())
         return self._started_result(proc)
 
+    def stderr_of(self, proc):
+        """What a started gangrun has written to stderr so far."""
+        with open(self.path(f"gangrun.{proc.index}.err"), errors="replace") as f:
+            return f.read()
+
+    def wait_stderr(self, proc, text):
+        """Waits for TEXT in a started gangrun's stderr; fails if it ends without it."""
+        wait_for(lambda: text in self.stderr_of(proc) or proc.poll() is not None, EVENT_TIMEOUT,
+                 f"{text!r} in the stderr of gangrun {proc.index}")
+        self.assertIn(text, self.stderr_of(proc), f"gangrun {proc.index} ended first: {self.stderr_of(proc)}")
+
     def _started_result(self, proc):
         with open(self.path(f"gangrun.{proc.index}.out"), errors="replace") as f:
             out = f.read()

@@ -90,15 +90,6 @@ class MultiNodeCase(harness.GangrunTestCase):
 
     # ---- waiting and results
 
-    def stderr_of(self, agent):
-        with open(self.path(f"gangrun.{agent.index}.err"), errors="replace") as f:
-            return f.read()
-
-    def wait_stderr(self, agent, text):
-        harness.wait_for(lambda: text in self.stderr_of(agent) or agent.poll() is not None, EVENT_TIMEOUT,
-                         f"{text!r} in the stderr of agent {agent.index}")
-        self.assertIn(text, self.stderr_of(agent), f"agent {agent.index} ended first: {self.stderr_of(agent)}")
-
     def finish_all(self, agents):
         """{key: Result} of every agent of AGENTS (a dict or a list), each waited for."""
         items = agents.items() if isinstance(agents, dict) else enumerate(agents)

@@ -72,15 +72,6 @@ class NetnsCase(harness.GangrunTestCase):
         self.wait_stderr(host, f"hosting the store at {nodes.address(1)}:{PORT}")
         return host
 
-    def stderr_of(self, agent):
-        with open(self.path(f"gangrun.{agent.index}.err"), errors="replace") as f:
-            return f.read()
-
-    def wait_stderr(self, agent, text):
-        harness.wait_for(lambda: text in self.stderr_of(agent) or agent.poll() is not None, EVENT_TIMEOUT,
-                         f"{text!r} in the stderr of agent {agent.index}")
-        self.assertIn(text, self.stderr_of(agent), f"agent {agent.index} ended first")
-
     def finish_all(self, agents):
         return {node: self.finish(agent, timeout=EVENT_TIMEOUT) for node, agent in agents.items()}
 
