@@ -1,6 +1,7 @@
 #include "commands/launch_command.hpp"
 
 #include "agent/node_agent.hpp"
+#include "agent/srun_start.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/logging.hpp"
 #include "launch/node_devices.hpp"
@@ -57,15 +58,30 @@ void print_dry_run(const launch::LaunchPlan& plan, const config::Options& option
   }
 }
 
+// The batch form under Slurm (agent/srun_start.hpp).
+Expected<int> run_on_every_node(const config::LaunchRequest& request, const EnvMap& env) {
+  if (request.options.dry_run) {
+    std::cout << agent::srun_dry_run_text(
+        agent::srun_command(request.options, "srun", "gangrun", request.arguments));
+    return exit_codes::k_success;
+  }
+  GANGRUN_TRY_ASSIGN(result, agent::run_through_srun(request.options, request.arguments, env));
+  if (result->die_by_signal) die_by_signal(*result->die_by_signal);
+  return result->exit_code;
+}
+
 }  // namespace
 
 Expected<int> run_launch_command(const config::LaunchRequest& request, const EnvMap& env) {
   const config::Options& options = request.options;
   launch::setup_logging(options.verbosity, options.color);
+  GANGRUN_TRY_ASSIGN(through_srun, agent::starts_through_srun(options));
+  if (*through_srun) return run_on_every_node(request, env);
   GANGRUN_TRY_ASSIGN(devices, devices_for(options, env));
   GANGRUN_TRY_ASSIGN(plan, launch::make_plan(options, env, std::move(*devices)));
   // A dry run checks them too: it says whether this launch would start.
   GANGRUN_TRY(launch::check_output_paths(*plan));
+  GANGRUN_TRY(launch::check_store_host_resolves(*plan));
   if (options.dry_run) {
     print_dry_run(*plan, options);
     return exit_codes::k_success;

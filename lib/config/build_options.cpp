@@ -1,6 +1,7 @@
 #include "config/build_options.hpp"
 
 #include "config/option_values.hpp"
+#include "config/slurm_values.hpp"
 #include "util/strings.hpp"
 
 #include <optional>
@@ -84,6 +85,9 @@ Expected<Options> type_each_value(const LayeredValues& values) {
   typer.set("max_restarts", parse_max_restarts, o.max_restarts);
   typer.set("monitor_interval", parse_non_negative_seconds, o.monitor_interval);
   typer.set("role", non_empty_text, o.role);
+  typer.set("launcher", parse_launcher, o.launcher);
+  typer.set("launcher_args", parse_launcher_args, o.launcher_args);
+  typer.set("worker_per_task", parse_bool, o.worker_per_task);
   typer.set("module", parse_bool, o.module);
   typer.set("no_python", parse_bool, o.no_python);
   typer.set("python", non_empty_text, o.python);
@@ -290,7 +294,12 @@ Expected<Options> build_options(const LayeredValues& values,
   if (!options) return options;
   Options& o = *options;
   o.program_and_args = std::move(program_and_args);
-  for (const auto& [name, value] : values) o.origins[name] = {value.text, value.source};
+  for (const auto& [name, value] : values) {
+    // A value from Slurm says which variables gave it.
+    std::string shown =
+        value.source == Source::slurm ? value.text + " (" + value.where + ")" : value.text;
+    o.origins[name] = {std::move(shown), value.source};
+  }
 
   for (auto check :
        {check_module, check_nodes, check_rendezvous, check_process_counts, check_device_flags}) {

@@ -7,6 +7,7 @@
 #include "config/build_options.hpp"
 #include "config/layering.hpp"
 #include "config/option_table.hpp"
+#include "config/slurm_values.hpp"
 #include "util/strings.hpp"
 
 #include <CLI/CLI.hpp>
@@ -178,9 +179,11 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
 
   GANGRUN_TRY_ASSIGN(program, program_words(app.remaining()));
   GANGRUN_TRY_ASSIGN(layered, layer_values(given, env));
-  GANGRUN_TRY_ASSIGN(options, build_options(*layered, std::move(*program), env, purpose));
+  GANGRUN_TRY_ASSIGN(options, build_options(layered->values, std::move(*program), env, purpose));
+  options->slurm_job = std::move(layered->slurm_job);
+  GANGRUN_TRY(check_slurm_job(*options));
   if (purpose == Purpose::devices) return DevicesRequest{std::move(*options)};
-  return LaunchRequest{std::move(*options)};
+  return LaunchRequest{std::move(*options), std::vector<std::string>(argv + 1, argv + argc)};
 }
 
 }  // namespace gangrun::config

@@ -10,12 +10,16 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace gangrun::config {
 
 // gangrun [OPTIONS] PROGRAM [ARGS...]
 struct LaunchRequest {
   Options options;
+  // argv without argv[0]: what gangrun runs again on every node when it
+  // starts itself through srun.
+  std::vector<std::string> arguments;
 };
 
 // gangrun devices [OPTIONS]: the launch options, no program.

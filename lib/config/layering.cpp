@@ -2,6 +2,7 @@
 
 #include "config/config_file.hpp"
 #include "config/option_values.hpp"
+#include "config/slurm_values.hpp"
 #include "util/strings.hpp"
 
 #include <limits>
@@ -127,8 +128,8 @@ std::string env_name(std::string_view prefix, std::string_view snake_name) {
   return std::string(prefix) + strings::to_upper(snake_name);
 }
 
-Expected<LayeredValues> layer_values(const std::vector<CommandLineValue>& command_line,
-                                     const EnvMap& env) {
+Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
+                              const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(cli, from_command_line(command_line));
 
   Partial file;
@@ -139,7 +140,42 @@ Expected<LayeredValues> layer_values(const std::vector<CommandLineValue>& comman
     file = std::move(*loaded);
   }
 
-  LayeredValues values;
+  // The launcher decides whether Slurm is a layer at all, so it is layered first.
+  auto given_above_slurm = [&](std::string_view name) -> std::optional<LayeredValue> {
+    const OptionSpec& spec = *find_option_by_name(name);
+    if (auto it = cli->find(name); it != cli->end()) return it->second;
+    if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) return value;
+    if (auto pet = from_env(spec, env, k_pet_prefix, Source::pet_env)) return pet;
+    if (auto in_file = file.find(name); in_file != file.end()) return in_file->second;
+    return std::nullopt;
+  };
+  Layers layers;
+  Partial slurm;
+  std::optional<LayeredValue> launcher = given_above_slurm("launcher");
+  if (!launcher || parse_launcher(launcher->text) != Options::Launcher::local) {
+    GANGRUN_TRY_ASSIGN(job, slurm::read_job(env));
+    layers.slurm_job = std::move(*job);
+  }
+  if (layers.slurm_job) {
+    std::optional<LayeredValue> per_task = given_above_slurm("worker_per_task");
+    GANGRUN_TRY_ASSIGN(from_slurm,
+                       slurm_layer(*layers.slurm_job, per_task && parse_bool(per_task->text)));
+    slurm = std::move(*from_slurm);
+    // Slurm's values stand back where the user chose what they would contradict.
+    auto user_set = [&](std::string_view name) {
+      std::optional<LayeredValue> value = given_above_slurm(name);
+      return value && (find_option_by_name(name)->kind != OptionKind::flag ||
+                       parse_bool(value->text).value_or(true));
+    };
+    if (user_set("standalone")) slurm.clear();
+    if (user_set("rdzv_endpoint")) {
+      slurm.erase("master_addr");
+      slurm.erase("master_port");
+    }
+    if (user_set("num_processes") || user_set("num_gpus")) slurm.erase("nproc_per_node");
+  }
+
+  LayeredValues& values = layers.values;
   for (const OptionSpec& spec : option_table()) {
     if (spec.command_line_only) continue;
     const std::string name(spec.name);
@@ -154,6 +190,8 @@ Expected<LayeredValues> layer_values(const std::vector<CommandLineValue>& comman
       chosen = std::move(pet);
     } else if (auto in_file = file.find(name); in_file != file.end()) {
       chosen = in_file->second;
+    } else if (auto from_slurm = slurm.find(name); from_slurm != slurm.end()) {
+      chosen = from_slurm->second;
     } else if (!spec.default_text.empty()) {
       chosen = from_default(spec, spec.default_text);
     } else if (spec.kind == OptionKind::flag) {
@@ -161,7 +199,7 @@ Expected<LayeredValues> layer_values(const std::vector<CommandLineValue>& comman
     }
     if (chosen) values.emplace(name, std::move(*chosen));
   }
-  return values;
+  return layers;
 }
 
 }  // namespace gangrun::config

@@ -1,11 +1,13 @@
 // Option values from every layer, reduced to one text per option:
-// command line > GANGRUN_<NAME> > PET_<NAME> > the --config file > the table's
+// command line > GANGRUN_<NAME> > PET_<NAME> > the --config file > Slurm (in
+// a job, unless --launcher local; config/slurm_values.hpp) > the table's
 // default. NAME is the option's snake_case name upper-cased (GANGRUN_NNODES,
 // PET_NPROC_PER_NODE). Values stay text here; build_options.cpp types them.
 #pragma once
 
 #include "config/option_table.hpp"
 #include "config/options.hpp"
+#include "slurm/job_environment.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -42,12 +44,19 @@ using LayeredValues = std::map<std::string, LayeredValue, std::less<>>;
 // "GANGRUN_NPROC_PER_NODE" for prefix "GANGRUN_" and option "nproc_per_node".
 std::string env_name(std::string_view prefix, std::string_view snake_name);
 
+struct Layers {
+  LayeredValues values;
+  std::optional<slurm::Job> slurm_job;  // the Slurm job the values were read in
+};
+
 // Layers every option. On the command line the last occurrence of an option
 // wins, except counters (-v), whose occurrences add up. The config file is
 // the one named by --config, else GANGRUN_CONFIG, else PET_CONFIG; reading
-// it is the only side effect. Usage errors name the option as spelled, the
-// variable, or the file and key.
-Expected<LayeredValues> layer_values(const std::vector<CommandLineValue>& command_line,
-                                     const EnvMap& env);
+// it is the only side effect. Slurm's values stand back where the user chose
+// something they would contradict: all of them for --standalone, the master
+// address and port for --rdzv_endpoint, the workers per node for
+// --num_processes and --num_gpus. Usage errors name the option as spelled,
+// the variable, or the file and key.
+Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line, const EnvMap& env);
 
 }  // namespace gangrun::config

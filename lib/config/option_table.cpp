@@ -151,6 +151,25 @@ std::vector<OptionSpec> make_table() {
        .metavar = "NAME",
        .default_text = "default",
        .help = "role of the workers (ROLE_NAME)"},
+      {.name = "launcher",
+       .group = G::nodes,
+       .metavar = "NAME",
+       .default_text = "auto",
+       .choices = {"auto", "local", "slurm"},
+       .help = "how gangrun reaches the other nodes. auto: in a Slurm allocation of several "
+               "nodes, outside an srun step, start gangrun on every node with srun; slurm: "
+               "always do that; local: run on this node only and read nothing from Slurm"},
+      {.name = "launcher_args",
+       .group = G::nodes,
+       .metavar = "ARGS",
+       .help = "more options for srun when gangrun starts itself on every node, e.g. "
+               "'--cpu-bind=cores --mem=0'"},
+      {.name = "worker_per_task",
+       .group = G::nodes,
+       .kind = K::flag,
+       .help = "in an srun step with several tasks per node, make each task one worker "
+               "(RANK from SLURM_PROCID, LOCAL_RANK from SLURM_LOCALID) instead of refusing",
+       .shown = Spelling::dash},
 
       // ---- program
       {.name = "module",

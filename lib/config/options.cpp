@@ -6,6 +6,8 @@ const char* to_string(Source source) {
   switch (source) {
     case Source::default_value:
       return "default";
+    case Source::slurm:
+      return "Slurm";
     case Source::config_file:
       return "config file";
     case Source::pet_env:

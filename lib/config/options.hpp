@@ -1,8 +1,10 @@
 // The launch options as plain data: what the user asked for, after layering
-// (command line > GANGRUN_* > PET_* > --config file > defaults) and after
+// (command line > GANGRUN_* > PET_* > --config file > Slurm > defaults) and after
 // per-option validation. No CLI11 type appears here; launch/ turns Options
 // plus the environment into an immutable LaunchPlan.
 #pragma once
+
+#include "slurm/job_environment.hpp"
 
 #include <map>
 #include <optional>
@@ -13,7 +15,7 @@
 namespace gangrun::config {
 
 // Where an option's value came from, highest precedence last.
-enum class Source { default_value, config_file, pet_env, gangrun_env, command_line };
+enum class Source { default_value, slurm, config_file, pet_env, gangrun_env, command_line };
 const char* to_string(Source source);
 
 // --nproc_per_node N|auto|gpu|xpu|cpu
@@ -97,6 +99,16 @@ struct Options {
   int max_restarts = 0;                   // >= 0
   double monitor_interval = 0.1;          // accepted for compatibility; detection is event-driven
   std::string role = "default";           // ROLE_NAME
+
+  // ---- Slurm and remote starts
+  // --launcher: auto starts gangrun on every node through srun in an
+  // allocation of several nodes outside a step; slurm asks for that; local
+  // runs here only and ignores Slurm.
+  enum class Launcher { automatic, local, slurm };
+  Launcher launcher = Launcher::automatic;
+  std::vector<std::string> launcher_args;  // --launcher_args "...": extra srun options
+  bool worker_per_task = false;  // in a step with several tasks per node, each task is one worker
+  std::optional<slurm::Job> slurm_job;  // the job gangrun runs in, unless --launcher local
 
   // ---- devices (DESIGN.md section 6)
   Accelerator accelerator = Accelerator::automatic;

@@ -128,6 +128,12 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
                   plan.local_world_size, plan.host, plan.node_rank, plan.nnodes,
                   first_round.world_size, plan.run_id);
   out += fmt::format("  executable: {}\n", plan.program.executable);
+  if (const auto& job = plan.options.slurm_job) {
+    out += fmt::format("  slurm:      job {}{}, {} nodes ({}){}\n", job->job_id.value,
+                       job->step_id ? ", step " + job->step_id->value : ", outside any step",
+                       job->num_nodes.value, job->node_list.text,
+                       plan.options.worker_per_task ? ", one worker per task" : "");
+  }
   if (plan.multi_node) {
     out += rendezvous_text(plan);
   } else {

@@ -296,13 +296,23 @@ EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
   };
   const std::string rank = std::to_string(round.rank_of(worker));
   const std::string world_size = std::to_string(round.world_size);
+  // With --worker-per-task every srun task is a node of one worker, but its
+  // local rank is among the tasks on its machine, as srun numbers them, so
+  // that LOCAL_RANK still picks the task's device.
+  int local_rank = worker.local_rank;
+  int local_world_size = plan.local_world_size;
+  if (const auto& job = plan.options.slurm_job;
+      plan.options.worker_per_task && job && job->local_id && job->tasks_on_node) {
+    local_rank = job->local_id->value;
+    local_world_size = job->tasks_on_node->value;
+  }
   EnvMap vars = {
-      {"LOCAL_RANK", std::to_string(worker.local_rank)},
+      {"LOCAL_RANK", std::to_string(local_rank)},
       {"RANK", rank},
       {"GROUP_RANK", std::to_string(round.group_rank)},
       {"ROLE_RANK", rank},
       {"ROLE_NAME", plan.options.role},
-      {"LOCAL_WORLD_SIZE", std::to_string(plan.local_world_size)},
+      {"LOCAL_WORLD_SIZE", std::to_string(local_world_size)},
       {"WORLD_SIZE", world_size},
       {"GROUP_WORLD_SIZE", std::to_string(round.group_world_size)},
       {"ROLE_WORLD_SIZE", world_size},

@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <netdb.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -203,6 +205,35 @@ Expected<void> check_output_paths(const LaunchPlan& plan) {
                       "writable directory, or give --log_dir");
   }
   return {};
+}
+
+Expected<void> check_store_host_resolves(const LaunchPlan& plan) {
+  if (!plan.multi_node) return {};
+  const config::Options& options = plan.options;
+  std::string host =
+      plan.c10d && options.rdzv_endpoint ? options.rdzv_endpoint->host : plan.master_addr;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  int status = ::getaddrinfo(host.c_str(), nullptr, &hints, &found);
+  if (found != nullptr) ::freeaddrinfo(found);
+  if (status == 0) return {};
+
+  std::string origin = plan.c10d ? "--rdzv_endpoint" : "--master_addr";
+  if (auto it = options.origins.find("master_addr");
+      !plan.c10d && it != options.origins.end() && it->second.source == config::Source::slurm) {
+    // A Slurm origin reads "node1 (the first host of SLURM_STEP_NODELIST=...)".
+    const std::string& text = it->second.text;
+    std::size_t open = text.find(" (");
+    origin = "the head node: " +
+             (open == std::string::npos ? text : text.substr(open + 2, text.size() - open - 3));
+  }
+  return fail_usage(fmt::format(
+      "the store's host '{}' ({}) does not resolve on {}: {}. Every worker resolves it too; "
+      "give --master_addr an address every node reaches (an IP address), or add '{}' to "
+      "/etc/hosts or DNS on every node",
+      host, origin, plan.host, ::gai_strerror(status), host));
 }
 
 }  // namespace gangrun::launch

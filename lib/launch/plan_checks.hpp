@@ -50,6 +50,12 @@ Expected<void> check_report_path(const std::string& path);
 Expected<void> check_writable_directory(const std::string& path, const std::string& what,
                                         const std::string& fix);
 
+// Many nodes: the store's host name (--master_addr, or the c10d endpoint)
+// must resolve here, the way the workers will resolve it (getaddrinfo). A
+// usage error says where the name came from (the Slurm node list, say) and
+// names the fixes: --master_addr with an address, or the hosts file.
+Expected<void> check_store_host_resolves(const LaunchPlan& plan);
+
 // Every file check for a plan that is about to run (or be shown by --dry-run).
 Expected<void> check_output_paths(const LaunchPlan& plan);
 

@@ -19,8 +19,29 @@ FileKind classify(const std::string& path) {
   return ::access(path.c_str(), X_OK) == 0 ? FileKind::executable : FileKind::not_executable;
 }
 
-// Finds an executable the way execvp() would; what names the user's role
-// ("program", "Python interpreter") for the messages.
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+Expected<ResolvedProgram> through_python(const config::Options& options, const EnvMap& env,
+                                         std::vector<std::string> python_args) {
+  std::string python =
+      options.python ? *options.python : env_lookup(env, "PYTHON_EXEC").value_or("python3");
+  std::string what = options.python             ? "--python interpreter"
+                     : env.count("PYTHON_EXEC") ? "Python interpreter (PYTHON_EXEC)"
+                                                : "Python interpreter";
+  GANGRUN_TRY_ASSIGN(executable, find_executable(python, env, what));
+  ResolvedProgram program;
+  program.executable = *executable;
+  program.argv = {python, "-u"};
+  program.argv.insert(program.argv.end(), python_args.begin(), python_args.end());
+  program.uses_python = true;
+  return program;
+}
+
+}  // namespace
+
 Expected<std::string> find_executable(const std::string& name, const EnvMap& env,
                                       const std::string& what) {
   if (name.empty()) return fail(ErrorCode::not_found, what + " is an empty string");
@@ -52,29 +73,6 @@ Expected<std::string> find_executable(const std::string& name, const EnvMap& env
   }
   return fail(ErrorCode::not_found, what + " '" + name + "' not found in PATH (" + path + ")");
 }
-
-bool ends_with(const std::string& text, std::string_view suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-Expected<ResolvedProgram> through_python(const config::Options& options, const EnvMap& env,
-                                         std::vector<std::string> python_args) {
-  std::string python =
-      options.python ? *options.python : env_lookup(env, "PYTHON_EXEC").value_or("python3");
-  std::string what = options.python             ? "--python interpreter"
-                     : env.count("PYTHON_EXEC") ? "Python interpreter (PYTHON_EXEC)"
-                                                : "Python interpreter";
-  GANGRUN_TRY_ASSIGN(executable, find_executable(python, env, what));
-  ResolvedProgram program;
-  program.executable = *executable;
-  program.argv = {python, "-u"};
-  program.argv.insert(program.argv.end(), python_args.begin(), python_args.end());
-  program.uses_python = true;
-  return program;
-}
-
-}  // namespace
 
 Expected<ResolvedProgram> resolve_program(const config::Options& options, const EnvMap& env) {
   const std::vector<std::string>& words = options.program_and_args;

@@ -26,6 +26,13 @@ struct ResolvedProgram {
 // not_found (127) and not_executable (126), naming every path tried.
 Expected<ResolvedProgram> resolve_program(const config::Options& options, const EnvMap& env);
 
+// Finds an executable the way execvp() would: a name with a '/' as it is,
+// else the first executable file of that name in PATH's directories. `what`
+// names its role ("program", "Python interpreter") in the messages. Errors:
+// not_found, not_executable (a directory, a file without x permission).
+Expected<std::string> find_executable(const std::string& name, const EnvMap& env,
+                                      const std::string& what);
+
 // Replaces torchrun's ${local_rank} macro in every argument after argv[0].
 std::vector<std::string> substitute_local_rank(const std::vector<std::string>& argv,
                                                int local_rank);

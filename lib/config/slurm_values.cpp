@@ -1,0 +1,147 @@
+#include "config/slurm_values.hpp"
+
+#include "slurm/hostlist.hpp"
+#include "util/strings.hpp"
+
+namespace gangrun::config {
+
+namespace {
+
+using slurm::Job;
+
+// `origin` says which variables gave the value: "SLURM_NODEID=1".
+LayeredValue from_variables(std::string text, const std::string& option, std::string origin) {
+  std::string given = "--" + option + " " + text + " (from " + origin + ")";
+  return LayeredValue{.text = std::move(text),
+                      .source = Source::slurm,
+                      .where = std::move(origin),
+                      .given = std::move(given)};
+}
+
+template <typename T>
+std::string variable_text(const slurm::Read<T>& read) {
+  return read.variable + "=" + read.text;
+}
+
+}  // namespace
+
+Expected<Options::Launcher> parse_launcher(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "auto") return Options::Launcher::automatic;
+  if (word == "local") return Options::Launcher::local;
+  if (word == "slurm") return Options::Launcher::slurm;
+  if (word == "pdsh" || word == "openmpi" || word == "mvapich" || word == "impi" ||
+      word == "mpich") {
+    return fail_usage(strings::quoted(text) +
+                      " is a deepspeed launcher gangrun does not use: gangrun starts its own "
+                      "agent on every node (under Slurm give --launcher slurm, or run 'srun "
+                      "gangrun ...'; elsewhere start gangrun on each node with --nnodes and "
+                      "--node_rank)");
+  }
+  return fail_usage(strings::quoted(text) + " is not a launcher (expected auto, local or slurm)");
+}
+
+Expected<std::vector<std::string>> parse_launcher_args(std::string_view text) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  char quote = 0;
+  for (char c : text) {
+    if (quote != 0) {
+      if (c == quote) {
+        quote = 0;
+      } else {
+        word += c;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      in_word = true;
+    } else if (c == ' ' || c == '\t' || c == '\n') {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  if (quote != 0) return fail_usage(std::string("unterminated ") + quote + " quote");
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
+Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job& job,
+                                                                       bool worker_per_task) {
+  std::map<std::string, LayeredValue, std::less<>> values;
+  auto put = [&](const std::string& option, std::string text, std::string origin) {
+    values[option] = from_variables(std::move(text), option, std::move(origin));
+  };
+
+  if (job.place == slurm::Place::allocation) {
+    put("nnodes", std::to_string(job.num_nodes.value), variable_text(job.num_nodes));
+    if (job.gpus_on_node) {
+      put("nproc_per_node", std::to_string(job.gpus_on_node->value),
+          variable_text(*job.gpus_on_node));
+    }
+    return values;
+  }
+
+  GANGRUN_TRY_ASSIGN(hosts, slurm::expand_hostlist(job.node_list.value).map_error([&](Error error) {
+    return Error(ErrorCode::usage, job.node_list.variable + ": " + error.message());
+  }));
+  if (hosts->empty()) {
+    return fail_usage(variable_text(job.node_list) + " names no node");
+  }
+  put("master_addr", hosts->front(), "the first host of " + variable_text(job.node_list));
+  std::string job_and_step = variable_text(job.job_id);
+  if (job.step_id) job_and_step += ", " + variable_text(*job.step_id);
+  put("master_port", std::to_string(slurm::store_port(job)), job_and_step);
+  put("rdzv_id", slurm::run_id(job), job_and_step);
+
+  if (worker_per_task && job.num_tasks && job.procid) {
+    put("nnodes", std::to_string(job.num_tasks->value),
+        variable_text(*job.num_tasks) + ", one node per task with --worker-per-task");
+    put("node_rank", std::to_string(job.procid->value), variable_text(*job.procid));
+    put("nproc_per_node", "1", "one worker per task with --worker-per-task");
+    return values;
+  }
+  put("nnodes", std::to_string(job.num_nodes.value), variable_text(job.num_nodes));
+  put("node_rank", std::to_string(job.node_id->value), variable_text(*job.node_id));
+  if (job.gpus_on_node) {
+    put("nproc_per_node", std::to_string(job.gpus_on_node->value),
+        variable_text(*job.gpus_on_node));
+  }
+  return values;
+}
+
+Expected<void> check_slurm_job(const Options& options) {
+  if (!options.slurm_job) {
+    if (options.launcher == Options::Launcher::slurm) {
+      return fail_usage(
+          "--launcher slurm needs a Slurm allocation, and SLURM_JOB_ID is not set: run gangrun "
+          "in an sbatch script or an salloc shell");
+    }
+    return {};
+  }
+  const Job& job = *options.slurm_job;
+  if (job.place != slurm::Place::step || !job.tasks_on_node) return {};
+  int tasks = job.tasks_on_node->value;
+  if (options.worker_per_task) {
+    if (!job.num_tasks || !job.procid || !job.local_id) {
+      return fail_usage(
+          "--worker-per-task needs SLURM_STEP_NUM_TASKS, SLURM_PROCID and SLURM_LOCALID, which "
+          "srun sets for each task; run gangrun as an srun task");
+    }
+    return {};
+  }
+  if (tasks <= 1) return {};
+  return fail_usage(
+      "this srun step runs " + std::to_string(tasks) + " tasks on this node (" +
+      variable_text(*job.tasks_on_node) +
+      "), but gangrun is one agent per node that starts the node's workers itself. Run "
+      "'srun --ntasks-per-node=1 gangrun --nproc_per_node N ...' (or 'sbatch ... --wrap "
+      "\"gangrun ...\"' without srun), or give --worker-per-task to make each srun task one "
+      "worker");
+}
+
+}  // namespace gangrun::config
