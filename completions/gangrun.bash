@@ -32,6 +32,9 @@ _gangrun_value()
         --rdzv_backend | --rdzv-backend)
             COMPREPLY=($(compgen -W 'static c10d' -- "$cur"))
             ;;
+        --launcher)
+            COMPREPLY=($(compgen -W 'auto local slurm' -- "$cur"))
+            ;;
         --python)
             mapfile -t COMPREPLY < <(compgen -c -- "$cur")
             ;;
@@ -144,8 +147,9 @@ _gangrun()
                     | --main-process-port | --rdzv_backend | --rdzv-backend | --rdzv_endpoint \
                     | --rdzv-endpoint | --rdzv_conf | --rdzv-conf | --local_addr \
                     | --local-addr | --rdzv_id | --rdzv-id | --max_restarts | --max-restarts \
-                    | --monitor_interval | --monitor-interval | --role | --python | --log_dir \
-                    | --log-dir | --redirects | -r | --tee | -t | --local_ranks_filter \
+                    | --monitor_interval | --monitor-interval | --role | --launcher \
+                    | --launcher_args | --launcher-args | --python | --log_dir | --log-dir \
+                    | --redirects | -r | --tee | -t | --local_ranks_filter \
                     | --local-ranks-filter | --log_prefix | --log-prefix | --output \
                     | --term_timeout | --term-timeout | --signals_to_handle \
                     | --signals-to-handle | --report | --config | --color)
@@ -179,11 +183,12 @@ _gangrun()
                 --main-process-port --standalone --rdzv_backend --rdzv-backend --rdzv_endpoint
                 --rdzv-endpoint --rdzv_conf --rdzv-conf --local_addr --local-addr --rdzv_id
                 --rdzv-id --max_restarts --max-restarts --monitor_interval --monitor-interval
-                --role --module -m --no_python --no-python --python --log_dir --log-dir
-                --redirects -r --tee -t --local_ranks_filter --local-ranks-filter --log_prefix
-                --log-prefix --output --term_timeout --term-timeout --signals_to_handle
-                --signals-to-handle --dry_run --dry-run --json --report --config --verbose -v
-                --quiet -q --color --version --help -h'
+                --role --launcher --launcher_args --launcher-args --worker_per_task
+                --worker-per-task --module -m --no_python --no-python --python --log_dir
+                --log-dir --redirects -r --tee -t --local_ranks_filter --local-ranks-filter
+                --log_prefix --log-prefix --output --term_timeout --term-timeout
+                --signals_to_handle --signals-to-handle --dry_run --dry-run --json --report
+                --config --verbose -v --quiet -q --color --version --help -h'
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))
             elif [[ $mode == launch ]]; then
                 ((cword == 1)) && COMPREPLY=($(compgen -W 'devices store completion' -- "$cur"))

@@ -53,11 +53,11 @@ function __gangrun_where
                         --main_process_port --main-process-port --rdzv_backend --rdzv-backend \
                         --rdzv_endpoint --rdzv-endpoint --rdzv_conf --rdzv-conf --local_addr \
                         --local-addr --rdzv_id --rdzv-id --max_restarts --max-restarts \
-                        --monitor_interval --monitor-interval --role --python --log_dir \
-                        --log-dir --redirects -r --tee -t --local_ranks_filter \
-                        --local-ranks-filter --log_prefix --log-prefix --output --term_timeout \
-                        --term-timeout --signals_to_handle --signals-to-handle --report \
-                        --config --color
+                        --monitor_interval --monitor-interval --role --launcher \
+                        --launcher_args --launcher-args --python --log_dir --log-dir \
+                        --redirects -r --tee -t --local_ranks_filter --local-ranks-filter \
+                        --log_prefix --log-prefix --output --term_timeout --term-timeout \
+                        --signals_to_handle --signals-to-handle --report --config --color
                     set value_next 1
                 else if not string match -q -- '-*' $word
                     test $mode = launch; and set state arguments
@@ -161,6 +161,9 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_id -l 
 complete -c gangrun -n '__gangrun_at first options value devices' -l max_restarts -l max-restarts -x -d 'times the whole gang is restarted after a worker fails'
 complete -c gangrun -n '__gangrun_at first options value devices' -l monitor_interval -l monitor-interval -x -d 'accepted for torchrun compatibility'
 complete -c gangrun -n '__gangrun_at first options value devices' -l role -x -d 'role of the workers (ROLE_NAME)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l launcher -x -a 'auto local slurm' -d 'how gangrun reaches the other nodes'
+complete -c gangrun -n '__gangrun_at first options value devices' -l launcher_args -l launcher-args -x -d 'more options for srun when gangrun starts itself on every node'
+complete -c gangrun -n '__gangrun_at first options value devices' -l worker_per_task -l worker-per-task -d 'in an srun step with several tasks per node, make each task one worker (RANK from SLURM_PROCID, LOCAL_RANK from SLURM_LOCALID) instead of refusing'
 complete -c gangrun -n '__gangrun_at first options value devices' -l module -s m -d 'PROGRAM is a Python module'
 complete -c gangrun -n '__gangrun_at first options value devices' -l no_python -l no-python -d 'execute PROGRAM directly, never through Python'
 complete -c gangrun -n '__gangrun_at first options value devices' -l python -x -a '(__fish_complete_command)' -d 'Python interpreter'

@@ -127,10 +127,21 @@ Expected<RunResult> run_through_srun(const Options& options,
   RunResult result;
   std::optional<supervise::ExitStatus> srun_status;
   std::optional<Error> start_error;
+  Expected<std::shared_ptr<supervise::WorkerProcess>> srun_process =
+      fail(ErrorCode::internal, "srun not started yet");
   supervise::WorkerEvents events{
       .on_running = [](pid_t) {},
-      .on_start_failed = [&](const Error& error) { start_error = error; },
-      .on_exited = [&](supervise::ExitStatus status, long) { srun_status = status; },
+      .on_start_failed =
+          [&](const Error& error) {
+            start_error = error;
+            (*srun_process)->end_tree();
+          },
+      // srun is gone: whatever is left of its tree goes too, then the shim.
+      .on_exited =
+          [&](supervise::ExitStatus status, long) {
+            srun_status = status;
+            (*srun_process)->end_tree();
+          },
       .on_supervisor_gone =
           [&](supervise::ExitStatus status, long) {
             if (!srun_status && !start_error) srun_status = status;
@@ -138,7 +149,8 @@ Expected<RunResult> run_through_srun(const Options& options,
           },
   };
   supervise::SpawnSpec spec{.executable = *srun, .argv = command, .env = env};
-  GANGRUN_TRY_ASSIGN(srun_process, spawner.start(spec, std::move(events)));
+  srun_process = spawner.start(spec, std::move(events));
+  if (!srun_process) return tl::unexpected(srun_process.error());
 
   std::function<void()> arm = [&] {
     caught.async_wait([&](const boost::system::error_code& error, int signal_number) {
