@@ -92,11 +92,16 @@ Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job
   if (hosts->empty()) {
     return fail_usage(variable_text(job.node_list) + " names no node");
   }
-  put("master_addr", hosts->front(), "the first host of " + variable_text(job.node_list));
   std::string job_and_step = variable_text(job.job_id);
   if (job.step_id) job_and_step += ", " + variable_text(*job.step_id);
-  put("master_port", std::to_string(slurm::store_port(job)), job_and_step);
   put("rdzv_id", slurm::run_id(job), job_and_step);
+  // One node keeps the single-node defaults, 127.0.0.1 and a free port, so
+  // that two runs in one interactive step do not meet at the same port.
+  int nodes = worker_per_task && job.num_tasks ? job.num_tasks->value : job.num_nodes.value;
+  if (nodes > 1) {
+    put("master_addr", hosts->front(), "the first host of " + variable_text(job.node_list));
+    put("master_port", std::to_string(slurm::store_port(job)), job_and_step);
+  }
 
   if (worker_per_task && job.num_tasks && job.procid) {
     put("nnodes", std::to_string(job.num_tasks->value),

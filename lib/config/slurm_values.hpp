@@ -23,14 +23,15 @@ Expected<Options::Launcher> parse_launcher(std::string_view text);
 // grouping ("--comment 'a b'" is two words).
 Expected<std::vector<std::string>> parse_launcher_args(std::string_view text);
 
-// The values Slurm gives, by option name, each saying which variable it came
-// from. In a step: nnodes, node_rank, master_addr (the first host of the
-// step's node list), master_port (slurm::store_port), rdzv_id
-// (slurm::run_id) and, when Slurm gave GPUs, nproc_per_node. With
+// The values Slurm gives, by option name, each saying which variables it
+// came from. In a step: nnodes, node_rank, rdzv_id (slurm::run_id) and,
+// when Slurm gave GPUs, nproc_per_node; on more than one node also
+// master_addr (the first host of the step's node list) and master_port
+// (slurm::store_port), while one node keeps 127.0.0.1 and a free port. With
 // worker_per_task each task is a node of one worker: nnodes is the step's
 // task count and node_rank the task's rank. In an allocation outside a step:
-// nnodes only (how many nodes srun will start gangrun on). Errors: a node
-// list that is not a hostlist.
+// nnodes (how many nodes srun will start gangrun on) and the GPUs. Errors: a
+// node list that is not a hostlist.
 Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const slurm::Job& job,
                                                                        bool worker_per_task);
 
