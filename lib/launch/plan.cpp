@@ -198,7 +198,8 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   LaunchPlan plan;
   plan.options = options;
   plan.host_env = host_env;
-  plan.host = host::host_name();
+  const auto& job = options.slurm_job;
+  plan.host = job && job->node_name ? *job->node_name : host::host_name();
   plan.nnodes = options.nnodes;
   plan.node_rank = options.node_rank;
   plan.run_id = options.standalone ? random_run_id() : options.rdzv_id;

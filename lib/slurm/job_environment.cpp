@@ -124,6 +124,7 @@ Expected<std::optional<Job>> read_job(const EnvMap& env) {
   if (*gpus && (*gpus)->value > 0) job.gpus_on_node = *gpus;
   GANGRUN_TRY_ASSIGN(restarts, count_of(env, {"SLURM_RESTART_COUNT"}));
   job.restart_count = *restarts;
+  if (auto name = text_of(env, {"SLURMD_NODENAME"})) job.node_name = name->value;
   return std::optional<Job>(std::move(job));
 }
 

@@ -44,6 +44,9 @@ struct Job {
   std::optional<Read<int>> tasks_on_node;  // this node's entry of SLURM_STEP_TASKS_PER_NODE
   std::optional<Read<int>> gpus_on_node;   // SLURM_GPUS_ON_NODE, when Slurm gave GPUs
   std::optional<Read<int>> restart_count;  // SLURM_RESTART_COUNT, after a requeue
+  // SLURMD_NODENAME: this node's name in Slurm, which reports and log lines
+  // use (several slurmd may share a machine and its host name).
+  std::optional<std::string> node_name;
 };
 
 // The job gangrun runs in, or nullopt outside Slurm (no SLURM_JOB_ID).

@@ -66,6 +66,10 @@ TEST_CASE("a step task reads the step's shape", "[slurm]") {
   CHECK(job.node_id->value == 1);
   CHECK(job.tasks_on_node->value == 1);
   CHECK_FALSE(job.gpus_on_node);
+  CHECK_FALSE(job.node_name);
+  EnvMap named = step_env();
+  named["SLURMD_NODENAME"] = "node2";
+  CHECK(read(named).node_name == "node2");
 }
 
 TEST_CASE("the step's variables win over the job's", "[slurm]") {
