@@ -17,8 +17,8 @@ Starting and stopping take seconds, so a TestCase shares one cluster:
             print(self.cluster.job_output(job))
             self.assertEqual(self.cluster.leftover_processes(job), [])
 
-The cluster's state directory is fresh, so job ids restart at 1 in every cluster: give jobs
-the test's own directory (cwd=self.tmp), whose default output file slurm-ID.out is then
+The cluster's state directory is fresh, so job ids restart at the cluster's first id (drawn
+from its port by scripts/slurm-cluster) in every cluster: give jobs the test's own directory (cwd=self.tmp), whose default output file slurm-ID.out is then
 unique. The controller keeps a finished job for 300 s, long enough for wait_job_end and
 job_output to read it; sacct knows nothing (no accounting database).
 
