@@ -42,7 +42,7 @@ TEST_CASE("a batch script on several nodes starts gangrun through srun", "[agent
   CHECK_FALSE(through_srun(launch({"--launcher", "local", "train.py"}, allocation_env(3))));
 }
 
-TEST_CASE("--launcher slurm asks for srun even on one node", "[agent][slurm]") {
+TEST_CASE("the slurm launcher asks for srun even on one node", "[agent][slurm]") {
   CHECK(through_srun(launch({"--launcher", "slurm", "train.py"}, allocation_env(1))));
 }
 
@@ -55,7 +55,7 @@ TEST_CASE("a node the user places itself runs here", "[agent][slurm]") {
   CHECK(through_srun(launch({"--nnodes", "2", "train.py"}, env)));
 }
 
-TEST_CASE("--launcher slurm refuses what contradicts it", "[agent][slurm]") {
+TEST_CASE("the slurm launcher refuses what contradicts it", "[agent][slurm]") {
   auto inside_step = starts_through_srun(launch({"--launcher", "slurm", "train.py"}, step_env()));
   REQUIRE_FALSE(inside_step);
   CHECK_THAT(inside_step.error().message(), Contains("already runs in an srun step"));

@@ -121,7 +121,7 @@ TEST_CASE("a one-node step keeps 127.0.0.1 and a free port", "[config][slurm]") 
   CHECK(o.rdzv_id == "41.0");
 }
 
-TEST_CASE("--launcher local reads nothing from Slurm", "[config][slurm]") {
+TEST_CASE("the local launcher reads nothing from Slurm", "[config][slurm]") {
   EnvMap env = step_env();
   env["SLURM_STEP_NUM_NODES"] = "not read";
   Options o = launch({"--launcher", "local", "train.py"}, env);
@@ -151,7 +151,7 @@ TEST_CASE("a step with several tasks per node is refused with the fix", "[config
   }
 }
 
-TEST_CASE("--launcher", "[config][slurm]") {
+TEST_CASE("launcher names", "[config][slurm]") {
   CHECK_THAT(usage_error({"--launcher", "slurm", "train.py"}),
              Contains("needs a Slurm allocation"));
   CHECK_THAT(usage_error({"--launcher", "pdsh", "train.py"}), Contains("deepspeed launcher"));
@@ -160,7 +160,7 @@ TEST_CASE("--launcher", "[config][slurm]") {
         Options::Launcher::slurm);
 }
 
-TEST_CASE("--launcher_args splits like a shell", "[config][slurm]") {
+TEST_CASE("launcher arguments split like a shell", "[config][slurm]") {
   using gangrun::config::parse_launcher_args;
   CHECK(*parse_launcher_args("--mem=0  --comment 'a b'") ==
         std::vector<std::string>{"--mem=0", "--comment", "a b"});
