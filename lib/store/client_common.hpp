@@ -55,16 +55,18 @@ Error handshake_failed(const Error& error);
 // naming the dialect.
 Expected<std::string> encode_for(Dialect dialect, const Request& request);
 
-// Pauses between connection attempts: exponential from 10 ms to 1 s, each
+// Pauses between connection attempts: exponential from 2 ms to 1 s, each
 // drawn at random from [delay/2, delay] so that clients started together
-// spread out.
+// spread out. The first pauses are short because agents started together
+// (srun starts a step's tasks within milliseconds) find the head's store
+// listening a few milliseconds after them.
 class ConnectBackoff {
  public:
   ConnectBackoff() : rng_(std::random_device{}()) {}
   std::chrono::milliseconds next_pause();
 
  private:
-  std::chrono::milliseconds delay_{10};
+  std::chrono::milliseconds delay_{2};
   std::minstd_rand rng_;
 };
 
