@@ -34,7 +34,8 @@ def labelled(output, task):
 
 class SlurmJobTestCase(harness.GangrunTestCase):
     """A cluster of NODES nodes for the class; per test, an output directory self.out and
-    the job environment self.job_env (gangrun on PATH, PYTHON_EXEC = self.python)."""
+    the job environment self.job_env (gangrun on PATH, PYTHON_EXEC = self.python, TMPDIR in
+    the test's directory)."""
 
     python = sys.executable
 
@@ -49,7 +50,12 @@ class SlurmJobTestCase(harness.GangrunTestCase):
         bin_dir = self.path("bin")
         os.mkdir(bin_dir)
         os.symlink(GANGRUN, os.path.join(bin_dir, "gangrun"))
-        self.job_env = self.cluster.env(PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHON_EXEC=self.python)
+        # gangrun's run directories (and anything else the jobs put in TMPDIR) stay in the
+        # test's directory, removed with it, even where Slurm kills an agent mid-teardown.
+        job_tmp = self.path("tmp")
+        os.mkdir(job_tmp)
+        self.job_env = self.cluster.env(PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHON_EXEC=self.python,
+                                        TMPDIR=job_tmp)
 
     def write_train(self, script, *args):
         """Writes the job's train.py: it runs Python script SCRIPT with the arguments ARGS."""
