@@ -106,8 +106,8 @@ std::string srun_dry_run_text(const std::vector<std::string>& command) {
          "run.)\n";
 }
 
-Expected<RunResult> run_through_srun(const Options& options,
-                                     const std::vector<std::string>& arguments, const EnvMap& env) {
+Expected<int> run_through_srun(const Options& options, const std::vector<std::string>& arguments,
+                               const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(srun, launch::find_executable("srun", env, "Slurm's srun"));
   std::string self = path_of_self();
   if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
@@ -124,7 +124,6 @@ Expected<RunResult> run_through_srun(const Options& options,
   caught.add(SIGCHLD);
   supervise::ShimSpawner spawner(io);
 
-  RunResult result;
   std::optional<supervise::ExitStatus> srun_status;
   std::optional<Error> start_error;
   Expected<std::shared_ptr<supervise::WorkerProcess>> srun_process =
@@ -170,8 +169,7 @@ Expected<RunResult> run_through_srun(const Options& options,
   arm();
   io.run();
   if (start_error) return tl::unexpected(*start_error);
-  result.exit_code = srun_status ? srun_status->shell_code() : exit_codes::k_system_failure;
-  return result;
+  return srun_status ? srun_status->shell_code() : exit_codes::k_system_failure;
 }
 
 }  // namespace gangrun::agent

@@ -5,7 +5,6 @@
 // gangrun that called srun only passes signals on and ends with srun's code.
 #pragma once
 
-#include "agent/node_agent.hpp"
 #include "config/options.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
@@ -43,7 +42,7 @@ std::string srun_dry_run_text(const std::vector<std::string>& command);
 // notices for the training scripts). Returns srun's exit code, or 128+S if
 // srun was killed by S. Errors: srun or gangrun's own path not found,
 // srun not started. Call from the main thread.
-Expected<RunResult> run_through_srun(const config::Options& options,
-                                     const std::vector<std::string>& arguments, const EnvMap& env);
+Expected<int> run_through_srun(const config::Options& options,
+                               const std::vector<std::string>& arguments, const EnvMap& env);
 
 }  // namespace gangrun::agent

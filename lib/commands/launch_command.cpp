@@ -65,9 +65,7 @@ Expected<int> run_on_every_node(const config::LaunchRequest& request, const EnvM
         agent::srun_command(request.options, "srun", "gangrun", request.arguments));
     return exit_codes::k_success;
   }
-  GANGRUN_TRY_ASSIGN(result, agent::run_through_srun(request.options, request.arguments, env));
-  if (result->die_by_signal) die_by_signal(*result->die_by_signal);
-  return result->exit_code;
+  return agent::run_through_srun(request.options, request.arguments, env);
 }
 
 }  // namespace

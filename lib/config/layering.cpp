@@ -140,30 +140,34 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
     file = std::move(*loaded);
   }
 
-  // The launcher decides whether Slurm is a layer at all, so it is layered first.
-  auto given_above_slurm = [&](std::string_view name) -> std::optional<LayeredValue> {
-    const OptionSpec& spec = *find_option_by_name(name);
-    if (auto it = cli->find(name); it != cli->end()) return it->second;
+  // The value an option has from the layers above Slurm: the command line,
+  // GANGRUN_*, PET_*, the config file. The launcher decides whether Slurm is
+  // a layer at all, so it is looked up before the layers are merged.
+  auto given_above_slurm = [&](const OptionSpec& spec) -> std::optional<LayeredValue> {
+    if (auto it = cli->find(spec.name); it != cli->end()) return it->second;
     if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) return value;
     if (auto pet = from_env(spec, env, k_pet_prefix, Source::pet_env)) return pet;
-    if (auto in_file = file.find(name); in_file != file.end()) return in_file->second;
+    if (auto in_file = file.find(spec.name); in_file != file.end()) return in_file->second;
     return std::nullopt;
+  };
+  auto given_by_name = [&](std::string_view name) {
+    return given_above_slurm(*find_option_by_name(name));
   };
   Layers layers;
   Partial slurm;
-  std::optional<LayeredValue> launcher = given_above_slurm("launcher");
+  std::optional<LayeredValue> launcher = given_by_name("launcher");
   if (!launcher || parse_launcher(launcher->text) != Options::Launcher::local) {
     GANGRUN_TRY_ASSIGN(job, slurm::read_job(env));
     layers.slurm_job = std::move(*job);
   }
   if (layers.slurm_job) {
-    std::optional<LayeredValue> per_task = given_above_slurm("worker_per_task");
+    std::optional<LayeredValue> per_task = given_by_name("worker_per_task");
     GANGRUN_TRY_ASSIGN(from_slurm,
                        slurm_layer(*layers.slurm_job, per_task && parse_bool(per_task->text)));
     slurm = std::move(*from_slurm);
     // Slurm's values stand back where the user chose what they would contradict.
     auto user_set = [&](std::string_view name) {
-      std::optional<LayeredValue> value = given_above_slurm(name);
+      std::optional<LayeredValue> value = given_by_name(name);
       return value && (find_option_by_name(name)->kind != OptionKind::flag ||
                        parse_bool(value->text).value_or(true));
     };
@@ -182,14 +186,8 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
     std::optional<LayeredValue> chosen;
     if (name == "config") {
       chosen = config;
-    } else if (auto it = cli->find(name); it != cli->end()) {
-      chosen = it->second;
-    } else if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) {
-      chosen = std::move(value);
-    } else if (auto pet = from_env(spec, env, k_pet_prefix, Source::pet_env)) {
-      chosen = std::move(pet);
-    } else if (auto in_file = file.find(name); in_file != file.end()) {
-      chosen = in_file->second;
+    } else if (auto given = given_above_slurm(spec)) {
+      chosen = std::move(given);
     } else if (auto from_slurm = slurm.find(name); from_slurm != slurm.end()) {
       chosen = from_slurm->second;
     } else if (!spec.default_text.empty()) {

@@ -99,7 +99,7 @@ Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job
   // that two runs in one interactive step do not meet at the same port.
   int nodes = worker_per_task && job.num_tasks ? job.num_tasks->value : job.num_nodes.value;
   if (nodes > 1) {
-    put("master_addr", hosts->front(), "the first host of " + variable_text(job.node_list));
+    put("master_addr", hosts->front(), slurm::head_node_origin(job));
     put("master_port", std::to_string(slurm::store_port(job)), job_and_step);
   }
 

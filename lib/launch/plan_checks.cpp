@@ -221,13 +221,10 @@ Expected<void> check_store_host_resolves(const LaunchPlan& plan) {
   if (status == 0) return {};
 
   std::string origin = plan.c10d ? "--rdzv_endpoint" : "--master_addr";
-  if (auto it = options.origins.find("master_addr");
-      !plan.c10d && it != options.origins.end() && it->second.source == config::Source::slurm) {
-    // A Slurm origin reads "node1 (the first host of SLURM_STEP_NODELIST=...)".
-    const std::string& text = it->second.text;
-    std::size_t open = text.find(" (");
-    origin = "the head node: " +
-             (open == std::string::npos ? text : text.substr(open + 2, text.size() - open - 3));
+  if (auto it = options.origins.find("master_addr"); !plan.c10d && options.slurm_job &&
+                                                     it != options.origins.end() &&
+                                                     it->second.source == config::Source::slurm) {
+    origin = "the head node: " + slurm::head_node_origin(*options.slurm_job);
   }
   return fail_usage(fmt::format(
       "the store's host '{}' ({}) does not resolve on {}: {}. Every worker resolves it too; "

@@ -169,6 +169,10 @@ int store_port(const Job& job) {
                           ((job_number % k_ports) * k_steps_per_job + step % k_ports) % k_ports);
 }
 
+std::string head_node_origin(const Job& job) {
+  return "the first host of " + job.node_list.variable + "=" + job.node_list.text;
+}
+
 std::string run_id(const Job& job) {
   return job.step_id ? job.job_id.value + "." + job.step_id->value : job.job_id.value;
 }

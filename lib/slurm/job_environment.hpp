@@ -66,6 +66,10 @@ Expected<std::vector<int>> expand_counts(std::string_view text);
 // The batch script, which is no step, counts as step 0.
 int store_port(const Job& job);
 
+// Where the head node's name comes from, for messages and --dry-run -v:
+// "the first host of SLURM_STEP_NODELIST=node[1-3]".
+std::string head_node_origin(const Job& job);
+
 // "JOB.STEP" (Slurm's %J), or the job id outside a step: TORCHELASTIC_RUN_ID.
 std::string run_id(const Job& job);
 
