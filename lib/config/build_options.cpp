@@ -1,7 +1,11 @@
 #include "config/build_options.hpp"
 
+#include "config/accelerate_values.hpp"
+#include "config/deepspeed_values.hpp"
+#include "config/hosts_values.hpp"
 #include "config/option_values.hpp"
 #include "config/slurm_values.hpp"
+#include "config/value_typer.hpp"
 #include "util/strings.hpp"
 
 #include <optional>
@@ -10,49 +14,11 @@ namespace gangrun::config {
 
 namespace {
 
-Expected<std::string> any_text(std::string_view text) { return std::string(text); }
-
-Expected<std::string> non_empty_text(std::string_view text) {
-  if (strings::trim(text).empty()) return fail_usage("empty value");
-  return std::string(text);
-}
-
 // --nnodes as the static backend reads it: one count, no range.
 Expected<NodeRange> fixed_node_count(std::string_view text) {
   GANGRUN_TRY_ASSIGN(count, parse_nnodes(text));
   return NodeRange{*count, *count};
 }
-
-// Types one layered value after another into Options fields; the first
-// failure is kept, prefixed with where the text came from.
-class Typer {
- public:
-  explicit Typer(const LayeredValues& values) : values_(values) {}
-
-  template <typename Field, typename Parse>
-  void set(std::string_view name, Parse parse, Field& field) {
-    if (error_) return;
-    const LayeredValue* value = find(name);
-    if (value == nullptr) return;
-    auto parsed = parse(value->text);
-    if (!parsed) {
-      error_.emplace(ErrorCode::usage, value->where + ": " + parsed.error().message());
-      return;
-    }
-    field = std::move(*parsed);
-  }
-
-  const LayeredValue* find(std::string_view name) const {
-    auto it = values_.find(name);
-    return it == values_.end() ? nullptr : &it->second;
-  }
-
-  const std::optional<Error>& error() const { return error_; }
-
- private:
-  const LayeredValues& values_;
-  std::optional<Error> error_;
-};
 
 Expected<Options> type_each_value(const LayeredValues& values) {
   Typer typer(values);
@@ -293,6 +259,9 @@ Expected<Options> build_options(const LayeredValues& values,
   Expected<Options> options = type_each_value(values);
   if (!options) return options;
   Options& o = *options;
+  for (auto type_tool_values : {type_accelerate_values, type_deepspeed_values, type_hosts_values}) {
+    GANGRUN_TRY(type_tool_values(values, o));
+  }
   o.program_and_args = std::move(program_and_args);
   for (const auto& [name, value] : values) {
     // A value from Slurm says which variables gave it.

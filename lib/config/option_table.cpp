@@ -293,6 +293,21 @@ std::vector<OptionSpec> make_table() {
   };
 }
 
+// The core table with each tool's own options placed before the general ones.
+std::vector<OptionSpec> make_full_table() {
+  std::vector<OptionSpec> table = make_table();
+  auto general = std::find_if(table.begin(), table.end(), [](const OptionSpec& spec) {
+    return spec.group == OptionGroup::general;
+  });
+  std::vector<OptionSpec> tools;
+  for (auto specs : {accelerate_option_specs, deepspeed_option_specs, hosts_option_specs}) {
+    for (OptionSpec& spec : specs()) tools.push_back(std::move(spec));
+  }
+  table.insert(general, std::make_move_iterator(tools.begin()),
+               std::make_move_iterator(tools.end()));
+  return table;
+}
+
 }  // namespace
 
 const char* to_string(OptionGroup group) {
@@ -311,6 +326,12 @@ const char* to_string(OptionGroup group) {
       return "Supervision";
     case OptionGroup::reporting:
       return "Reporting";
+    case OptionGroup::accelerate:
+      return "accelerate launch";
+    case OptionGroup::deepspeed:
+      return "deepspeed";
+    case OptionGroup::hosts:
+      return "Hosts";
     case OptionGroup::general:
       return "General";
   }
@@ -318,7 +339,7 @@ const char* to_string(OptionGroup group) {
 }
 
 const std::vector<OptionSpec>& option_table() {
-  static const std::vector<OptionSpec> table = make_table();
+  static const std::vector<OptionSpec> table = make_full_table();
   return table;
 }
 

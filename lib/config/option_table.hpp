@@ -19,6 +19,9 @@ enum class OptionGroup {
   output,
   supervision,
   reporting,
+  accelerate,  // accelerate launch's own flags (config/accelerate_options.cpp)
+  deepspeed,   // deepspeed's own flags (config/deepspeed_options.cpp)
+  hosts,       // hostfiles and starting gangrun on other hosts (config/hosts_options.cpp)
   general
 };
 const char* to_string(OptionGroup group);
@@ -63,6 +66,12 @@ struct OptionSpec {
 
 // All options, grouped by OptionGroup in printing order.
 const std::vector<OptionSpec>& option_table();
+
+// The options of one tool's own flags, each in its own file; option_table()
+// places them before the general options.
+std::vector<OptionSpec> accelerate_option_specs();
+std::vector<OptionSpec> deepspeed_option_specs();
+std::vector<OptionSpec> hosts_option_specs();
 
 // "nproc_per_node" -> "nproc-per-node".
 std::string dash_case(std::string_view snake_name);

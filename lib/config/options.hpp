@@ -4,6 +4,9 @@
 // plus the environment into an immutable LaunchPlan.
 #pragma once
 
+#include "config/accelerate_settings.hpp"
+#include "config/deepspeed_settings.hpp"
+#include "config/hosts_settings.hpp"
 #include "slurm/job_environment.hpp"
 
 #include <map>
@@ -136,6 +139,11 @@ struct Options {
   // ---- supervision
   double term_timeout = 30.0;          // seconds from SIGTERM to SIGKILL, >= 0
   std::vector<int> signals_to_handle;  // signal numbers; default TERM, INT, HUP, QUIT
+
+  // ---- each tool's own flags
+  AccelerateSettings accelerate;  // accelerate launch
+  DeepspeedSettings deepspeed;    // deepspeed
+  HostsSettings hosts;            // hostfiles, ssh
 
   // ---- reporting and misc
   bool dry_run = false;

@@ -1,5 +1,7 @@
 #include "launch/plan.hpp"
 
+#include "launch/accelerate_env.hpp"
+#include "launch/deepspeed_env.hpp"
 #include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
 #include "placement/masks.hpp"
@@ -335,6 +337,8 @@ EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
   } else if (plan.local_world_size > 1) {
     vars["OMP_NUM_THREADS"] = "1";
   }
+  add_accelerate_variables(plan, worker, round, vars);
+  add_deepspeed_variables(plan, worker, round, vars);
   return vars;
 }
 
