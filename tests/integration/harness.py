@@ -34,6 +34,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 GANGRUN = os.environ.get("GANGRUN_BIN", os.path.join(REPO, "build", "app", "gangrun"))
 FAKE = os.environ.get("FAKE_WORKER", os.path.join(REPO, "build", "tests", "fake_worker"))
 TEST_PYTHON = os.environ.get("GANGRUN_TEST_PYTHON", "/usr/bin/python3")
+# PyTorch 2.x with the peer launchers (accelerate, deepspeed) beside it in its bin/.
+PEER_PYTHON = os.environ.get("GANGRUN_TEST_PEER_PYTHON",
+                             os.path.join(REPO, ".venv-torch2", "bin", "python"))
 
 SKIP = 77
 
@@ -75,6 +78,18 @@ def require_torch():
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError) as error:
         raise unittest.SkipTest(f"{TEST_PYTHON} cannot import torch.distributed ({error})")
+
+
+def peer_tool(name):
+    """The path of a peer launcher (accelerate, deepspeed, torchrun) installed beside
+    PEER_PYTHON; skips the calling test (with the reason) when it is not there, or when
+    GANGRUN_TEST_NO_TORCH is set."""
+    if os.environ.get("GANGRUN_TEST_NO_TORCH"):
+        raise unittest.SkipTest("GANGRUN_TEST_NO_TORCH is set: the peer launchers are not run here")
+    path = os.path.join(os.path.dirname(PEER_PYTHON), name)
+    if not os.access(path, os.X_OK):
+        raise unittest.SkipTest(f"{name} is not installed beside {PEER_PYTHON} (scripts/install-deps)")
+    return path
 
 
 def main():
