@@ -115,6 +115,7 @@ class NodeAgent {
     record_.run_id = plan_.run_id;
     record_.host = plan_.host;
     record_.entrypoint = plan_.program.entrypoint;
+    record_.interpreter = plan_.program.interpreter;
     record_.plan = launch::plan_to_json(plan_);
     record_.started_at = std::chrono::system_clock::now();
     if (!run_dir_->temporary()) record_.log_dir = run_dir_->path();

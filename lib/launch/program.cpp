@@ -5,6 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace gangrun::launch {
 namespace {
 
@@ -24,6 +27,76 @@ bool ends_with(const std::string& text, std::string_view suffix) {
          text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Absolute without resolving links: a virtual environment's python is a
+// link to the system one, and the environment is the useful name.
+std::string absolute_path(const std::string& path) {
+  std::error_code ignored;
+  std::filesystem::path absolute = std::filesystem::absolute(path, ignored);
+  return absolute.empty() ? path : absolute.lexically_normal().string();
+}
+
+std::string directory_of(const std::string& path) {
+  std::string parent = std::filesystem::path(path).parent_path().string();
+  return parent.empty() ? "." : parent;
+}
+
+bool names_python(const std::string& path) {
+  return std::filesystem::path(path).filename().string().rfind("python", 0) == 0;
+}
+
+report::Interpreter chosen_interpreter(const config::Options& options, const EnvMap& env,
+                                       const std::string& name, const std::string& executable) {
+  report::Interpreter interpreter;
+  interpreter.path = absolute_path(executable);
+  std::string found_in = ", found in " + directory_of(interpreter.path) + " on PATH";
+  bool searched = name.find('/') == std::string::npos;
+  if (options.python) {
+    interpreter.source = report::InterpreterSource::python_option;
+    interpreter.origin = "--python, from the command line, GANGRUN_PYTHON or --config";
+  } else if (env.count("PYTHON_EXEC")) {
+    interpreter.source = report::InterpreterSource::python_exec;
+    interpreter.origin = "PYTHON_EXEC=" + name;
+  } else {
+    interpreter.source = report::InterpreterSource::path_search;
+    interpreter.origin = "the default, " + name;
+  }
+  if (searched) interpreter.origin += found_in;
+  return interpreter;
+}
+
+// The interpreter a program's "#!/path/python" or "#!/usr/bin/env python3"
+// line starts, found the way env(1) will find it in the workers' PATH.
+std::optional<report::Interpreter> shebang_interpreter(const std::string& program,
+                                                       const EnvMap& env) {
+  std::ifstream file(program);
+  std::string line;
+  if (!file || !std::getline(file, line) || line.rfind("#!", 0) != 0) return std::nullopt;
+  std::vector<std::string> words;
+  for (const std::string& word : strings::split(line.substr(2), ' ')) {
+    std::string_view trimmed = strings::trim(word);
+    if (!trimmed.empty()) words.emplace_back(trimmed);
+  }
+  if (words.empty()) return std::nullopt;
+  report::Interpreter interpreter;
+  interpreter.source = report::InterpreterSource::shebang;
+  interpreter.origin = "the #! line of " + program + " (" + line + ")";
+  if (names_python(words[0])) {
+    interpreter.path = words[0];
+    return interpreter;
+  }
+  if (std::filesystem::path(words[0]).filename() != "env") return std::nullopt;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    if (words[i].front() == '-') continue;
+    if (!names_python(words[i])) return std::nullopt;
+    auto found = find_executable(words[i], env, "Python interpreter");
+    if (!found) return std::nullopt;
+    interpreter.path = absolute_path(*found);
+    interpreter.origin += ", found in " + directory_of(interpreter.path) + " on PATH";
+    return interpreter;
+  }
+  return std::nullopt;
+}
+
 Expected<ResolvedProgram> through_python(const config::Options& options, const EnvMap& env,
                                          std::vector<std::string> python_args) {
   std::string python =
@@ -37,6 +110,7 @@ Expected<ResolvedProgram> through_python(const config::Options& options, const E
   program.argv = {python, "-u"};
   program.argv.insert(program.argv.end(), python_args.begin(), python_args.end());
   program.uses_python = true;
+  program.interpreter = chosen_interpreter(options, env, python, *executable);
   return program;
 }
 
@@ -107,6 +181,7 @@ Expected<ResolvedProgram> resolve_program(const config::Options& options, const 
   program.executable = *executable;
   program.argv = words;
   program.entrypoint = first;
+  program.interpreter = shebang_interpreter(*executable, env);
   return program;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "config/options.hpp"
+#include "report/interpreter.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -16,13 +17,21 @@ struct ResolvedProgram {
   std::vector<std::string> argv;  // argv[0] and the user's arguments, before ${local_rank}
   std::string entrypoint;         // what the user named (the script, module or program)
   bool uses_python = false;
+  // The Python interpreter that runs it and where it came from, for the
+  // failure report's hint: gangrun's own choice when uses_python, else the
+  // one a program's #! line names (a python script run as it is); nullopt
+  // for anything else.
+  std::optional<report::Interpreter> interpreter;
 };
 
 // -m MOD        -> PYTHON -u -m MOD ARGS
 // --no_python   -> PROGRAM ARGS
 // *.py, or an existing file that is not executable -> PYTHON -u PROGRAM ARGS
 // anything else -> PROGRAM ARGS, found through PATH when it has no '/'.
-// PYTHON is --python, else PYTHON_EXEC, else python3 on PATH. Errors:
+// PYTHON is --python, else PYTHON_EXEC, else python3 on PATH; the
+// interpreter record says which, with its absolute path. A program run as it
+// is whose #! line names python (directly or through env) gets that one
+// recorded; an unreadable file or another #! line records none. Errors:
 // not_found (127) and not_executable (126), naming every path tried.
 Expected<ResolvedProgram> resolve_program(const config::Options& options, const EnvMap& env);
 

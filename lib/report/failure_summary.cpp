@@ -1,5 +1,6 @@
 #include "report/failure_summary.hpp"
 
+#include "report/interpreter.hpp"
 #include "report/worker_end.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
@@ -52,6 +53,10 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
   out += fmt::format("  exit:       {}\n", describe_end(root));
   out += fmt::format("  time:       {} (after {:.3f} s)\n", format_time(root.ended_at),
                      seconds_between(root.started_at, root.ended_at));
+  if (run.interpreter && !root.spawn_error) {
+    out += fmt::format("  python:     {} (chosen by {})\n", run.interpreter->path,
+                       run.interpreter->origin);
+  }
   if (root_error) {
     out += fmt::format("  error:      {}\n", root_error->message);
     if (root_error->traceback) {
@@ -66,6 +71,11 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
   if (!root.last_lines.empty()) {
     out += "  last output:\n";
     for (const std::string& line : root.last_lines) out += "    " + line + "\n";
+  }
+  if (run.interpreter) {
+    if (auto module = missing_launcher_module(root.last_lines, root_error)) {
+      out += fmt::format("  hint:       {}\n", interpreter_hint(*run.interpreter, *module));
+    }
   }
   out += "Other workers:\n";
   bool any_other = false;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "report/error_file.hpp"
+#include "report/interpreter.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -56,7 +57,10 @@ struct RunRecord {
   std::string run_id;
   std::string host;
   std::string entrypoint;  // the program as the user named it
-  nlohmann::json plan;     // the launch plan, as --dry-run --json prints it
+  // The Python interpreter every worker ran, when gangrun knows it (it chose
+  // it, or read it from the program's #! line); nullopt for other programs.
+  std::optional<Interpreter> interpreter;
+  nlohmann::json plan;  // the launch plan, as --dry-run --json prints it
   TimePoint started_at;
   TimePoint ended_at;
   std::vector<AttemptRecord> attempts;

@@ -27,7 +27,22 @@ nlohmann::json error_json(const std::optional<WorkerError>& error) {
           {"timestamp", optional_text(error->timestamp)}};
 }
 
-nlohmann::json worker_json(const WorkerRecord& worker, const AttemptRecord& attempt) {
+nlohmann::json interpreter_json(const std::optional<Interpreter>& interpreter) {
+  if (!interpreter) return nullptr;
+  return {{"path", interpreter->path},
+          {"source", source_name(interpreter->source)},
+          {"origin", interpreter->origin}};
+}
+
+nlohmann::json hint_json(const RunRecord& run, const WorkerRecord& worker) {
+  if (!run.interpreter) return nullptr;
+  auto module = missing_launcher_module(worker.last_lines, worker.error);
+  if (!module) return nullptr;
+  return interpreter_hint(*run.interpreter, *module);
+}
+
+nlohmann::json worker_json(const RunRecord& run, const WorkerRecord& worker,
+                           const AttemptRecord& attempt) {
   nlohmann::json out = {
       {"rank", worker.rank},
       {"local_rank", worker.local_rank},
@@ -44,6 +59,7 @@ nlohmann::json worker_json(const WorkerRecord& worker, const AttemptRecord& atte
       {"error", error_json(worker.error)},
       {"error_file", optional_text(worker.error_file)},
       {"spawn_error", optional_text(worker.spawn_error)},
+      {"hint", hint_json(run, worker)},
   };
   return out;
 }
@@ -68,13 +84,13 @@ nlohmann::json to_json(const RunRecord& run) {
   for (const AttemptRecord& attempt : run.attempts) {
     nlohmann::json workers = nlohmann::json::array();
     for (const WorkerRecord& worker : attempt.workers) {
-      workers.push_back(worker_json(worker, attempt));
+      workers.push_back(worker_json(run, worker, attempt));
     }
     nlohmann::json attempt_root = nullptr;
     if (attempt.root_cause) {
       const WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
       attempt_root = {{"rank", root.rank}, {"local_rank", root.local_rank}};
-      root_cause = worker_json(root, attempt);
+      root_cause = worker_json(run, root, attempt);
       root_cause["attempt"] = attempt.attempt;
     } else {
       root_cause = nullptr;
@@ -96,6 +112,7 @@ nlohmann::json to_json(const RunRecord& run) {
       {"host", run.host},
       {"log_dir", run.log_dir ? nlohmann::json(*run.log_dir) : nlohmann::json()},
       {"entrypoint", run.entrypoint},
+      {"interpreter", interpreter_json(run.interpreter)},
       {"started_at", format_time(run.started_at)},
       {"ended_at", format_time(run.ended_at)},
       {"exit_code", run.exit_code},

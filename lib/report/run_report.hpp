@@ -12,7 +12,8 @@ namespace gangrun::report {
 
 // Schema (version 1):
 // {"version": 1, "run_id", "host", "log_dir": this run's directory|null,
-//  "entrypoint", "started_at", "ended_at",
+//  "entrypoint", "interpreter": {"path", "source", "origin"}|null,
+//  "started_at", "ended_at",
 //  "exit_code", "gangrun_signal": name|null, "restarts": attempts - 1,
 //  "plan": {...},
 //  "attempts": [{"attempt", "root_cause": {"rank", "local_rank"}|null,
@@ -22,13 +23,18 @@ namespace gangrun::report {
 //                             "signal": name|null, "shell_code", "started_at",
 //                             "ended_at", "duration_s", "peak_rss_kib",
 //                             "stopped_by_gangrun", "ended", "error", "error_file",
-//                             "spawn_error"}]}],
+//                             "spawn_error", "hint"}]}],
 //  "root_cause": the last attempt's root cause worker object, with "attempt", or null}
 // "stopped_by_gangrun": gangrun had signalled the worker; "ended" says how it
 // then ended ("stopped by gangrun (SIGTERM)", "exited with 2 after gangrun's
 // SIGTERM", "killed by SIGKILL after --term-timeout ...", "exited with 3").
 // "error": {"message", "traceback"|null, "timestamp"|null} as the worker wrote
 // it to its TORCHELASTIC_ERROR_FILE (the root cause only), or null.
+// "interpreter": the Python interpreter the workers ran, where it came from
+// ("--python", "PYTHON_EXEC", "PATH", "#!") and how, in words; null when
+// gangrun does not know it. "hint": when the worker could not import torch,
+// accelerate or deepspeed, what to do about the interpreter
+// (report/interpreter.hpp); else null.
 // "error_file": that file's path, or null when it was in a temporary run
 // directory (no --log_dir), which is gone once gangrun has ended.
 nlohmann::json to_json(const RunRecord& run);

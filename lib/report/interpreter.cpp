@@ -1,0 +1,89 @@
+#include "report/interpreter.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <string_view>
+
+namespace gangrun::report {
+namespace {
+
+constexpr std::string_view k_marker = "ModuleNotFoundError: No module named '";
+
+// The packages whose own launcher the user has just left: their environment
+// had them, so their absence points at the interpreter.
+constexpr std::array<std::string_view, 3> k_launcher_packages = {"torch", "accelerate",
+                                                                 "deepspeed"};
+
+std::optional<std::string> module_named_in(std::string_view line) {
+  std::size_t at = line.rfind(k_marker);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::string_view rest = line.substr(at + k_marker.size());
+  std::size_t end = rest.find('\'');
+  if (end == std::string_view::npos || end == 0) return std::nullopt;
+  return std::string(rest.substr(0, end));
+}
+
+std::string top_level(const std::string& module) { return module.substr(0, module.find('.')); }
+
+bool is_launcher_package(const std::string& module) {
+  std::string package = top_level(module);
+  for (std::string_view known : k_launcher_packages) {
+    if (package == known) return true;
+  }
+  return false;
+}
+
+std::optional<std::string> last_module_named(const std::vector<std::string>& lines) {
+  for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
+    if (auto module = module_named_in(*line)) return module;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string source_name(InterpreterSource source) {
+  switch (source) {
+    case InterpreterSource::python_option:
+      return "--python";
+    case InterpreterSource::python_exec:
+      return "PYTHON_EXEC";
+    case InterpreterSource::path_search:
+      return "PATH";
+    case InterpreterSource::shebang:
+      return "#!";
+  }
+  return "PATH";
+}
+
+std::optional<std::string> missing_launcher_module(const std::vector<std::string>& last_lines,
+                                                   const std::optional<WorkerError>& error) {
+  std::optional<std::string> module;
+  if (error) module = module_named_in(error->message);
+  if (!module) module = last_module_named(last_lines);
+  if (!module || !is_launcher_package(*module)) return std::nullopt;
+  return module;
+}
+
+std::string interpreter_hint(const Interpreter& interpreter, const std::string& module) {
+  std::string package = top_level(module);
+  std::string choose_another =
+      interpreter.source == InterpreterSource::shebang
+          ? "or change that #! line, or run the script through gangrun's interpreter "
+            "(without --no_python, choosing it with --python PATH or PYTHON_EXEC)"
+          : "or choose an interpreter that has it with --python PATH or PYTHON_EXEC";
+  if (module == package) {
+    return fmt::format(
+        "{} is not installed for the Python interpreter that ran, {} (chosen by {}): install it "
+        "into that interpreter ({} -m pip install {}), {}",
+        package, interpreter.path, interpreter.origin, interpreter.path, package, choose_another);
+  }
+  return fmt::format(
+      "{} is missing from the {} of the Python interpreter that ran, {} (chosen by {}): that {} "
+      "is likely not the version the script expects; upgrade it ({} -m pip install -U {}), {}",
+      module, package, interpreter.path, interpreter.origin, package, interpreter.path, package,
+      choose_another);
+}
+
+}  // namespace gangrun::report
