@@ -1,11 +1,14 @@
 // The store benchmark's load generator: one program that drives any TCPStore
 // server (gangrun's, PyTorch's) with the same bytes, so the two are compared on
-// equal terms. It speaks the legacy (1.13) dialect, which both servers serve.
+// equal terms. It speaks the legacy (1.13) dialect, or with --validated PyTorch
+// 2.x's: each connection first sends VALIDATE and PING and waits for PING's
+// answer, as a 2.x TCPStore client does, before its requests (2.x numbering).
+// gangrun's server serves both; each PyTorch server only its own.
 //
-//   store_load setget HOST PORT CONNECTIONS SECONDS
+//   store_load [--validated] [--one-source] setget HOST PORT CONNECTIONS SECONDS
 //       Each connection repeats SET key_i value then GET key_i (one GET in flight
 //       per connection, as a PyTorch client does) for SECONDS; prints requests/s.
-//   store_load storm HOST PORT N TIMEOUT_SECONDS [THREADS]
+//   store_load [--validated] [--one-source] storm HOST PORT N TIMEOUT_SECONDS [THREADS]
 //       N connections open at once, from THREADS threads (default 8) that each
 //       connect their share as fast as they can; each connection ADDs 1 to a
 //       counter, the one that brings it to N SETs a "done" key, and every one
@@ -16,7 +19,9 @@
 //       port, the kernel's search for a free ephemeral port otherwise grows with
 //       every connection, and the generator, not the server, is what gets
 //       slower. The connections end with a reset, so that no TIME_WAIT is left
-//       to slow down the next storm.
+//       to slow down the next storm. --one-source connects from HOST's own
+//       address instead (for a server that looks up each client's name: only
+//       127.0.0.1 is sure to be in /etc/hosts).
 //
 // Output: one JSON object on stdout. Exit 1 on any error or timeout.
 #include "store/codec.hpp"
@@ -56,10 +61,14 @@ namespace store = gangrun::store;
 using asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
+// Set once by main from --validated and --one-source, before any connection.
+store::Dialect dialect = store::Dialect::legacy;
+bool one_source = false;
+
 std::string request(store::Op op, std::vector<std::string> keys, std::vector<std::string> values,
-                    std::int64_t number = 0) {
+                    std::int64_t number = 0, std::uint32_t word = 0) {
   auto bytes = store::encode_request(
-      store::Dialect::legacy, store::make_request(op, std::move(keys), std::move(values), number));
+      dialect, store::make_request(op, std::move(keys), std::move(values), number, word));
   if (!bytes) {
     std::fprintf(stderr, "store_load: %s\n", bytes.error().describe().c_str());
     std::exit(1);
@@ -70,6 +79,16 @@ std::string request(store::Op op, std::vector<std::string> keys, std::vector<std
 [[noreturn]] void die(const std::string& message) {
   std::fprintf(stderr, "store_load: %s\n", message.c_str());
   std::exit(1);
+}
+
+// What a 2.x client sends on connecting: VALIDATE (no answer) and PING, whose
+// answer (the nonce back, 4 bytes) it waits for. Empty in the legacy dialect.
+constexpr std::uint32_t k_ping_nonce = 0x5EED;
+constexpr std::size_t k_ping_reply_size = 4;
+std::string handshake() {
+  if (dialect != store::Dialect::validated) return {};
+  return request(store::Op::validate, {}, {}, 0, store::k_validate_magic) +
+         request(store::Op::ping, {}, {}, 0, k_ping_nonce);
 }
 
 Clock::duration to_duration(double seconds) {
@@ -102,6 +121,19 @@ UniqueSocket connect_to(const tcp::endpoint& endpoint) {
   }
   int on = 1;
   ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  const std::string hello = handshake();
+  if (hello.empty()) return fd;
+  if (::send(fd.get(), hello.data(), hello.size(), MSG_NOSIGNAL) !=
+      static_cast<ssize_t>(hello.size())) {
+    die("send of VALIDATE + PING failed");
+  }
+  char echo[k_ping_reply_size];
+  std::size_t got = 0;
+  while (got < sizeof echo) {
+    ssize_t n = ::recv(fd.get(), echo + got, sizeof echo - got, 0);
+    if (n <= 0) die("the server closed the connection after VALIDATE + PING");
+    got += static_cast<std::size_t>(n);
+  }
   return fd;
 }
 
@@ -206,7 +238,7 @@ tcp::socket storm_socket(asio::io_context& io, const tcp::endpoint& server,
 Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int total,
                                   double timeout_seconds, int thread) {
   std::optional<asio::ip::address> source;
-  if (endpoint.address().is_v4() && endpoint.address().is_loopback()) {
+  if (!one_source && endpoint.address().is_v4() && endpoint.address().is_loopback()) {
     source = asio::ip::make_address_v4(
         asio::ip::address_v4::uint_type{0x7f000001u | (static_cast<unsigned>(thread + 1) << 8)});
   }
@@ -216,6 +248,7 @@ Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int 
   const std::string add = request(store::Op::add, {counter}, {}, 1);
   const std::string wait = request(store::Op::wait, {done}, {});
   const std::string set_done = request(store::Op::set, {done}, {"1"});
+  const std::string hello = handshake();
   int released = 0;
   std::vector<std::unique_ptr<StormClient>> clients;
   Clock::time_point last_release = Clock::now();
@@ -225,9 +258,8 @@ Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int 
     clients.push_back(
         std::make_unique<StormClient>(StormClient{storm_socket(io, endpoint, source), {}}));
     StormClient& client = *clients.back();
-    client.socket.async_connect(endpoint, [&, i](auto error) {
-      if (error) die("connect " + std::to_string(i) + ": " + error.message());
-      client.socket.set_option(tcp::no_delay(true));
+    // ADD, then the last arriver SETs "done", then every one WAITs.
+    auto add_and_wait = [&] {
       client.buffer.resize(8);
       asio::async_write(client.socket, asio::buffer(add), [&](auto write_error, std::size_t) {
         if (write_error) die("write: " + write_error.message());
@@ -250,6 +282,22 @@ Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int 
               });
             });
       });
+    };
+    client.socket.async_connect(endpoint, [&, i, add_and_wait](auto error) {
+      if (error) die("connect " + std::to_string(i) + ": " + error.message());
+      client.socket.set_option(tcp::no_delay(true));
+      if (hello.empty()) return add_and_wait();
+      asio::async_write(client.socket, asio::buffer(hello),
+                        [&, add_and_wait](auto error1, std::size_t) {
+                          if (error1) die("write VALIDATE + PING: " + error1.message());
+                          client.buffer.resize(k_ping_reply_size);
+                          asio::async_read(client.socket, asio::buffer(client.buffer),
+                                           [add_and_wait](auto error2, std::size_t) {
+                                             if (error2)
+                                               die("read PING reply: " + error2.message());
+                                             add_and_wait();
+                                           });
+                        });
     });
   }
   timer.async_wait([&](auto error) {
@@ -289,10 +337,21 @@ int run_storm(const tcp::endpoint& endpoint, int count, double timeout_seconds, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (; argc > 1 && std::string(argv[1]).starts_with("--"); --argc, ++argv) {
+    if (std::string(argv[1]) == "--validated") {
+      dialect = store::Dialect::validated;
+    } else if (std::string(argv[1]) == "--one-source") {
+      one_source = true;
+    } else {
+      die(std::string("unknown option ") + argv[1]);
+    }
+  }
   if (argc != 6 && argc != 7) {
     std::fprintf(stderr,
-                 "usage: store_load setget HOST PORT CONNECTIONS SECONDS\n"
-                 "       store_load storm HOST PORT N TIMEOUT_SECONDS [THREADS]\n");
+                 "usage: store_load [--validated] [--one-source] setget HOST PORT CONNECTIONS "
+                 "SECONDS\n"
+                 "       store_load [--validated] [--one-source] storm HOST PORT N TIMEOUT_SECONDS "
+                 "[THREADS]\n");
     return 2;
   }
   raise_open_file_limit();
