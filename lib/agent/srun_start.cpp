@@ -1,24 +1,16 @@
 #include "agent/srun_start.hpp"
 
+#include "agent/tool_start.hpp"
 #include "launch/program.hpp"
-#include "supervise/shim_spawner.hpp"
-#include "util/exit_codes.hpp"
-#include "util/signals.hpp"
 #include "util/strings.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <spdlog/spdlog.h>
 
-#include <unistd.h>
-
 #include <array>
-#include <csignal>
 #include <optional>
 
 namespace gangrun::agent {
 
-namespace asio = boost::asio;
 using config::Options;
 using config::Source;
 
@@ -38,17 +30,13 @@ std::optional<std::string> given_by_user(const Options& options, const std::stri
   return "--" + name + " (" + config::to_string(it->second.source) + ")";
 }
 
-std::string path_of_self() {
-  std::array<char, 4096> buffer{};
-  ssize_t length = ::readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
-  if (length <= 0) return {};
-  return std::string(buffer.data(), static_cast<std::size_t>(length));
-}
-
 }  // namespace
 
 Expected<bool> starts_through_srun(const Options& options) {
-  if (!options.slurm_job || options.launcher == Options::Launcher::local) return false;
+  if (!options.slurm_job || options.launcher == Options::Launcher::local ||
+      options.launcher == Options::Launcher::ssh) {
+    return false;
+  }
   const slurm::Job& job = *options.slurm_job;
   std::optional<std::string> placed;
   for (const char* name : k_placing_options) {
@@ -114,62 +102,12 @@ Expected<int> run_through_srun(const Options& options, const std::vector<std::st
   std::vector<std::string> command = srun_command(options, *srun, self, arguments);
   spdlog::info("starting gangrun on {} nodes of Slurm job {}: {}", options.nnodes,
                options.slurm_job->job_id.value, strings::join(command, " "));
-
-  std::signal(SIGPIPE, SIG_IGN);
-  asio::io_context io;
-  asio::signal_set caught(io, SIGTERM, SIGINT, SIGHUP);
-  caught.add(SIGQUIT);
-  caught.add(SIGUSR1);
-  caught.add(SIGUSR2);
-  caught.add(SIGCHLD);
-  supervise::ShimSpawner spawner(io);
-
-  std::optional<supervise::ExitStatus> srun_status;
-  std::optional<Error> start_error;
-  Expected<std::shared_ptr<supervise::WorkerProcess>> srun_process =
-      fail(ErrorCode::internal, "srun not started yet");
-  supervise::WorkerEvents events{
-      .on_running = [](pid_t) {},
-      .on_start_failed =
-          [&](const Error& error) {
-            start_error = error;
-            (*srun_process)->end_tree();
-          },
-      // srun is gone: whatever is left of its tree goes too, then the shim.
-      .on_exited =
-          [&](supervise::ExitStatus status, long) {
-            srun_status = status;
-            (*srun_process)->end_tree();
-          },
-      .on_supervisor_gone =
-          [&](supervise::ExitStatus status, long) {
-            if (!srun_status && !start_error) srun_status = status;
-            io.stop();
-          },
-  };
-  supervise::SpawnSpec spec{.executable = *srun, .argv = command, .env = env};
-  srun_process = spawner.start(spec, std::move(events));
-  if (!srun_process) return tl::unexpected(srun_process.error());
-
-  std::function<void()> arm = [&] {
-    caught.async_wait([&](const boost::system::error_code& error, int signal_number) {
-      if (error) return;
-      if (signal_number == SIGCHLD) {
-        spawner.reap_strays({(*srun_process)->supervisor_pid()});
-      } else if (signal_number == SIGUSR1 || signal_number == SIGUSR2) {
-        spdlog::info("passing {} on to every node", signals::name(signal_number));
-        (*srun_process)->signal(signal_number);
-      } else {
-        spdlog::info("{}: stopping the job on every node", signals::name(signal_number));
-        (*srun_process)->signal(SIGTERM);
-      }
-      arm();
-    });
-  };
-  arm();
-  io.run();
-  if (start_error) return tl::unexpected(*start_error);
-  return srun_status ? srun_status->shell_code() : exit_codes::k_system_failure;
+  // srun forwards TERM to every task (its own answer to one INT is only a
+  // status line), and USR1/USR2 are preemption notices for the scripts.
+  GANGRUN_TRY_ASSIGN(statuses,
+                     run_tools({command}, env,
+                               ToolRun{.stop_by = StopBy::signal_term, .pass_user_signals = true}));
+  return statuses->front().shell_code();
 }
 
 }  // namespace gangrun::agent

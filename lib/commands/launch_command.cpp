@@ -2,6 +2,7 @@
 
 #include "agent/node_agent.hpp"
 #include "agent/srun_start.hpp"
+#include "agent/ssh_start.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/logging.hpp"
 #include "launch/node_devices.hpp"
@@ -68,6 +69,15 @@ Expected<int> run_on_every_node(const config::LaunchRequest& request, const EnvM
   return agent::run_through_srun(request.options, request.arguments, env);
 }
 
+// Hostfiles over ssh (agent/ssh_start.hpp).
+Expected<int> run_on_every_host(const config::LaunchRequest& request, const EnvMap& env) {
+  if (request.options.dry_run) {
+    std::cout << agent::ssh_dry_run_for(request.options, request.arguments, env);
+    return exit_codes::k_success;
+  }
+  return agent::run_through_ssh(request.options, request.arguments, env);
+}
+
 }  // namespace
 
 Expected<int> run_launch_command(const config::LaunchRequest& request, const EnvMap& env) {
@@ -75,6 +85,8 @@ Expected<int> run_launch_command(const config::LaunchRequest& request, const Env
   launch::setup_logging(options.verbosity, options.color);
   GANGRUN_TRY_ASSIGN(through_srun, agent::starts_through_srun(options));
   if (*through_srun) return run_on_every_node(request, env);
+  GANGRUN_TRY_ASSIGN(through_ssh, agent::starts_through_ssh(options));
+  if (*through_ssh) return run_on_every_host(request, env);
   GANGRUN_TRY_ASSIGN(devices, devices_for(options, env));
   GANGRUN_TRY_ASSIGN(plan, launch::make_plan(options, env, std::move(*devices)));
   // A dry run checks them too: it says whether this launch would start.

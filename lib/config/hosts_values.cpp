@@ -1,8 +1,102 @@
 #include "config/hosts_values.hpp"
 
-namespace gangrun::config {
+#include "config/hostfile.hpp"
+#include "config/option_values.hpp"
+#include "config/value_typer.hpp"
 
-Expected<void> type_hosts_values(const LayeredValues& /*values*/, Options& /*options*/) {
+#include <unistd.h>
+
+#include <array>
+
+namespace gangrun::config {
+namespace {
+
+Expected<int> parse_ssh_port(std::string_view text) {
+  GANGRUN_TRY_ASSIGN(port, parse_positive_int(text));
+  if (*port > 65535) return fail_usage(std::to_string(*port) + " is not a port (1..65535)");
+  return *port;
+}
+
+bool given_by_user(const LayeredValues& values, std::string_view name) {
+  auto it = values.find(name);
+  return it != values.end() && it->second.source != Source::default_value &&
+         it->second.source != Source::slurm;
+}
+
+std::string this_host_name() {
+  std::array<char, 256> name{};
+  if (::gethostname(name.data(), name.size() - 1) != 0) return {};
+  return name.data();
+}
+
+bool runs_here_only(const std::vector<HostSlots>& hosts) {
+  if (hosts.size() != 1) return false;
+  const std::string& host = hosts.front().host;
+  return host == "localhost" || host == "127.0.0.1" || host == this_host_name();
+}
+
+// A hostfile naming only this host runs here, as deepspeed does without
+// ssh: its slots become this node's workers and devices.
+void run_here(const HostSlots& host, Options& options) {
+  int count = static_cast<int>(host.slots.size());
+  options.nproc_per_node = ProcCount{.kind = ProcCount::Kind::number, .number = count};
+  options.exclude.reset();
+  options.include.reset();
+  // On CPUs (--accelerator cpu) a slot is only a worker.
+  bool first_ids = host.slots.back() == count - 1;
+  if (!first_ids && options.accelerator != Accelerator::cpu) {
+    std::string ids;
+    for (int slot : host.slots) ids += (ids.empty() ? "" : ",") + std::to_string(slot);
+    options.include = "localhost:" + ids;
+  }
+}
+
+}  // namespace
+
+Expected<void> type_hosts_values(const LayeredValues& values, Options& options) {
+  Typer typer(values);
+  HostsSettings& hosts = options.hosts;
+  typer.set("hostfile", non_empty_text, hosts.hostfile);
+  typer.set("ssh_port", parse_ssh_port, hosts.ssh_port);
+  typer.set("no_ssh_check", parse_bool, hosts.no_ssh_check);
+  if (typer.error()) return tl::unexpected(*typer.error());
+
+  if (!hosts.hostfile) {
+    if (options.launcher == Options::Launcher::ssh) {
+      return fail_usage(typer.find("launcher")->given +
+                        " starts gangrun over ssh on the hosts of a hostfile (as the deepspeed "
+                        "launcher pdsh does): give -H/--hostfile FILE ('HOST slots=N' lines)");
+    }
+    return {};
+  }
+  if (options.launcher == Options::Launcher::local ||
+      options.launcher == Options::Launcher::slurm) {
+    return fail_usage("-H/--hostfile names hosts gangrun reaches over ssh, but --launcher " +
+                      std::string(options.launcher == Options::Launcher::local
+                                      ? "local runs on this node only"
+                                      : "slurm takes the nodes from the Slurm allocation") +
+                      "; drop one of them");
+  }
+  bool counts_given = given_by_user(values, "nnodes") || options.num_gpus.has_value();
+  if (counts_given && (options.include || options.exclude)) {
+    return fail_usage(
+        "--num_nodes/--num_gpus cannot be combined with --include/--exclude (as in "
+        "deepspeed); choose the hosts and slots with one of them");
+  }
+  GANGRUN_TRY_ASSIGN(entries, read_hostfile(*hosts.hostfile));
+  GANGRUN_TRY_ASSIGN(filtered, filter_hosts(*entries, options.include, options.exclude));
+  std::optional<int> num_nodes;
+  if (given_by_user(values, "nnodes")) num_nodes = options.nnodes;
+  GANGRUN_TRY_ASSIGN(limited, limit_hosts(std::move(*filtered), num_nodes, options.num_gpus));
+  hosts.hosts = std::move(*limited);
+
+  if (options.launcher == Options::Launcher::automatic && runs_here_only(hosts.hosts)) {
+    run_here(hosts.hosts.front(), options);
+    hosts.hosts.clear();
+    return {};
+  }
+  options.launcher = Options::Launcher::ssh;
+  options.nnodes = options.min_nnodes = static_cast<int>(hosts.hosts.size());
   return {};
 }
 

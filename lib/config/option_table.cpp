@@ -155,10 +155,13 @@ std::vector<OptionSpec> make_table() {
        .group = G::nodes,
        .metavar = "NAME",
        .default_text = "auto",
-       .choices = {"auto", "local", "slurm"},
-       .help = "how gangrun reaches the other nodes. auto: in a Slurm allocation of several "
-               "nodes, outside an srun step, start gangrun on every node with srun; slurm: "
-               "always do that; local: run on this node only and read nothing from Slurm"},
+       .choices = {"auto", "local", "slurm", "ssh", "pdsh"},
+       .help = "how gangrun reaches the other nodes. auto: with -H/--hostfile naming other "
+               "hosts, ssh; in a Slurm allocation of several nodes, outside an srun step, slurm; "
+               "else local. slurm: start gangrun on every node with srun; ssh (or pdsh, "
+               "deepspeed's name): start gangrun on every host of the hostfile with ssh "
+               "(--launcher_args then holds ssh options); local: run on this node only and read "
+               "nothing from Slurm"},
       {.name = "launcher_args",
        .group = G::nodes,
        .metavar = "ARGS",

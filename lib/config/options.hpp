@@ -107,7 +107,7 @@ struct Options {
   // --launcher: auto starts gangrun on every node through srun in an
   // allocation of several nodes outside a step; slurm asks for that; local
   // runs here only and ignores Slurm.
-  enum class Launcher { automatic, local, slurm };
+  enum class Launcher { automatic, local, slurm, ssh };  // ssh: the hosts of a hostfile
   Launcher launcher = Launcher::automatic;
   std::vector<std::string> launcher_args;  // --launcher_args "...": extra srun options
   bool worker_per_task = false;  // in a step with several tasks per node, each task is one worker

@@ -30,15 +30,18 @@ Expected<Options::Launcher> parse_launcher(std::string_view text) {
   if (word == "auto") return Options::Launcher::automatic;
   if (word == "local") return Options::Launcher::local;
   if (word == "slurm") return Options::Launcher::slurm;
-  if (word == "pdsh" || word == "openmpi" || word == "mvapich" || word == "impi" ||
-      word == "mpich") {
+  // deepspeed's default pdsh runs one command on every host over ssh, which
+  // is what gangrun's ssh start does.
+  if (word == "ssh" || word == "pdsh") return Options::Launcher::ssh;
+  if (word == "openmpi" || word == "mvapich" || word == "impi" || word == "mpich") {
     return fail_usage(strings::quoted(text) +
                       " is a deepspeed launcher gangrun does not use: gangrun starts its own "
-                      "agent on every node (under Slurm give --launcher slurm, or run 'srun "
-                      "gangrun ...'; elsewhere start gangrun on each node with --nnodes and "
-                      "--node_rank)");
+                      "agent on every node (with a hostfile give --launcher ssh; under Slurm "
+                      "--launcher slurm, or run 'srun gangrun ...'; elsewhere start gangrun on "
+                      "each node with --nnodes and --node_rank)");
   }
-  return fail_usage(strings::quoted(text) + " is not a launcher (expected auto, local or slurm)");
+  return fail_usage(strings::quoted(text) +
+                    " is not a launcher (expected auto, local, slurm, ssh or pdsh)");
 }
 
 Expected<std::vector<std::string>> parse_launcher_args(std::string_view text) {

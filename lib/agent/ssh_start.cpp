@@ -1,0 +1,230 @@
+#include "agent/ssh_start.hpp"
+
+#include "agent/tool_start.hpp"
+#include "config/option_table.hpp"
+#include "launch/program.hpp"
+#include "util/exit_codes.hpp"
+#include "util/strings.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <system_error>
+
+namespace gangrun::agent {
+
+using config::Options;
+
+namespace {
+
+// ssh's own code when it could not connect or authenticate.
+constexpr int k_ssh_failed = 255;
+
+// The options ssh_command() sets for each copy, or that only the
+// calling gangrun uses.
+constexpr std::array<std::string_view, 17> k_replaced_options = {
+    "hostfile",     "include",        "exclude",       "nnodes",   "node_rank",     "master_addr",
+    "master_port",  "rdzv_endpoint",  "standalone",    "launcher", "launcher_args", "ssh_port",
+    "no_ssh_check", "nproc_per_node", "num_processes", "num_gpus", "dry_run"};
+
+constexpr std::array<std::string_view, 5> k_exported_prefixes = {"MLFLOW", "PYTHON", "MV2", "UCX",
+                                                                 "NCCL"};
+
+bool replaced(const config::OptionSpec* spec) {
+  return spec != nullptr && std::find(k_replaced_options.begin(), k_replaced_options.end(),
+                                      spec->name) != k_replaced_options.end();
+}
+
+const config::OptionSpec* find_short(char letter) {
+  for (const config::OptionSpec& spec : config::option_table()) {
+    if (spec.short_name == letter) return &spec;
+  }
+  return nullptr;
+}
+
+// The remote script: the copy's stdin is /dev/null, the script's stdin
+// (ssh's channel) is watched by `cat` on descriptor 3; its end sends
+// SIGTERM to the copy. The watcher writes nowhere, so that sshd ends the
+// session as soon as the copy has.
+std::string remote_script(const std::string& cwd, const std::string& command) {
+  return "cd " + strings::shell_quote(cwd) + " || exit 2; exec 3<&0; " + command +
+         " </dev/null 3<&- & p=$!; { cat <&3; kill -TERM $p; } >/dev/null 2>&1 & w=$!; "
+         "exec 3<&-; wait $p; c=$?; kill $w 2>/dev/null; exit $c";
+}
+
+std::string slot_list(const std::vector<int>& slots) {
+  std::vector<std::string> ids;
+  for (int slot : slots) ids.push_back(std::to_string(slot));
+  return strings::join(ids, ",");
+}
+
+bool given_by_user(const Options& options, const std::string& name) {
+  auto it = options.origins.find(name);
+  return it != options.origins.end() && it->second.source > config::Source::slurm;
+}
+
+}  // namespace
+
+Expected<bool> starts_through_ssh(const Options& options) {
+  if (options.launcher != Options::Launcher::ssh) return false;
+  if (options.slurm_job && !given_by_user(options, "launcher")) {
+    return fail_usage(
+        "-H/--hostfile names hosts to reach over ssh, and this gangrun runs in "
+        "Slurm job " +
+        options.slurm_job->job_id.value +
+        ", which gives nodes too: give --launcher ssh to use the hostfile, or drop "
+        "it to use the allocation");
+  }
+  return true;
+}
+
+std::vector<std::string> remote_arguments(const std::vector<std::string>& arguments) {
+  std::vector<std::string> kept;
+  for (std::size_t i = 0; i < arguments.size(); ++i) {
+    const std::string& word = arguments[i];
+    const config::OptionSpec* spec = nullptr;
+    bool value_attached = false;
+    if (word == "--" || word.size() < 2 || word[0] != '-') {
+      kept.insert(kept.end(), arguments.begin() + static_cast<long>(i), arguments.end());
+      break;
+    }
+    if (word[1] == '-') {
+      std::size_t equals = word.find('=');
+      spec = config::find_option(std::string_view(word).substr(2, equals - 2));
+      value_attached = equals != std::string::npos;
+    } else {
+      spec = find_short(word[1]);
+      value_attached = word.size() > 2;
+    }
+    bool takes_next = spec != nullptr && spec->kind == config::OptionKind::value && !value_attached;
+    bool drop = replaced(spec);
+    if (!drop) kept.push_back(word);
+    if (takes_next && i + 1 < arguments.size()) {
+      ++i;
+      if (!drop) kept.push_back(arguments[i]);
+    }
+  }
+  return kept;
+}
+
+EnvMap exported_variables(const EnvMap& env, const std::string& cwd) {
+  EnvMap exported;
+  for (const auto& [name, value] : env) {
+    bool wanted = name == "PATH" ||
+                  std::any_of(k_exported_prefixes.begin(), k_exported_prefixes.end(),
+                              [&](std::string_view prefix) { return name.starts_with(prefix); });
+    if (wanted) exported[name] = value;
+  }
+  auto python_path = exported.find("PYTHONPATH");
+  exported["PYTHONPATH"] = python_path == exported.end() ? cwd : cwd + ":" + python_path->second;
+  // TODO(deepspeed env files): the KEY=VALUE lines of .deepspeed_env (home,
+  // then cwd; DS_ENV_FILE) belong here, from config::read_deepspeed_env_files.
+  return exported;
+}
+
+std::vector<std::string> ssh_command(const Options& options, std::size_t index,
+                                     const std::string& ssh, const std::string& self,
+                                     const std::vector<std::string>& remote_args,
+                                     const std::string& cwd, const EnvMap& exported) {
+  const std::vector<config::HostSlots>& hosts = options.hosts.hosts;
+  const config::HostSlots& host = hosts[index];
+  std::string master_addr = given_by_user(options, "master_addr") && options.master_addr
+                                ? *options.master_addr
+                                : hosts.front().host;
+  std::vector<std::string> copy = {"env"};
+  for (const auto& [name, value] : exported) copy.push_back(name + "=" + value);
+  copy.insert(copy.end(), {self, "--launcher", "local", "--nnodes", std::to_string(hosts.size()),
+                           "--node_rank", std::to_string(index), "--master_addr", master_addr,
+                           "--master_port", std::to_string(options.master_port.value_or(29500)),
+                           "--nproc_per_node", std::to_string(host.slots.size())});
+  // Slots other than the first ids name devices; on CPUs (--accelerator
+  // cpu) a slot is only a worker, so the count says it all.
+  bool first_ids = host.slots.back() == static_cast<int>(host.slots.size()) - 1;
+  if (!first_ids && options.accelerator != config::Accelerator::cpu) copy.insert(copy.end(), {"--include", "localhost:" + slot_list(host.slots)});
+  copy.insert(copy.end(), remote_args.begin(), remote_args.end());
+
+  std::vector<std::string> quoted;
+  for (const std::string& word : copy) quoted.push_back(strings::shell_quote(word));
+  std::vector<std::string> command = {ssh, "-o", "BatchMode=yes"};
+  if (options.hosts.ssh_port)
+    command.insert(command.end(), {"-p", std::to_string(*options.hosts.ssh_port)});
+  command.insert(command.end(), options.launcher_args.begin(), options.launcher_args.end());
+  command.push_back(host.host);
+  command.push_back("sh -c " +
+                    strings::shell_quote(remote_script(cwd, strings::join(quoted, " "))));
+  return command;
+}
+
+std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands) {
+  std::string text = "gangrun dry run: gangrun would start itself on " +
+                     std::to_string(commands.size()) + " host(s) over ssh, one command per host:\n";
+  for (const std::vector<std::string>& command : commands) {
+    std::vector<std::string> quoted;
+    for (const std::string& word : command) quoted.push_back(strings::shell_quote(word));
+    text += "  " + strings::join(quoted, " ") + "\n";
+  }
+  return text;
+}
+
+namespace {
+
+std::vector<std::vector<std::string>> every_command(const Options& options,
+                                                    const std::vector<std::string>& arguments,
+                                                    const EnvMap& env, const std::string& ssh,
+                                                    const std::string& self) {
+  std::error_code error;
+  std::string cwd = std::filesystem::current_path(error).string();
+  std::vector<std::string> remote_args = remote_arguments(arguments);
+  EnvMap exported = exported_variables(env, cwd);
+  std::vector<std::vector<std::string>> commands;
+  for (std::size_t i = 0; i < options.hosts.hosts.size(); ++i) {
+    commands.push_back(ssh_command(options, i, ssh, self, remote_args, cwd, exported));
+  }
+  return commands;
+}
+
+}  // namespace
+
+std::string ssh_dry_run_for(const Options& options, const std::vector<std::string>& arguments,
+                            const EnvMap& env) {
+  std::string self = path_of_self();
+  return ssh_dry_run_text(
+      every_command(options, arguments, env, "ssh", self.empty() ? "gangrun" : self));
+}
+
+Expected<int> run_through_ssh(const Options& options, const std::vector<std::string>& arguments,
+                              const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(ssh, launch::find_executable("ssh", env, "OpenSSH's ssh"));
+  std::string self = path_of_self();
+  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
+  std::vector<std::vector<std::string>> commands =
+      every_command(options, arguments, env, *ssh, self);
+  std::vector<std::string> names;
+  for (const config::HostSlots& host : options.hosts.hosts) {
+    names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
+  }
+  spdlog::info("starting gangrun over ssh on {} hosts (workers): {}", names.size(),
+               strings::join(names, ", "));
+  GANGRUN_TRY_ASSIGN(
+      statuses, run_tools(commands, env,
+                          ToolRun{.stop_by = StopBy::closing_stdin, .stop_rest_on_failure = true}));
+  int job_code = exit_codes::k_success;
+  bool unreachable = false;
+  for (std::size_t i = 0; i < statuses->size(); ++i) {
+    int code = (*statuses)[i].shell_code();
+    if (code == k_ssh_failed) {
+      spdlog::error(
+          "ssh to {} failed (ssh exit code 255; its message is above): the job was "
+          "stopped on every host",
+          options.hosts.hosts[i].host);
+      unreachable = true;
+    } else if (job_code == exit_codes::k_success) {
+      job_code = code;
+    }
+  }
+  return unreachable ? exit_codes::k_store : job_code;
+}
+
+}  // namespace gangrun::agent

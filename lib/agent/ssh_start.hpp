@@ -1,0 +1,70 @@
+// Hostfiles over ssh: gangrun starts itself on every host of the hostfile
+// (after --include/--exclude/--num_nodes/--num_gpus, config/hostfile.hpp)
+// with OpenSSH, as deepspeed does with pdsh. Each copy is one node of a
+// static rendezvous (node rank = the host's place in the file, the store on
+// the first host); the gangrun that called ssh waits for every copy and
+// ends with the job's code.
+//
+// Teardown: ssh passes no signal without a terminal, so each remote
+// command watches its stdin, a pipe this gangrun holds open and never
+// writes; when it closes (this gangrun stops the job, ends, or is killed
+// by any signal, or the connection drops), the remote side sends SIGTERM to
+// its gangrun, which stops its workers.
+#pragma once
+
+#include "config/options.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+#include <string>
+#include <vector>
+
+namespace gangrun::agent {
+
+// Whether options ask for the ssh start (--launcher ssh or pdsh, or a
+// hostfile naming other hosts; config/hosts_values.cpp decided). A usage
+// error when --launcher auto meets a hostfile inside a Slurm job, where
+// both could place the nodes.
+Expected<bool> starts_through_ssh(const config::Options& options);
+
+// What every copy runs besides its node's own options: `arguments` (argv
+// without argv[0]) less the options that choose hosts, nodes, ranks, the
+// store address and the per-node count, which ssh_command() gives anew.
+// Words from the program on are kept as they are.
+std::vector<std::string> remote_arguments(const std::vector<std::string>& arguments);
+
+// The variables the copies get, as deepspeed exports them: those whose names
+// start with MLFLOW, PYTHON, MV2, UCX or NCCL, and PATH; PYTHONPATH gets
+// `cwd` in front.
+EnvMap exported_variables(const EnvMap& env, const std::string& cwd);
+
+// The ssh command line for host `index` of options.hosts.hosts, argv[0] =
+// ssh's path: `ssh -o BatchMode=yes [-p PORT] LAUNCHER_ARGS HOST 'sh -c
+// SCRIPT'`, where SCRIPT enters cwd and runs `env VARS self --launcher
+// local --nnodes N --node_rank I --master_addr FIRST_HOST --master_port P
+// --nproc_per_node SLOTS [--include localhost:IDS, for ids other than
+// 0..SLOTS-1 unless --accelerator cpu] REMOTE_ARGS` under the
+// stdin watch described above.
+std::vector<std::string> ssh_command(const config::Options& options, std::size_t index,
+                                     const std::string& ssh, const std::string& self,
+                                     const std::vector<std::string>& remote_args,
+                                     const std::string& cwd, const EnvMap& exported);
+
+// "gangrun dry run: gangrun would start itself on N hosts over ssh:" and
+// one quoted command per host.
+std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands);
+
+// ssh_dry_run_text() of the commands run_through_ssh() would run.
+std::string ssh_dry_run_for(const config::Options& options,
+                            const std::vector<std::string>& arguments, const EnvMap& env);
+
+// Starts every host's copy through ssh (found on PATH), stops the others
+// as soon as one ends with a failure, and passes TERM, INT, HUP and QUIT on
+// as the stop above. Returns the job's exit code: 3 (a network failure, with
+// an error line naming the host) when ssh itself failed (its code 255),
+// else the first non-zero code in host order, else 0. Errors: ssh or gangrun's own path not found,
+// ssh not started. Call from the main thread.
+Expected<int> run_through_ssh(const config::Options& options,
+                              const std::vector<std::string>& arguments, const EnvMap& env);
+
+}  // namespace gangrun::agent

@@ -1,0 +1,50 @@
+// deepspeed's hostfile (`host slots=N` lines) and its host filters
+// (--include/--exclude `host:slot,slot@host`, --num_nodes, --num_gpus),
+// with deepspeed's meaning (deepspeed/launcher/runner.py). Pure.
+#pragma once
+
+#include "config/hosts_settings.hpp"
+#include "util/error.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gangrun::config {
+
+// One line of a hostfile.
+struct HostfileEntry {
+  std::string host;
+  int slots = 0;
+  int line = 0;  // 1-based, for messages
+  bool operator==(const HostfileEntry&) const = default;
+};
+
+// Parses hostfile text: `NAME slots=N` per line (text after N is ignored,
+// as deepspeed's pattern does), `#` comment lines and blank lines skipped.
+// Usage errors name `name:LINE`: any other line, a host named twice, a
+// file naming no host.
+Expected<std::vector<HostfileEntry>> parse_hostfile(std::string_view text, std::string_view name);
+
+// Reads and parses the file at path. Errors: unreadable (usage, naming the
+// file and the system error), and parse_hostfile's.
+Expected<std::vector<HostfileEntry>> read_hostfile(const std::string& path);
+
+// The hosts and device ids to use, in hostfile order: every slot of every
+// host, narrowed by --include or --exclude (NODE_SPEC[@NODE_SPEC...],
+// NODE_SPEC = NAME[:SLOT[,SLOT...]], a bare name meaning all its slots).
+// Hosts left without slots are dropped. Usage errors: both filters, a host
+// or slot the hostfile does not have, a malformed slot, nothing left.
+Expected<std::vector<HostSlots>> filter_hosts(const std::vector<HostfileEntry>& entries,
+                                              const std::optional<std::string>& include,
+                                              const std::optional<std::string>& exclude);
+
+// deepspeed's --num_nodes (the first N hosts) and --num_gpus (device ids
+// 0..N-1 on every host), applied after the filters. Usage error when
+// num_nodes asks for more hosts than there are.
+Expected<std::vector<HostSlots>> limit_hosts(std::vector<HostSlots> hosts,
+                                             std::optional<int> num_nodes,
+                                             std::optional<int> num_gpus);
+
+}  // namespace gangrun::config

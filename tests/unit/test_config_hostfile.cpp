@@ -1,0 +1,154 @@
+// deepspeed's hostfile and its filters, with deepspeed's meaning
+// (deepspeed/launcher/runner.py: _parse_hostfile, parse_resource_filter,
+// apply_num_nodes_and_gpus), and how a hostfile sets the launch options.
+#include "config/hostfile.hpp"
+#include "config_test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+using Catch::Matchers::Contains;
+using gangrun::config::filter_hosts;
+using gangrun::config::HostfileEntry;
+using gangrun::config::HostSlots;
+using gangrun::config::limit_hosts;
+using gangrun::config::Options;
+using gangrun::config::parse_hostfile;
+using gangrun::config::test::launch;
+using gangrun::config::test::usage_error;
+
+std::vector<HostfileEntry> three_hosts() {
+  return *parse_hostfile("worker-0 slots=2\nworker-1 slots=4\nworker-2 slots=1\n", "hf");
+}
+
+std::string parse_error(std::string_view text) {
+  auto parsed = parse_hostfile(text, "hf");
+  REQUIRE_FALSE(parsed);
+  return parsed.error().message();
+}
+
+std::string filter_error(const std::optional<std::string>& include,
+                         const std::optional<std::string>& exclude) {
+  auto filtered = filter_hosts(three_hosts(), include, exclude);
+  REQUIRE_FALSE(filtered);
+  return filtered.error().message();
+}
+
+// A hostfile in a fresh temporary directory, removed at the end.
+struct TempHostfile {
+  std::filesystem::path dir;
+  std::string path;
+  explicit TempHostfile(const std::string& text) {
+    dir = std::filesystem::temp_directory_path() /
+          ("gangrun-hostfile-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::create_directories(dir);
+    path = (dir / "hostfile").string();
+    std::ofstream(path) << text;
+  }
+  ~TempHostfile() { std::filesystem::remove_all(dir); }
+  static int& counter() {
+    static int value = 0;
+    return value;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("hostfile: host slots=N lines, comments and blank lines, order kept", "[hostfile]") {
+  auto entries = parse_hostfile("# cluster\n\n  node-b slots=8  \nnode-a\tslots=2 # gpus\n", "hf");
+  REQUIRE(entries);
+  CHECK(*entries == std::vector<HostfileEntry>{{"node-b", 8, 3}, {"node-a", 2, 4}});
+}
+
+TEST_CASE("hostfile: bad lines, duplicates and empty files name file:line", "[hostfile]") {
+  CHECK_THAT(parse_error("a slots=1\nb slots=x\n"), Contains("hf:2:") && Contains("'b slots=x'"));
+  CHECK_THAT(parse_error("a slots=1\nb\n"), Contains("hf:2:"));
+  CHECK_THAT(parse_error("a slots=1\n# x\na slots=2\n"),
+             Contains("hf:3:") && Contains("already named on line 1"));
+  CHECK_THAT(parse_error("# only a comment\n\n"), Contains("names no host"));
+  CHECK_THAT(parse_error("a slots= 2\n"), Contains("hf:1:"));
+}
+
+TEST_CASE("hostfile: reading a missing file names it", "[hostfile]") {
+  auto read = gangrun::config::read_hostfile("/nonexistent/dir/hostfile");
+  REQUIRE_FALSE(read);
+  CHECK_THAT(read.error().message(), Contains("/nonexistent/dir/hostfile"));
+}
+
+TEST_CASE("hostfile: no filter keeps every slot of every host", "[hostfile]") {
+  auto hosts = filter_hosts(three_hosts(), std::nullopt, std::nullopt);
+  REQUIRE(hosts);
+  CHECK(*hosts == std::vector<HostSlots>{
+                      {"worker-0", {0, 1}}, {"worker-1", {0, 1, 2, 3}}, {"worker-2", {0}}});
+}
+
+TEST_CASE("hostfile: --include takes hosts and slots, in hostfile order", "[hostfile]") {
+  auto hosts = filter_hosts(three_hosts(), "worker-2@worker-1:3,1,1", std::nullopt);
+  REQUIRE(hosts);
+  CHECK(*hosts == std::vector<HostSlots>{{"worker-1", {1, 3}}, {"worker-2", {0}}});
+}
+
+TEST_CASE("hostfile: --exclude drops slots, and hosts left without any", "[hostfile]") {
+  auto hosts = filter_hosts(three_hosts(), std::nullopt, "worker-1:0,2@worker-2");
+  REQUIRE(hosts);
+  CHECK(*hosts == std::vector<HostSlots>{{"worker-0", {0, 1}}, {"worker-1", {1, 3}}});
+  auto whole = filter_hosts(three_hosts(), std::nullopt, "worker-0:0,1");
+  REQUIRE(whole);
+  CHECK(whole->front().host == "worker-1");
+}
+
+TEST_CASE("hostfile: filter errors as deepspeed's", "[hostfile]") {
+  CHECK_THAT(filter_error("worker-9", std::nullopt), Contains("'worker-9' is not in the hostfile"));
+  CHECK_THAT(filter_error("worker-0:2", std::nullopt), Contains("has no slot 2"));
+  CHECK_THAT(filter_error(std::nullopt, "worker-0:x"), Contains("'x' is not a slot"));
+  CHECK_THAT(filter_error("worker-0", "worker-1"), Contains("cannot be combined"));
+  CHECK_THAT(filter_error(std::nullopt, "worker-0@worker-1@worker-2"), Contains("no host"));
+}
+
+TEST_CASE("hostfile: --num_nodes takes the first hosts, --num_gpus slots 0..N-1", "[hostfile]") {
+  auto all = *filter_hosts(three_hosts(), std::nullopt, std::nullopt);
+  auto limited = limit_hosts(all, 2, 3);
+  REQUIRE(limited);
+  CHECK(*limited == std::vector<HostSlots>{{"worker-0", {0, 1, 2}}, {"worker-1", {0, 1, 2}}});
+  auto too_many = limit_hosts(all, 4, std::nullopt);
+  REQUIRE_FALSE(too_many);
+  CHECK_THAT(too_many.error().message(), Contains("--num_nodes 4"));
+}
+
+TEST_CASE("hostfile: -H chooses the ssh launcher and one node per host", "[hostfile]") {
+  TempHostfile file("node1 slots=2\nnode2 slots=2\nnode3 slots=1\n");
+  Options options = launch({"-H", file.path, "--exclude", "node2", "train.py"});
+  CHECK(options.launcher == Options::Launcher::ssh);
+  CHECK(options.nnodes == 2);
+  CHECK(options.hosts.hosts == std::vector<HostSlots>{{"node1", {0, 1}}, {"node3", {0}}});
+  Options first = launch({"--hostfile", file.path, "--num_nodes", "1", "--ssh_port", "2222",
+                          "--launcher", "pdsh", "train.py"});
+  CHECK(first.hosts.hosts == std::vector<HostSlots>{{"node1", {0, 1}}});
+  CHECK(first.hosts.ssh_port == 2222);
+  CHECK(first.launcher == Options::Launcher::ssh);
+}
+
+TEST_CASE("hostfile: only this host runs here with its slots as workers", "[hostfile]") {
+  TempHostfile file("localhost slots=3\n");
+  Options options = launch({"-H", file.path, "--exclude", "localhost:1", "train.py"});
+  CHECK(options.launcher == Options::Launcher::automatic);
+  CHECK(options.hosts.hosts.empty());
+  REQUIRE(options.nproc_per_node);
+  CHECK(options.nproc_per_node->number == 2);
+  CHECK(options.include == "localhost:0,2");
+}
+
+TEST_CASE("hostfile: refused combinations", "[hostfile]") {
+  TempHostfile file("node1 slots=2\nnode2 slots=2\n");
+  CHECK_THAT(usage_error({"-H", file.path, "--launcher", "local", "train.py"}),
+             Contains("--launcher local"));
+  CHECK_THAT(usage_error({"-H", file.path, "--num_gpus", "1", "--include", "node1", "train.py"}),
+             Contains("cannot be combined"));
+  CHECK_THAT(usage_error({"--launcher", "ssh", "train.py"}), Contains("-H/--hostfile"));
+  CHECK_THAT(usage_error({"--launcher", "mpich", "train.py"}), Contains("--launcher ssh"));
+  CHECK_THAT(usage_error({"-H", file.path, "--ssh_port", "70000", "train.py"}), Contains("70000"));
+}
