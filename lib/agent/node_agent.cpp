@@ -4,6 +4,7 @@
 #include "agent/attempt_record.hpp"
 #include "agent/launches.hpp"
 #include "agent/rendezvous_setup.hpp"
+#include "launch/deepspeed_pid_file.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/files.hpp"
 #include "launch/logging.hpp"
@@ -20,7 +21,10 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
 #include <csignal>
+#include <optional>
 
 namespace gangrun::agent {
 namespace asio = boost::asio;
@@ -428,6 +432,15 @@ RunResult run(const launch::LaunchPlan& plan, const SpawnerFactory& make_spawner
   if (auto subreaper = supervise::become_subreaper(); !subreaper) {
     spdlog::warn("{}; descendants that escape their worker cannot be cleaned up",
                  subreaper.error().describe());
+  }
+  std::optional<launch::DeepspeedPidFile> pid_file;
+  if (plan.options.deepspeed.save_pid) {
+    auto written = launch::DeepspeedPidFile::write(static_cast<int>(::getpid()));
+    if (!written) {
+      spdlog::error("{}", written.error().describe());
+      return {written.error().exit_code(), std::nullopt};
+    }
+    pid_file.emplace(std::move(*written));
   }
   NodeAgent agent(plan, make_spawner);
   return agent.run();

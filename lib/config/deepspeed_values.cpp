@@ -1,9 +1,127 @@
 #include "config/deepspeed_values.hpp"
 
-namespace gangrun::config {
+#include "config/option_values.hpp"
+#include "config/value_typer.hpp"
 
-Expected<void> type_deepspeed_values(const LayeredValues& /*values*/, Options& /*options*/) {
+#include <filesystem>
+#include <system_error>
+
+namespace gangrun::config {
+namespace {
+
+// The most cores a list may name: far beyond any machine, small enough that
+// a typo ("0-99999999") is refused instead of allocating.
+constexpr int k_max_core = 1 << 16;
+
+Expected<LaunchStyle> parse_launch_style(std::string_view text) {
+  if (text == "torchrun") return LaunchStyle::torchrun;
+  if (text == "deepspeed") return LaunchStyle::deepspeed;
+  return fail_usage(strings::quoted(text) + " is not one of torchrun, deepspeed");
+}
+
+Expected<int> parse_core(std::string_view text, std::string_view item) {
+  std::optional<std::int64_t> core =
+      strings::plain_decimal(text) ? strings::parse_int(text) : std::nullopt;
+  if (!core || *core > k_max_core) {
+    return fail_usage(strings::quoted(item) + " is not a core number or a range A-B of them");
+  }
+  return static_cast<int>(*core);
+}
+
+// deepspeed's --log_level as gangrun's verbosity.
+Expected<int> parse_log_level(std::string_view level) {
+  if (level == "debug") return 1;
+  if (level == "info" || level == "warning") return 0;
+  if (level == "error" || level == "critical") return -1;
+  return fail_usage(strings::quoted(level) +
+                    " is not one of debug, info, warning, error, critical");
+}
+
+bool given(const LayeredValues& values, std::string_view name) {
+  auto it = values.find(name);
+  return it != values.end() && it->second.source != Source::default_value;
+}
+
+// Refusals and combinations; the typed values are in options already.
+Expected<void> check_deepspeed_values(const LayeredValues& values, const Options& o) {
+  if (const LayeredValue* autotuning = Typer(values).find("autotuning")) {
+    return fail_usage(
+        autotuning->where +
+        " is not supported: deepspeed's autotuner runs its experiments inside deepspeed's "
+        "Python package; tune with 'deepspeed --autotuning tune ...', then launch the "
+        "configuration it writes with gangrun");
+  }
+  if (!o.deepspeed.each_rank_log_dir) return {};
+  const LayeredValue& each_rank = values.find("enable_each_rank_log")->second;
+  for (std::string_view other : {"log_dir", "redirects", "tee"}) {
+    if (given(values, other)) {
+      return fail_usage(each_rank.where + " and " + values.find(other)->second.given +
+                        " both decide where the workers' output goes; give one of them");
+    }
+  }
+  std::error_code error;
+  auto status = std::filesystem::status(*o.deepspeed.each_rank_log_dir, error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_directory(status)) {
+    return fail_usage(each_rank.where + ": " + strings::quoted(*o.deepspeed.each_rank_log_dir) +
+                      " is not a directory (the rank logs are written into it)");
+  }
   return {};
+}
+
+// deepspeed's CPU accelerator (DS_ACCELERATOR=cpu) takes --num_gpus N as N
+// ranks on the CPUs, one per made-up device; gangrun's --num_gpus selects
+// real devices, which a CPU launch has none of. With --accelerator cpu it
+// means N workers, unless a process count says otherwise.
+void num_gpus_on_cpus(Options& o) {
+  if (o.accelerator != Accelerator::cpu || !o.num_gpus || o.nproc_per_node || o.num_processes) {
+    return;
+  }
+  o.nproc_per_node = ProcCount{ProcCount::Kind::number, *o.num_gpus};
+  o.num_gpus.reset();
+}
+
+}  // namespace
+
+Expected<std::vector<int>> parse_core_list(std::string_view text) {
+  std::vector<int> cores;
+  for (const std::string& item : strings::split(text, ',')) {
+    std::size_t dash = item.find('-');
+    GANGRUN_TRY_ASSIGN(first, parse_core(item.substr(0, dash), item));
+    int last = *first;
+    if (dash != std::string::npos) {
+      GANGRUN_TRY_ASSIGN(end, parse_core(std::string_view(item).substr(dash + 1), item));
+      if (*end < *first) return fail_usage(strings::quoted(item) + " ends before it starts");
+      last = *end;
+    }
+    if (!cores.empty() && *first <= cores.back()) {
+      return fail_usage(strings::quoted(item) +
+                        " overlaps or comes before the cores listed before it (list them "
+                        "ascending, e.g. 0,2-3)");
+    }
+    for (int core = *first; core <= last; ++core) cores.push_back(core);
+  }
+  return cores;
+}
+
+Expected<void> type_deepspeed_values(const LayeredValues& values, Options& options) {
+  DeepspeedSettings& ds = options.deepspeed;
+  Typer typer(values);
+  typer.set("launch_style", parse_launch_style, ds.launch_style);
+  typer.set("no_local_rank", parse_bool, ds.no_local_rank);
+  typer.set("enable_each_rank_log", non_empty_text, ds.each_rank_log_dir);
+  typer.set("bind_cores_to_rank", parse_bool, ds.bind_cores_to_rank);
+  typer.set("bind_core_list", parse_core_list, ds.bind_core_list);
+  typer.set("save_pid", parse_bool, ds.save_pid);
+  typer.set("force_multi", parse_bool, ds.force_multi);
+  std::optional<int> level_verbosity;
+  typer.set("log_level", parse_log_level, level_verbosity);
+  if (typer.error()) return tl::unexpected(*typer.error());
+
+  if (level_verbosity && !given(values, "verbose") && !given(values, "quiet")) {
+    options.verbosity = *level_verbosity;
+  }
+  num_gpus_on_cpus(options);
+  return check_deepspeed_values(values, options);
 }
 
 }  // namespace gangrun::config

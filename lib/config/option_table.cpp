@@ -46,11 +46,13 @@ std::vector<OptionSpec> make_table() {
        .metavar = "LIST|all",
        .help = "devices to use, as the workers number them (accelerate), e.g. 0,2"},
       {.name = "include",
+       .short_name = 'i',
        .group = G::devices,
        .metavar = "NODE_SPEC",
        .help = "devices to use (deepspeed), e.g. localhost:0,2; this node answers to localhost "
                "and its host name"},
       {.name = "exclude",
+       .short_name = 'e',
        .group = G::devices,
        .metavar = "NODE_SPEC",
        .help = "devices not to use (deepspeed), e.g. localhost:1"},

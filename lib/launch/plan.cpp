@@ -1,6 +1,7 @@
 #include "launch/plan.hpp"
 
 #include "launch/accelerate_env.hpp"
+#include "launch/core_binding.hpp"
 #include "launch/deepspeed_env.hpp"
 #include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
@@ -250,11 +251,18 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
                              : env_lookup(host_env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")
                                    .value_or(std::string(logmux::k_default_prefix_template));
 
+  auto cores = split_cores(options, plan.local_world_size,
+                           options.deepspeed.bind_cores_to_rank
+                               ? CoreHost{physical_core_count(), allowed_cpus()}
+                               : CoreHost{});
+  if (!cores) return tl::unexpected(cores.error());
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     WorkerPlan worker;
     worker.local_rank = local_rank;
     worker.device_env = std::move(masks[static_cast<std::size_t>(local_rank)]);
-    worker.argv = substitute_local_rank(plan.program.argv, local_rank);
+    worker.cpus = std::move((*cores)[static_cast<std::size_t>(local_rank)]);
+    worker.argv =
+        deepspeed_argv(plan, substitute_local_rank(plan.program.argv, local_rank), local_rank);
     config::Streams redirected = options.redirects.for_local_rank(local_rank);
     config::Streams teed = options.tee.for_local_rank(local_rank);
     worker.to_file = either(redirected, teed);

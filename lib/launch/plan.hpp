@@ -26,6 +26,9 @@ struct WorkerPlan {
   // Its visibility mask (and what must go with it), e.g.
   // CUDA_VISIBLE_DEVICES=2; empty when it inherits gangrun's visibility.
   EnvMap device_env;
+  // The CPUs it is pinned to (--bind_cores_to_rank, launch/core_binding.hpp);
+  // empty: gangrun's own affinity.
+  std::vector<int> cpus = {};
 };
 
 struct LaunchPlan {

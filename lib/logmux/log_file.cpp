@@ -15,7 +15,9 @@ namespace gangrun::logmux {
 Expected<LogFile> LogFile::open(const std::string& path) {
   std::error_code ignored;  // a real problem shows up as open() failing below
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ignored);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // O_APPEND: a worker's two streams may share one file (deepspeed's rank
+  // logs), each through its own descriptor, and neither may write over the other.
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) {
     return fail(ErrorCode::io, "cannot open log file " + path + ": " + errno_text(errno));
   }

@@ -14,6 +14,8 @@ class LogFile {
   // No file: writes go nowhere.
   LogFile() = default;
   // Creates or truncates path; its parent directories are created if missing.
+  // Writes append, so two LogFiles opened on one path before either writes
+  // (a worker's stdout and stderr into one file) interleave whole chunks.
   static Expected<LogFile> open(const std::string& path);
 
   // Writes through at once. The caller hands over whole read chunks, so this

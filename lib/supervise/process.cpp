@@ -78,6 +78,26 @@ void null_stdio() {
 rlimit g_users_open_file_limit{};
 bool g_open_file_limit_raised = false;
 
+// SpawnSpec::cpus as the bit mask sched_setaffinity takes, made in gangrun:
+// the forked shim may not allocate.
+struct CpuMask {
+  std::vector<unsigned long> words;  // empty: no pinning
+  std::size_t bytes() const { return words.size() * sizeof(unsigned long); }
+  const cpu_set_t* set() const { return reinterpret_cast<const cpu_set_t*>(words.data()); }
+};
+
+CpuMask cpu_mask(const std::vector<int>& cpus) {
+  constexpr std::size_t bits = sizeof(unsigned long) * 8;
+  CpuMask mask;
+  for (int cpu : cpus) {
+    if (cpu < 0) continue;
+    auto at = static_cast<std::size_t>(cpu);
+    if (mask.words.size() <= at / bits) mask.words.resize(at / bits + 1, 0);
+    mask.words[at / bits] |= 1UL << (at % bits);
+  }
+  return mask;
+}
+
 // What the worker's starting code needs; it runs on the shim's memory
 // (CLONE_VM), so exec_errno is how it tells the shim that execve failed.
 struct WorkerStart {
@@ -85,6 +105,7 @@ struct WorkerStart {
   const char* executable;
   const char* const* argv;
   const char* const* envp;
+  const CpuMask* cpus;
   pid_t shim_pid;
   int exec_errno;
 };
@@ -108,6 +129,11 @@ int start_worker(void* argument) {
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
   if (g_open_file_limit_raised) ::setrlimit(RLIMIT_NOFILE, &g_users_open_file_limit);
+  if (!start.cpus->words.empty() &&
+      ::sched_setaffinity(0, start.cpus->bytes(), start.cpus->set()) < 0) {
+    start.exec_errno = errno;
+    ::_exit(127);
+  }
   const int sources[3] = {start.spec->stdin_fd, start.spec->stdout_fd, start.spec->stderr_fd};
   for (int target = 0; target <= STDERR_FILENO; ++target) {
     if (sources[target] >= 0 && ::dup2(sources[target], target) < 0) {
@@ -130,6 +156,7 @@ int start_worker(void* argument) {
 struct ShimSetup {
   const SpawnSpec& spec;
   const char* const* envp;
+  const CpuMask& cpus;
   pid_t gangrun_pid;
   int control_fd;  // read end
   int report_fd;   // write end
@@ -162,7 +189,7 @@ struct ShimSetup {
     // CLONE_VM | CLONE_VFORK, as posix_spawn does: no copy of the address
     // space, and the shim waits here until the worker has exec'd (or failed
     // to), so the stack below is free again when clone returns.
-    WorkerStart start{&spec, executable.c_str(), argv, envp, ::getpid(), 0};
+    WorkerStart start{&spec, executable.c_str(), argv, envp, &cpus, ::getpid(), 0};
     alignas(64) char worker_stack[64 * 1024];
     pid_t worker = ::clone(start_worker, worker_stack + sizeof worker_stack,
                            CLONE_VM | CLONE_VFORK | SIGCHLD, &start);
@@ -256,15 +283,17 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   for (const std::string& entry : env_strings) envp.push_back(entry.c_str());
   envp.push_back(nullptr);
   std::vector<std::string> args(spec.argv.begin() + (spec.argv.empty() ? 0 : 1), spec.argv.end());
+  const CpuMask cpus = cpu_mask(spec.cpus);
 
   bp::posix::default_launcher launcher;
   launcher.env = envp.data();
   bp::error_code error;
   // The executor overload: Boost 1.81's (context, error_code) overload
   // forwards without the error_code and throws instead.
-  auto process = launcher(
-      spawn_context.get_executor(), error, std::filesystem::path(spec.executable), args,
-      ShimSetup{spec, envp.data(), ::getpid(), control->read_end.get(), report->write_end.get()});
+  auto process =
+      launcher(spawn_context.get_executor(), error, std::filesystem::path(spec.executable), args,
+               ShimSetup{spec, envp.data(), cpus, ::getpid(), control->read_end.get(),
+                         report->write_end.get()});
   // Only the shim keeps these ends; from now on the control pipe's EOF
   // means "gangrun is done with you".
   control->read_end.reset();

@@ -26,6 +26,10 @@ struct SpawnSpec {
   int stdin_fd = -1;
   int stdout_fd = -1;
   int stderr_fd = -1;
+  // The CPUs the child is pinned to (sched_setaffinity before its exec);
+  // empty: gangrun's own affinity. A CPU it may not use fails the start
+  // like a failed exec (EINVAL), naming the program.
+  std::vector<int> cpus = {};
 };
 
 // A worker being started under its shim (supervise/shim.hpp).
