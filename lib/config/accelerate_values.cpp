@@ -1,8 +1,487 @@
+// accelerate launch's own flags and config file turned into what its workers
+// see: which of its launchers it would pick (one process, or torchrun's N per
+// machine) and the variables each launcher sets (accelerate 1.15,
+// utils/launch.py: prepare_simple_launcher_cmd_env, prepare_multi_gpu_env,
+// prepare_deepspeed_cmd_env). Values are spelled as accelerate spells them:
+// Python's str() of what its argument parser made of the text.
 #include "config/accelerate_values.hpp"
+
+#include "config/option_values.hpp"
+#include "util/strings.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
 
 namespace gangrun::config {
 
-Expected<void> type_accelerate_values(const LayeredValues& /*values*/, Options& /*options*/) {
+namespace {
+
+// What Python's str() makes of a value accelerate parsed with this type.
+enum class Render {
+  text,     // str
+  lower,    // str(value).lower()
+  integer,  // int
+  real,     // float
+  py_bool,  // bool(): any non-empty text is True
+};
+
+Expected<std::string> python_int(std::string_view text) {
+  std::string digits;
+  for (char c : strings::trim(text)) {
+    if (c != '_') digits += c;
+  }
+  long long number = 0;
+  const char* begin = digits.data() + (digits.starts_with('+') ? 1 : 0);
+  auto [end, error] = std::from_chars(begin, digits.data() + digits.size(), number);
+  if (error != std::errc() || end != digits.data() + digits.size() || begin == end) {
+    return fail_usage("'" + std::string(text) + "' is not an integer");
+  }
+  return std::to_string(number);
+}
+
+// Python's repr of a float: the shortest text that reads back, with ".0"
+// on whole numbers and an exponent from 1e16 up and below 1e-4.
+Expected<std::string> python_float(std::string_view text) {
+  std::string trimmed(strings::trim(text));
+  char* end = nullptr;
+  double number = std::strtod(trimmed.c_str(), &end);
+  if (trimmed.empty() || end != trimmed.c_str() + trimmed.size()) {
+    return fail_usage("'" + std::string(text) + "' is not a number");
+  }
+  char buffer[64];
+  const double magnitude = number < 0 ? -number : number;
+  const bool scientific = magnitude != 0 && (magnitude >= 1e16 || magnitude < 1e-4);
+  auto result =
+      std::to_chars(buffer, buffer + sizeof buffer, number,
+                    scientific ? std::chars_format::scientific : std::chars_format::fixed);
+  std::string shown(buffer, result.ptr);
+  if (!scientific && shown.find('.') == std::string::npos && shown.find('n') == std::string::npos) {
+    shown += ".0";
+  }
+  return shown;
+}
+
+class Reader {
+ public:
+  explicit Reader(const LayeredValues& values) : values_(values) {}
+
+  const LayeredValue* find(std::string_view name) const {
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+  // Given by the user (any layer), not a table default.
+  const LayeredValue* given(std::string_view name) const {
+    const LayeredValue* value = find(name);
+    return value != nullptr && value->source != Source::default_value ? value : nullptr;
+  }
+  bool on(std::string_view name) const {
+    const LayeredValue* value = find(name);
+    return value != nullptr && parse_bool(value->text).value_or(false);
+  }
+  // The value as accelerate's worker variable spells it; nullopt when unset.
+  Expected<std::optional<std::string>> render(std::string_view name, Render how) const {
+    const LayeredValue* value = find(name);
+    if (value == nullptr) return std::optional<std::string>();
+    // accelerate copies config file values into its arguments unparsed:
+    // str() of the YAML value (config/accelerate_config_file.hpp spells them).
+    if (value->source == Source::config_file) {
+      return std::optional<std::string>(how == Render::lower ? strings::to_lower(value->text)
+                                                             : value->text);
+    }
+    Expected<std::string> shown = value->text;
+    switch (how) {
+      case Render::text:
+        break;
+      case Render::lower:
+        shown = strings::to_lower(value->text);
+        break;
+      case Render::integer:
+        shown = python_int(value->text);
+        break;
+      case Render::real:
+        shown = python_float(value->text);
+        break;
+      case Render::py_bool:
+        shown = value->text.empty() ? "False" : "True";
+        break;
+    }
+    if (!shown) return fail_usage(value->where + ": " + shown.error().message());
+    return std::optional<std::string>(*shown);
+  }
+
+ private:
+  const LayeredValues& values_;
+};
+
+// One variable from one option, when the option has a value.
+struct Passed {
+  std::string_view option;
+  std::string_view variable;
+  Render how;
+  std::string_view when_unset = {};  // accelerate's value when the option has none
+};
+
+using Variables = std::vector<std::pair<std::string, std::string>>;
+
+Expected<void> pass_each(const Reader& read, const std::vector<Passed>& rows, Variables& out) {
+  for (const Passed& row : rows) {
+    GANGRUN_TRY_ASSIGN(shown, read.render(row.option, row.how));
+    if (*shown) {
+      out.emplace_back(row.variable, **shown);
+    } else if (!row.when_unset.empty()) {
+      out.emplace_back(row.variable, row.when_unset);
+    }
+  }
+  return {};
+}
+
+const char* python_bool(bool value) { return value ? "True" : "False"; }
+
+// Flags gangrun cannot honour, with what to do instead; each is refused
+// when given.
+struct Refusal {
+  std::string_view option;
+  std::string_view why;
+};
+const std::vector<Refusal>& refusals() {
+  static const std::vector<Refusal> rows = {
+      {"tpu",
+       "TPU training runs through torch_xla's launcher, which gangrun is not; use "
+       "accelerate launch for TPUs"},
+      {"tpu_cluster", "TPU pods are started through gcloud on each VM; use accelerate launch"},
+      {"tpu_use_sudo", "TPU pods are started through gcloud on each VM; use accelerate launch"},
+      {"vm", "TPU pod VMs are started through gcloud; use accelerate launch"},
+      {"env",
+       "it sets variables on TPU pod VMs; for gangrun's workers, export them before "
+       "gangrun"},
+      {"mpirun_hostfile",
+       "gangrun starts the workers itself, not through mpirun; use --multi_gpu "
+       "(and -H/--hostfile for several hosts)"},
+      {"aws_access_key_id", "SageMaker launches are accelerate's own; use accelerate launch"},
+      {"aws_secret_access_key", "SageMaker launches are accelerate's own; use accelerate launch"},
+  };
+  return rows;
+}
+
+Expected<void> refuse_what_cannot_be_honoured(const Reader& read) {
+  for (const Refusal& refusal : refusals()) {
+    const LayeredValue* value = read.given(refusal.option);
+    const OptionSpec* spec = find_option_by_name(refusal.option);
+    if (value == nullptr) continue;
+    if (spec->kind == OptionKind::flag && !parse_bool(value->text).value_or(true)) continue;
+    return fail_usage(value->where + ": gangrun cannot honour it: " + std::string(refusal.why));
+  }
+  return {};
+}
+
+// The line speaks accelerate: one of its own flags, or its config file.
+bool uses_accelerate(const LayeredValues& values) {
+  for (const auto& [name, value] : values) {
+    if (value.source == Source::default_value && name != "config_file") continue;
+    const OptionSpec* spec = find_option_by_name(name);
+    if (spec != nullptr && spec->group == OptionGroup::accelerate) return true;
+  }
+  return false;
+}
+
+enum class Launcher { simple, multi_gpu, deepspeed };
+
+Expected<Launcher> pick_launcher(const Reader& read) {
+  // accelerate refuses two of these given together; a config file's
+  // distributed_type stands back for any of them (layering.cpp).
+  const LayeredValue* first = nullptr;
+  for (std::string_view mode : {"multi_gpu", "cpu", "use_deepspeed", "use_fsdp"}) {
+    const LayeredValue* value = read.given(mode);
+    if (value == nullptr || value->source == Source::config_file || !read.on(mode)) continue;
+    if (first != nullptr) {
+      return fail_usage(first->given + " and " + value->given +
+                        ": accelerate takes only one of --cpu, --multi_gpu, --tpu, "
+                        "--use_deepspeed, --use_fsdp at a time");
+    }
+    first = value;
+  }
+  if (read.on("cpu")) return Launcher::simple;
+  if (read.on("use_deepspeed")) return Launcher::deepspeed;
+  if (read.on("use_fsdp") || read.on("use_megatron_lm") || read.on("multi_gpu")) {
+    return Launcher::multi_gpu;
+  }
+  return Launcher::simple;
+}
+
+Expected<void> add_dynamo(const Reader& read, Variables& out) {
+  GANGRUN_TRY_ASSIGN(backend, read.render("dynamo_backend", Render::text));
+  const std::string upper = strings::to_upper(backend->value_or("no"));
+  const OptionSpec& spec = *find_option_by_name("dynamo_backend");
+  bool known = false;
+  for (std::string_view choice : spec.choices) known = known || strings::to_upper(choice) == upper;
+  if (!known) {
+    return fail_usage(read.find("dynamo_backend")->where + ": unknown dynamo backend '" + upper +
+                      "'");
+  }
+  out.emplace_back("ACCELERATE_DYNAMO_BACKEND", upper);
+  GANGRUN_TRY(
+      pass_each(read, {{"dynamo_mode", "ACCELERATE_DYNAMO_MODE", Render::text, "default"}}, out));
+  out.emplace_back("ACCELERATE_DYNAMO_USE_FULLGRAPH", python_bool(read.on("dynamo_use_fullgraph")));
+  out.emplace_back("ACCELERATE_DYNAMO_USE_DYNAMIC", python_bool(read.on("dynamo_use_dynamic")));
+  out.emplace_back("ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION",
+                   python_bool(read.on("dynamo_use_regional_compilation")));
+  return {};
+}
+
+Expected<void> add_mixed_precision(const Reader& read, Variables& out) {
+  const LayeredValue* value = read.find("mixed_precision");
+  const std::string mode = strings::to_lower(value ? value->text : "no");
+  if (mode != "no" && mode != "fp16" && mode != "bf16" && mode != "fp8") {
+    return fail_usage(value->where + ": unknown mixed precision '" + mode +
+                      "' (expected no, fp16, bf16 or fp8)");
+  }
+  out.emplace_back("ACCELERATE_MIXED_PRECISION", mode);
+  if (mode != "fp8") return {};
+  GANGRUN_TRY(pass_each(
+      read,
+      {{"fp8_backend", "ACCELERATE_FP8_BACKEND", Render::text},
+       {"fp8_margin", "ACCELERATE_FP8_MARGIN", Render::integer, "0"},
+       {"fp8_interval", "ACCELERATE_FP8_INTERVAL", Render::integer, "1"},
+       {"fp8_format", "ACCELERATE_FP8_FORMAT", Render::text, "HYBRID"},
+       {"fp8_amax_history_len", "ACCELERATE_FP8_AMAX_HISTORY_LEN", Render::integer, "1024"},
+       {"fp8_amax_compute_algo", "ACCELERATE_FP8_AMAX_COMPUTE_ALGO", Render::text, "most_recent"},
+       {"fp8_opt_level", "ACCELERATE_FP8_OPT_LEVEL", Render::text, "O2"}},
+      out));
+  out.emplace_back("ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL",
+                   python_bool(read.on("fp8_use_autocast_during_eval")));
+  for (std::string_view name : {"fp8_enable_fsdp_float8_all_gather", "fp8_pad_inner_dim"}) {
+    const LayeredValue* given = read.find(name);
+    bool on = given == nullptr || parse_bool(given->text).value_or(true);
+    out.emplace_back(strings::to_upper("ACCELERATE_" + std::string(name)), on ? "1" : "0");
+  }
+  return {};
+}
+
+Expected<void> add_fsdp(const Reader& read, Variables& out) {
+  out.emplace_back("ACCELERATE_USE_FSDP", "true");
+  return pass_each(
+      read,
+      {{"fsdp_version", "FSDP_VERSION", Render::text, "1"},
+       {"fsdp_sharding_strategy", "FSDP_SHARDING_STRATEGY", Render::text, "FULL_SHARD"},
+       {"fsdp_reshard_after_forward", "FSDP_RESHARD_AFTER_FORWARD", Render::lower, "true"},
+       {"fsdp_offload_params", "FSDP_OFFLOAD_PARAMS", Render::lower, "false"},
+       {"fsdp_min_num_params", "FSDP_MIN_NUM_PARAMS", Render::integer, "100000000"},
+       {"fsdp_auto_wrap_policy", "FSDP_AUTO_WRAP_POLICY", Render::text},
+       {"fsdp_transformer_layer_cls_to_wrap", "FSDP_TRANSFORMER_CLS_TO_WRAP", Render::text},
+       {"fsdp_backward_prefetch", "FSDP_BACKWARD_PREFETCH", Render::text},
+       {"fsdp_state_dict_type", "FSDP_STATE_DICT_TYPE", Render::text},
+       {"fsdp_forward_prefetch", "FSDP_FORWARD_PREFETCH", Render::lower, "false"},
+       {"fsdp_use_orig_params", "FSDP_USE_ORIG_PARAMS", Render::lower, "true"},
+       {"fsdp_cpu_ram_efficient_loading", "FSDP_CPU_RAM_EFFICIENT_LOADING", Render::lower, "true"},
+       {"fsdp_sync_module_states", "FSDP_SYNC_MODULE_STATES", Render::lower, "true"},
+       {"fsdp_activation_checkpointing", "FSDP_ACTIVATION_CHECKPOINTING", Render::lower, "false"},
+       {"fsdp_activation_checkpointing_offload", "FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD",
+        Render::lower, "false"}},
+      out);
+}
+
+Expected<void> add_megatron(const Reader& read, Variables& out) {
+  out.emplace_back("ACCELERATE_USE_MEGATRON_LM", "true");
+  std::vector<Passed> rows = {
+      {"megatron_lm_tp_degree", "TP_DEGREE", Render::integer, "1"},
+      {"megatron_lm_use_custom_fsdp", "USE_CUSTOM_FSDP", Render::py_bool, "False"},
+      {"megatron_lm_no_load_optim", "NO_LOAD_OPTIM", Render::py_bool, "False"},
+      {"megatron_lm_eod_mask_loss", "EOD_MASK_LOSS", Render::py_bool, "False"},
+      {"megatron_lm_no_save_optim", "NO_SAVE_OPTIM", Render::py_bool, "False"},
+      {"megatron_lm_optimizer_cpu_offload", "OPTIMIZER_CPU_OFFLOAD", Render::py_bool, "False"},
+      {"megatron_lm_use_precision_aware_optimizer", "USE_PRECISION_AWARE_OPTIMIZER",
+       Render::py_bool, "False"},
+      {"megatron_lm_overlap_cpu_optimizer_d2h_h2d", "OVERLAP_CPU_OPTIMIZER_D2H_H2D",
+       Render::py_bool, "False"},
+      {"megatron_lm_decoder_last_pipeline_num_layers", "DECODER_LAST_PIPELINE_NUM_LAYERS",
+       Render::integer},
+      {"megatron_lm_pp_degree", "PP_DEGREE", Render::integer, "1"},
+      {"megatron_lm_gradient_clipping", "GRADIENT_CLIPPING", Render::real, "1.0"},
+      {"megatron_lm_num_micro_batches", "NUM_MICRO_BATCHES", Render::integer},
+      {"megatron_lm_sequence_parallelism", "SEQUENCE_PARALLELISM", Render::text},
+      {"megatron_lm_recompute_activations", "RECOMPUTE_ACTIVATIONS", Render::text},
+      {"megatron_lm_use_distributed_optimizer", "USE_DISTRIBUTED_OPTIMIZER", Render::text},
+      {"megatron_lm_recompute_granularity", "RECOMPUTE_GRANULARITY", Render::text},
+      {"megatron_lm_recompute_method", "RECOMPUTE_METHOD", Render::text},
+      {"megatron_lm_recompute_num_layers", "RECOMPUTE_NUM_LAYERS", Render::integer},
+      {"megatron_lm_attention_backend", "ATTENTION_BACKEND", Render::text},
+      {"megatron_lm_expert_model_parallel_size", "EXPERT_MODEL_PARALLEL_SIZE", Render::integer},
+      {"megatron_lm_context_parallel_size", "CONTEXT_PARALLEL_SIZE", Render::integer},
+      {"megatron_lm_attention_dropout", "ATTENTION_DROPOUT", Render::real},
+      {"megatron_lm_hidden_dropout", "HIDDEN_DROPOUT", Render::real},
+      {"megatron_lm_attention_softmax_in_fp32", "ATTENTION_SOFTMAX_IN_FP32", Render::text},
+      {"megatron_lm_expert_tensor_parallel_size", "EXPERT_TENSOR_PARALLEL_SIZE", Render::integer},
+      {"megatron_lm_calculate_per_token_loss", "CALCULATE_PER_TOKEN_LOSS", Render::text},
+      {"megatron_lm_use_rotary_position_embeddings", "USE_ROTARY_POSITION_EMBEDDINGS",
+       Render::text},
+  };
+  Variables added;
+  GANGRUN_TRY(pass_each(read, rows, added));
+  for (auto& [name, text] : added) out.emplace_back("MEGATRON_LM_" + name, std::move(text));
+  return {};
+}
+
+Expected<void> add_parallelism_config(const Reader& read, Variables& out) {
+  out.emplace_back("ACCELERATE_USE_PARALLELISM_CONFIG", "true");
+  std::vector<Passed> rows = {
+      {"parallelism_config_dp_replicate_size", "DP_REPLICATE_SIZE", Render::integer, "1"},
+      {"parallelism_config_dp_shard_size", "DP_SHARD_SIZE", Render::integer, "1"},
+      {"parallelism_config_tp_size", "TP_SIZE", Render::integer, "1"},
+      {"parallelism_config_cp_size", "CP_SIZE", Render::integer, "1"},
+      {"parallelism_config_cp_backend", "CP_BACKEND", Render::text, "torch"},
+      {"parallelism_config_sp_size", "SP_SIZE", Render::integer, "1"},
+      {"parallelism_config_sp_backend", "SP_BACKEND", Render::text, "deepspeed"},
+  };
+  Variables added;
+  GANGRUN_TRY(pass_each(read, rows, added));
+  auto size_of = [&](std::string_view key) {
+    for (const auto& [name, text] : added) {
+      if (name == key) return text;
+    }
+    return std::string("1");
+  };
+  if (size_of("CP_SIZE") != "1") {
+    GANGRUN_TRY(pass_each(
+        read,
+        {{"parallelism_config_cp_comm_strategy", "CP_COMM_STRATEGY", Render::text, "allgather"}},
+        added));
+  }
+  if (size_of("SP_SIZE") != "1") {
+    GANGRUN_TRY(
+        pass_each(read,
+                  {{"parallelism_config_sp_seq_length", "SP_SEQ_LENGTH", Render::text, "None"},
+                   {"parallelism_config_sp_seq_length_is_variable", "SP_SEQ_LENGTH_IS_VARIABLE",
+                    Render::py_bool, "True"},
+                   {"parallelism_config_sp_attn_implementation", "SP_ATTN_IMPLEMENTATION",
+                    Render::text, "sdpa"}},
+                  added));
+  }
+  for (auto& [name, text] : added) out.emplace_back("PARALLELISM_CONFIG_" + name, std::move(text));
+  return {};
+}
+
+// ACCELERATE_CONFIG_DS_FIELDS: the keys of the config file's deepspeed_config
+// section in the file's order, and mixed_precision when the file gave it.
+std::string deepspeed_fields(const LayeredValues& values) {
+  std::vector<std::pair<int, std::string>> fields;
+  for (const auto& [name, value] : values) {
+    if (value.source != Source::config_file) continue;
+    if (value.file_key.starts_with("deepspeed_config.")) {
+      fields.emplace_back(value.file_position,
+                          value.file_key.substr(std::string_view("deepspeed_config.").size()));
+    }
+  }
+  std::sort(fields.begin(), fields.end());
+  std::vector<std::string> keys;
+  for (auto& field : fields) keys.push_back(strings::to_lower(field.second));
+  auto mixed = values.find("mixed_precision");
+  if (mixed != values.end() && mixed->second.source == Source::config_file) {
+    keys.push_back("mixed_precision");
+  }
+  return strings::join(keys, ",");
+}
+
+Expected<void> add_deepspeed(const Reader& read, const LayeredValues& values, Variables& out) {
+  out.emplace_back("ACCELERATE_CONFIG_DS_FIELDS", deepspeed_fields(values));
+  out.emplace_back("ACCELERATE_USE_DEEPSPEED", "true");
+  return pass_each(
+      read,
+      {{"zero_stage", "ACCELERATE_DEEPSPEED_ZERO_STAGE", Render::integer},
+       {"gradient_accumulation_steps", "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", Render::integer},
+       {"gradient_clipping", "ACCELERATE_GRADIENT_CLIPPING", Render::real},
+       {"offload_optimizer_device", "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", Render::lower},
+       {"offload_param_device", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", Render::lower},
+       {"zero3_init_flag", "ACCELERATE_DEEPSPEED_ZERO3_INIT", Render::lower},
+       {"zero3_save_16bit_model", "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", Render::lower},
+       {"deepspeed_config_file", "ACCELERATE_DEEPSPEED_CONFIG_FILE", Render::text},
+       {"deepspeed_moe_layer_cls_names", "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES", Render::text}},
+      out);
+}
+
+// Over several machines accelerate hands --use_deepspeed to deepspeed's own
+// multi-node launcher (pdsh by default) unless told 'standard'.
+Expected<void> check_deepspeed_nodes(const Reader& read, const Options& o) {
+  if (o.nnodes <= 1) return {};
+  const LayeredValue* launcher = read.given("deepspeed_multinode_launcher");
+  if (launcher != nullptr && launcher->text == "standard") return {};
+  const std::string where = launcher != nullptr
+                                ? launcher->given
+                                : "--use_deepspeed over " + std::to_string(o.nnodes) +
+                                      " machines (deepspeed_multinode_launcher pdsh)";
+  return fail_usage(where +
+                    ": accelerate would start deepspeed's own multi-node launcher; gangrun "
+                    "starts each machine's workers itself: give --deepspeed_multinode_launcher "
+                    "standard and run gangrun on every machine, or use -H/--hostfile");
+}
+
+// accelerate's simple launcher runs the script once per machine.
+void one_process_per_machine(Options& o) {
+  o.accelerate.one_plain_process = true;
+  o.nproc_per_node = ProcCount{.kind = ProcCount::Kind::number, .number = 1};
+  o.num_processes.reset();
+  o.num_gpus.reset();
+}
+
+}  // namespace
+
+Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
+  Reader read(values);
+  GANGRUN_TRY(refuse_what_cannot_be_honoured(read));
+  if (!uses_accelerate(values)) return {};
+  AccelerateSettings& s = o.accelerate;
+  s.active = true;
+  if (read.find("config_file") != nullptr && read.given("num_processes") == nullptr) {
+    return fail_usage(read.find("config_file")->text +
+                      ": no num_processes in the config file; give --num_processes (accelerate "
+                      "launch asks for it too)");
+  }
+  GANGRUN_TRY_ASSIGN(launcher, pick_launcher(read));
+  if (*launcher != Launcher::simple && read.on("multi_gpu") && o.num_processes &&
+      *o.num_processes < 2) {
+    return fail_usage(read.given("num_processes")->given +
+                      ": --multi_gpu needs at least 2 processes (as in accelerate launch)");
+  }
+  if (read.on("use_parallelism_config") &&
+      (!read.on("use_fsdp") || read.find("fsdp_version")->text == "1")) {
+    return fail_usage(read.given("use_parallelism_config")->where +
+                      ": needs --use_fsdp and --fsdp_version 2 (as in accelerate launch)");
+  }
+  if (*launcher == Launcher::deepspeed) GANGRUN_TRY(check_deepspeed_nodes(read, o));
+
+  Variables& out = s.variables;
+  const bool use_cpu = read.on("cpu");
+  if (*launcher == Launcher::simple) out.emplace_back("ACCELERATE_USE_CPU", python_bool(use_cpu));
+  if (read.on("debug")) out.emplace_back("ACCELERATE_DEBUG_MODE", "true");
+  if (*launcher == Launcher::simple && use_cpu) {
+    out.emplace_back("KMP_AFFINITY", "granularity=fine,compact,1,0");
+    out.emplace_back("KMP_BLOCKTIME", "1");
+  }
+  GANGRUN_TRY(add_mixed_precision(read, out));
+  if (*launcher == Launcher::deepspeed) {
+    GANGRUN_TRY(add_deepspeed(read, values, out));
+    s.add_cwd_to_python_path = true;
+  } else {
+    GANGRUN_TRY(add_dynamo(read, out));
+    if (*launcher == Launcher::multi_gpu && read.on("use_fsdp")) GANGRUN_TRY(add_fsdp(read, out));
+    if (*launcher == Launcher::multi_gpu && read.on("use_megatron_lm")) {
+      GANGRUN_TRY(add_megatron(read, out));
+    }
+    s.sets_omp_threads = true;
+  }
+  if (read.on("enable_cpu_affinity")) out.emplace_back("ACCELERATE_CPU_AFFINITY", "1");
+  if (*launcher != Launcher::simple && read.on("use_parallelism_config")) {
+    GANGRUN_TRY(add_parallelism_config(read, out));
+  }
+
+  if (const LayeredValue* threads = read.find("num_cpu_threads_per_process")) {
+    Expected<int> count = parse_positive_int(threads->text);
+    if (!count) return fail_usage(threads->where + ": " + count.error().message());
+    s.cpu_threads_per_process = *count;
+  } else if (use_cpu && o.num_processes) {
+    s.split_physical_cores_among = std::max(*o.num_processes / std::max(o.nnodes, 1), 1);
+  }
+  if (*launcher == Launcher::simple) one_process_per_machine(o);
   return {};
 }
 

@@ -23,12 +23,14 @@ std::string file_type_name(mode_t mode) {
   return "not a regular file";
 }
 
+}  // namespace
+
 // O_NONBLOCK: opening a FIFO without a writer would otherwise block forever;
 // the type is judged on the open descriptor, so nothing can be swapped in
 // between the check and the read. /dev/zero and the like are refused by type,
 // a regular file larger than the limit by size, and a /proc-style file that
 // reports size 0 by what is actually read.
-Expected<std::string> read_whole_file(const std::string& path) {
+Expected<std::string> read_config_file_text(const std::string& path, std::string_view reader) {
   auto cannot = [&](const std::string& why) {
     return fail_usage(path + ": cannot read the config file: " + why);
   };
@@ -38,8 +40,8 @@ Expected<std::string> read_whole_file(const std::string& path) {
   struct stat info {};
   if (::fstat(file.get(), &info) != 0) return cannot(errno_text(errno));
   if (!S_ISREG(info.st_mode)) {
-    return cannot("it is " + file_type_name(info.st_mode) +
-                  "; --config reads JSON from a regular file");
+    return cannot("it is " + file_type_name(info.st_mode) + "; " + std::string(reader) +
+                  " from a regular file");
   }
   const std::string too_large = "it is larger than " + std::to_string(k_max_config_bytes / 1024) +
                                 " KiB; a config file holds a few option values";
@@ -56,6 +58,8 @@ Expected<std::string> read_whole_file(const std::string& path) {
   }
   return text;
 }
+
+namespace {
 
 // nlohmann's what() starts with "[json.exception.parse_error.101] "; the rest
 // ("parse error at line 2, column 5: ...") is what the user needs.
@@ -103,7 +107,7 @@ Expected<std::vector<ConfigEntry>> parse_config_text(const std::string& text,
 }
 
 Expected<std::vector<ConfigEntry>> load_config_file(const std::string& path) {
-  GANGRUN_TRY_ASSIGN(text, read_whole_file(path));
+  GANGRUN_TRY_ASSIGN(text, read_config_file_text(path, "--config reads JSON"));
   return parse_config_text(*text, path);
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gangrun::config {
@@ -25,6 +26,10 @@ inline constexpr std::size_t k_max_config_bytes = 1024 * 1024;
 // as /dev/zero), is larger than k_max_config_bytes, is not valid JSON, is not an object, or has a
 // value that is not a string, number or boolean. Entries come in the file's key order.
 Expected<std::vector<ConfigEntry>> load_config_file(const std::string& path);
+
+// The text of a config file, with the checks above; `reader` completes the
+// message for a file that is not a regular one ("--config reads JSON").
+Expected<std::string> read_config_file_text(const std::string& path, std::string_view reader);
 
 // The same checks on JSON text already in memory; `path` only names it in messages.
 Expected<std::vector<ConfigEntry>> parse_config_text(const std::string& text,

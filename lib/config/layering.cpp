@@ -1,9 +1,12 @@
 #include "config/layering.hpp"
 
+#include "config/accelerate_config_file.hpp"
 #include "config/config_file.hpp"
 #include "config/option_values.hpp"
 #include "config/slurm_values.hpp"
 #include "util/strings.hpp"
+
+#include <sys/stat.h>
 
 #include <limits>
 #include <optional>
@@ -87,7 +90,7 @@ Expected<Partial> from_config_file(const std::string& path) {
                         ": unknown option (keys are long option names such as "
                         "\"nproc_per_node\" or \"master-port\")");
     }
-    if (spec->command_line_only || spec->name == "config") {
+    if (spec->command_line_only || spec->name == "config" || spec->name == "config_file") {
       return fail_usage(where + ": --" + entry.key + " cannot be set in a config file");
     }
     auto [previous, inserted] = key_of_option.emplace(std::string(spec->name), entry.key);
@@ -104,6 +107,76 @@ Expected<Partial> from_config_file(const std::string& path) {
     };
   }
   return values;
+}
+
+// The flags that choose accelerate's launcher; a config file's
+// distributed_type stands back when one of them is given above it.
+bool mode_given_above(const Partial& command_line, const EnvMap& env) {
+  for (std::string_view name :
+       {"multi_gpu", "tpu", "tpu_cluster", "use_deepspeed", "use_fsdp", "use_megatron_lm"}) {
+    const OptionSpec& spec = *find_option_by_name(name);
+    std::optional<LayeredValue> value;
+    if (auto it = command_line.find(name); it != command_line.end()) value = it->second;
+    if (!value) value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env);
+    if (!value) value = from_env(spec, env, k_pet_prefix, Source::pet_env);
+    if (value && parse_bool(value->text).value_or(true)) return true;
+  }
+  return false;
+}
+
+// accelerate's YAML config: --config_file (or GANGRUN_CONFIG_FILE,
+// PET_CONFIG_FILE), else accelerate's default file where accelerate launch
+// would read it: when the command line uses one of accelerate's own flags
+// and not --cpu. A torchrun-style line never reads it, so that a default
+// config left by accelerate config cannot change what it does.
+Expected<void> from_accelerate_config(const std::vector<CommandLineValue>& command_line,
+                                      const Partial& cli, const EnvMap& env,
+                                      std::optional<LayeredValue>& config_file, Partial& values) {
+  const OptionSpec& spec = *find_option_by_name("config_file");
+  if (auto it = cli.find("config_file"); it != cli.end()) {
+    config_file = it->second;
+  } else if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) {
+    config_file = value;
+  } else if (auto pet = from_env(spec, env, k_pet_prefix, Source::pet_env)) {
+    config_file = pet;
+  }
+  if (config_file) {
+    if (strings::trim(config_file->text).empty()) {
+      return fail_usage(config_file->where + ": empty file name");
+    }
+  } else {
+    bool speaks_accelerate = false;
+    for (const CommandLineValue& given : command_line) {
+      speaks_accelerate = speaks_accelerate || given.spec->group == OptionGroup::accelerate;
+    }
+    auto cpu = cli.find("cpu");
+    if (!speaks_accelerate || (cpu != cli.end() && parse_bool(cpu->second.text).value_or(true))) {
+      return {};
+    }
+    std::optional<std::string> path = default_accelerate_config_path(env);
+    struct stat info {};
+    if (!path || ::stat(path->c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return {};
+    config_file = LayeredValue{.text = *path,
+                               .source = Source::config_file,
+                               .where = *path,
+                               .given = "accelerate's default config " + *path};
+  }
+  GANGRUN_TRY_ASSIGN(entries, load_accelerate_config(config_file->text));
+  const bool mode_given = mode_given_above(cli, env);
+  for (const AccelerateConfigEntry& entry : *entries) {
+    if (entry.from_distributed_type && mode_given) continue;
+    const OptionSpec& option = *find_option_by_name(entry.option);
+    values[entry.option] = LayeredValue{
+        .text = entry.text,
+        .source = Source::config_file,
+        .where = config_file->text + ": key \"" + entry.key + "\"",
+        .given = display_name(option) + " " + entry.text + " (\"" + entry.key + "\" in " +
+                 config_file->text + ")",
+        .file_key = entry.key,
+        .file_position = entry.position,
+    };
+  }
+  return {};
 }
 
 LayeredValue from_default(const OptionSpec& spec, std::string_view text) {
@@ -139,6 +212,10 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
     GANGRUN_TRY_ASSIGN(loaded, from_config_file(config->text));
     file = std::move(*loaded);
   }
+  // accelerate's YAML config sits below gangrun's own --config file.
+  Partial accelerate_file;
+  std::optional<LayeredValue> config_file;
+  GANGRUN_TRY(from_accelerate_config(command_line, *cli, env, config_file, accelerate_file));
 
   // The value an option has from the layers above Slurm: the command line,
   // GANGRUN_*, PET_*, the config file. The launcher decides whether Slurm is
@@ -148,6 +225,9 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
     if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) return value;
     if (auto pet = from_env(spec, env, k_pet_prefix, Source::pet_env)) return pet;
     if (auto in_file = file.find(spec.name); in_file != file.end()) return in_file->second;
+    if (auto in_yaml = accelerate_file.find(spec.name); in_yaml != accelerate_file.end()) {
+      return in_yaml->second;
+    }
     return std::nullopt;
   };
   auto given_by_name = [&](std::string_view name) {
@@ -186,6 +266,8 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
     std::optional<LayeredValue> chosen;
     if (name == "config") {
       chosen = config;
+    } else if (name == "config_file") {
+      chosen = config_file;
     } else if (auto given = given_above_slurm(spec)) {
       chosen = std::move(given);
     } else if (auto from_slurm = slurm.find(name); from_slurm != slurm.end()) {

@@ -1,5 +1,7 @@
 // Option values from every layer, reduced to one text per option:
-// command line > GANGRUN_<NAME> > PET_<NAME> > the --config file > Slurm (in
+// command line > GANGRUN_<NAME> > PET_<NAME> > the --config file >
+// accelerate's YAML config (--config_file, or accelerate's default config
+// when the command line uses accelerate's own flags) > Slurm (in
 // a job, unless --launcher local; config/slurm_values.hpp) > the table's
 // default. NAME is the option's snake_case name upper-cased (GANGRUN_NNODES,
 // PET_NPROC_PER_NODE). Values stay text here; build_options.cpp types them.
@@ -35,6 +37,10 @@ struct LayeredValue {
   // The value with its origin, for messages that set two values against each
   // other: "--nnodes 2", "PET_NNODES=2", "\"nnodes\": 2 in job.json", "--nnodes 1 (default)".
   std::string given;
+  // From accelerate's YAML config (config/accelerate_config_file.hpp): the
+  // key as written ("deepspeed_config.zero_stage") and its place in the file.
+  std::string file_key = {};
+  int file_position = -1;
 };
 
 // By snake_case option name; only options that have a value (from a layer or
@@ -51,10 +57,14 @@ struct Layers {
 
 // Layers every option. On the command line the last occurrence of an option
 // wins, except counters (-v), whose occurrences add up. The config file is
-// the one named by --config, else GANGRUN_CONFIG, else PET_CONFIG; reading
-// it is the only side effect. Slurm's values stand back where the user chose
-// something they would contradict: all of them for --standalone, the master
-// address and port for --rdzv_endpoint, the workers per node for
+// the one named by --config, else GANGRUN_CONFIG, else PET_CONFIG; the
+// accelerate config the one named by --config_file (likewise), else
+// accelerate's default file when the command line uses one of accelerate's
+// own flags and not --cpu (as accelerate launch reads it); its
+// distributed_type stands back when a launcher flag (--multi_gpu,
+// --use_deepspeed, ...) is given above it. Reading them is the only side effect. Slurm's values
+// stand back where the user chose something they would contradict: all of them for --standalone,
+// the master address and port for --rdzv_endpoint, the workers per node for
 // --num_processes and --num_gpus. Usage errors name the option as spelled,
 // the variable, or the file and key.
 Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line, const EnvMap& env);

@@ -1,0 +1,141 @@
+// accelerate launch's own flags: the variables they give the workers (as
+// accelerate 1.15 spells them), the launcher they pick, the flags refused,
+// and that a torchrun-style line gets none of it.
+#include "config_test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using gangrun::config::Options;
+using gangrun::config::test::launch;
+using gangrun::config::test::usage_error;
+
+std::map<std::string, std::string> variables(const Options& o) {
+  return {o.accelerate.variables.begin(), o.accelerate.variables.end()};
+}
+
+}  // namespace
+
+TEST_CASE("config accelerate: a torchrun-style line gets no accelerate variables",
+          "[config][accelerate]") {
+  Options o = launch({"--num_processes", "2", "--nnodes", "1", "x.py"});
+  CHECK_FALSE(o.accelerate.active);
+  CHECK(o.accelerate.variables.empty());
+  CHECK(*o.num_processes == 2);
+}
+
+TEST_CASE("config accelerate: --cpu runs accelerate's simple launcher, one process",
+          "[config][accelerate]") {
+  Options o = launch({"--cpu", "--num_processes", "2", "x.py"});
+  CHECK(o.accelerate.active);
+  CHECK_FALSE(o.num_processes);
+  CHECK(o.nproc_per_node->number == 1);
+  auto vars = variables(o);
+  CHECK(vars.at("ACCELERATE_USE_CPU") == "True");
+  CHECK(vars.at("KMP_AFFINITY") == "granularity=fine,compact,1,0");
+  CHECK(vars.at("KMP_BLOCKTIME") == "1");
+  CHECK(vars.at("ACCELERATE_MIXED_PRECISION") == "no");
+  CHECK(vars.at("ACCELERATE_DYNAMO_BACKEND") == "NO");
+  CHECK(vars.at("ACCELERATE_DYNAMO_MODE") == "default");
+  CHECK(vars.at("ACCELERATE_DYNAMO_USE_FULLGRAPH") == "False");
+  CHECK(o.accelerate.sets_omp_threads);
+  CHECK(*o.accelerate.split_physical_cores_among == 2);
+}
+
+TEST_CASE("config accelerate: --multi_gpu keeps the process count and sets no USE_CPU",
+          "[config][accelerate]") {
+  Options o = launch({"--multi_gpu", "--num_processes", "2", "--mixed_precision", "BF16",
+                      "--dynamo_backend", "inductor", "--dynamo_use_dynamic",
+                      "--num_cpu_threads_per_process", "3", "--debug", "x.py"});
+  CHECK(*o.num_processes == 2);
+  auto vars = variables(o);
+  CHECK_FALSE(vars.contains("ACCELERATE_USE_CPU"));
+  CHECK(vars.at("ACCELERATE_MIXED_PRECISION") == "bf16");
+  CHECK(vars.at("ACCELERATE_DYNAMO_BACKEND") == "INDUCTOR");
+  CHECK(vars.at("ACCELERATE_DYNAMO_USE_DYNAMIC") == "True");
+  CHECK(vars.at("ACCELERATE_DEBUG_MODE") == "true");
+  CHECK(*o.accelerate.cpu_threads_per_process == 3);
+}
+
+TEST_CASE("config accelerate: --use_deepspeed sets accelerate's DeepSpeed variables",
+          "[config][accelerate]") {
+  Options o = launch({"--use_deepspeed", "--num_processes", "2", "--zero_stage", "2",
+                      "--gradient_clipping", "1", "--offload_optimizer_device", "CPU",
+                      "--gradient_accumulation_steps", "4", "x.py"});
+  auto vars = variables(o);
+  CHECK(vars.at("ACCELERATE_USE_DEEPSPEED") == "true");
+  CHECK(vars.at("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "2");
+  CHECK(vars.at("ACCELERATE_GRADIENT_CLIPPING") == "1.0");
+  CHECK(vars.at("ACCELERATE_GRADIENT_ACCUMULATION_STEPS") == "4");
+  CHECK(vars.at("ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE") == "cpu");
+  CHECK(vars.at("ACCELERATE_CONFIG_DS_FIELDS").empty());
+  CHECK_FALSE(vars.contains("ACCELERATE_DYNAMO_BACKEND"));  // not in accelerate's deepspeed env
+  CHECK_FALSE(o.accelerate.sets_omp_threads);
+  CHECK(o.accelerate.add_cwd_to_python_path);
+}
+
+TEST_CASE("config accelerate: --use_fsdp sets the FSDP_ variables with accelerate's defaults",
+          "[config][accelerate]") {
+  Options o = launch({"--use_fsdp", "--num_processes", "2", "--fsdp_offload_params", "True",
+                      "--fsdp_transformer_layer_cls_to_wrap", "Block", "x.py"});
+  auto vars = variables(o);
+  CHECK(vars.at("ACCELERATE_USE_FSDP") == "true");
+  CHECK(vars.at("FSDP_VERSION") == "1");
+  CHECK(vars.at("FSDP_SHARDING_STRATEGY") == "FULL_SHARD");
+  CHECK(vars.at("FSDP_OFFLOAD_PARAMS") == "true");
+  CHECK(vars.at("FSDP_MIN_NUM_PARAMS") == "100000000");
+  CHECK(vars.at("FSDP_TRANSFORMER_CLS_TO_WRAP") == "Block");
+  CHECK(vars.at("FSDP_SYNC_MODULE_STATES") == "true");
+  CHECK_FALSE(vars.contains("FSDP_AUTO_WRAP_POLICY"));
+}
+
+TEST_CASE("config accelerate: --use_megatron_lm sets MEGATRON_LM_ variables",
+          "[config][accelerate]") {
+  Options o = launch({"--use_megatron_lm", "--num_processes", "2", "--megatron_lm_tp_degree", "2",
+                      "--megatron_lm_eod_mask_loss", "false", "x.py"});
+  auto vars = variables(o);
+  CHECK(vars.at("ACCELERATE_USE_MEGATRON_LM") == "true");
+  CHECK(vars.at("MEGATRON_LM_TP_DEGREE") == "2");
+  CHECK(vars.at("MEGATRON_LM_EOD_MASK_LOSS") == "True");  // Python's bool("false")
+  CHECK(vars.at("MEGATRON_LM_NO_LOAD_OPTIM") == "False");
+  CHECK(vars.at("MEGATRON_LM_GRADIENT_CLIPPING") == "1.0");
+}
+
+TEST_CASE("config accelerate: flags gangrun cannot honour are refused with the reason",
+          "[config][accelerate]") {
+  CHECK_THAT(usage_error({"--tpu", "x.py"}),
+             StartsWith("--tpu: gangrun cannot honour it: TPU training runs through torch_xla"));
+  CHECK_THAT(usage_error({"--mpirun_hostfile", "h", "x.py"}),
+             StartsWith("--mpirun_hostfile: gangrun cannot honour it"));
+  CHECK_THAT(usage_error({"--vm", "a", "x.py"}), StartsWith("--vm: gangrun cannot honour it"));
+  CHECK_THAT(usage_error({"--aws_access_key_id", "k", "x.py"}),
+             Contains("SageMaker launches are accelerate's own"));
+  CHECK_THAT(usage_error({"--multi_gpu", "--cpu", "x.py"}),
+             Contains("accelerate takes only one of --cpu, --multi_gpu"));
+  CHECK_THAT(usage_error({"--multi_gpu", "--num_processes", "1", "x.py"}),
+             Contains("--multi_gpu needs at least 2 processes"));
+  CHECK_THAT(usage_error({"--mixed_precision", "fp32", "x.py"}), StartsWith("--mixed_precision: "));
+  CHECK_THAT(usage_error({"--use_deepspeed", "--num_processes", "4", "--nnodes", "2", "x.py"}),
+             Contains("deepspeed's own multi-node launcher"));
+  CHECK_THAT(usage_error({"--use_parallelism_config", "--use_fsdp", "-n", "2", "x.py"}),
+             Contains("needs --use_fsdp and --fsdp_version 2"));
+  // A refused flag given as false is no request.
+  CHECK_FALSE(launch({"--tpu=false", "x.py"}).accelerate.variables.empty());
+}
+
+TEST_CASE("config accelerate: values are spelled as Python's str() spells them",
+          "[config][accelerate]") {
+  auto vars = variables(launch({"--use_deepspeed", "-n", "2", "--gradient_clipping", "0.00001",
+                                "--zero_stage", "+3", "x.py"}));
+  CHECK(vars.at("ACCELERATE_GRADIENT_CLIPPING") == "1e-05");
+  CHECK(vars.at("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3");
+  CHECK_THAT(usage_error({"--use_deepspeed", "-n", "2", "--zero_stage", "two", "x.py"}),
+             StartsWith("--zero_stage: 'two' is not an integer"));
+}
