@@ -1,6 +1,7 @@
 #include "agent/ssh_start.hpp"
 
 #include "agent/tool_start.hpp"
+#include "config/deepspeed_env_file.hpp"
 #include "config/option_table.hpp"
 #include "launch/program.hpp"
 #include "util/exit_codes.hpp"
@@ -119,8 +120,6 @@ EnvMap exported_variables(const EnvMap& env, const std::string& cwd) {
   }
   auto python_path = exported.find("PYTHONPATH");
   exported["PYTHONPATH"] = python_path == exported.end() ? cwd : cwd + ":" + python_path->second;
-  // TODO(deepspeed env files): the KEY=VALUE lines of .deepspeed_env (home,
-  // then cwd; DS_ENV_FILE) belong here, from config::read_deepspeed_env_files.
   return exported;
 }
 
@@ -142,7 +141,8 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
   // Slots other than the first ids name devices; on CPUs (--accelerator
   // cpu) a slot is only a worker, so the count says it all.
   bool first_ids = host.slots.back() == static_cast<int>(host.slots.size()) - 1;
-  if (!first_ids && options.accelerator != config::Accelerator::cpu) copy.insert(copy.end(), {"--include", "localhost:" + slot_list(host.slots)});
+  if (!first_ids && options.accelerator != config::Accelerator::cpu)
+    copy.insert(copy.end(), {"--include", "localhost:" + slot_list(host.slots)});
   copy.insert(copy.end(), remote_args.begin(), remote_args.end());
 
   std::vector<std::string> quoted;
@@ -170,14 +170,17 @@ std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& comman
 
 namespace {
 
-std::vector<std::vector<std::string>> every_command(const Options& options,
-                                                    const std::vector<std::string>& arguments,
-                                                    const EnvMap& env, const std::string& ssh,
-                                                    const std::string& self) {
+Expected<std::vector<std::vector<std::string>>> every_command(
+    const Options& options, const std::vector<std::string>& arguments, const EnvMap& env,
+    const std::string& ssh, const std::string& self) {
   std::error_code error;
   std::string cwd = std::filesystem::current_path(error).string();
   std::vector<std::string> remote_args = remote_arguments(arguments);
   EnvMap exported = exported_variables(env, cwd);
+  // deepspeed adds the .deepspeed_env lines after the variables above, so
+  // theirs win.
+  GANGRUN_TRY_ASSIGN(from_files, config::read_deepspeed_env_files(env, cwd));
+  for (auto& [name, value] : *from_files) exported[name] = value;
   std::vector<std::vector<std::string>> commands;
   for (std::size_t i = 0; i < options.hosts.hosts.size(); ++i) {
     commands.push_back(ssh_command(options, i, ssh, self, remote_args, cwd, exported));
@@ -187,11 +190,13 @@ std::vector<std::vector<std::string>> every_command(const Options& options,
 
 }  // namespace
 
-std::string ssh_dry_run_for(const Options& options, const std::vector<std::string>& arguments,
-                            const EnvMap& env) {
+Expected<std::string> ssh_dry_run_for(const Options& options,
+                                      const std::vector<std::string>& arguments,
+                                      const EnvMap& env) {
   std::string self = path_of_self();
-  return ssh_dry_run_text(
-      every_command(options, arguments, env, "ssh", self.empty() ? "gangrun" : self));
+  GANGRUN_TRY_ASSIGN(
+      commands, every_command(options, arguments, env, "ssh", self.empty() ? "gangrun" : self));
+  return ssh_dry_run_text(*commands);
 }
 
 Expected<int> run_through_ssh(const Options& options, const std::vector<std::string>& arguments,
@@ -199,8 +204,7 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   GANGRUN_TRY_ASSIGN(ssh, launch::find_executable("ssh", env, "OpenSSH's ssh"));
   std::string self = path_of_self();
   if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
-  std::vector<std::vector<std::string>> commands =
-      every_command(options, arguments, env, *ssh, self);
+  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, *ssh, self));
   std::vector<std::string> names;
   for (const config::HostSlots& host : options.hosts.hosts) {
     names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
@@ -208,7 +212,7 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   spdlog::info("starting gangrun over ssh on {} hosts (workers): {}", names.size(),
                strings::join(names, ", "));
   GANGRUN_TRY_ASSIGN(
-      statuses, run_tools(commands, env,
+      statuses, run_tools(*commands, env,
                           ToolRun{.stop_by = StopBy::closing_stdin, .stop_rest_on_failure = true}));
   int job_code = exit_codes::k_success;
   bool unreachable = false;

@@ -35,7 +35,8 @@ std::vector<std::string> remote_arguments(const std::vector<std::string>& argume
 
 // The variables the copies get, as deepspeed exports them: those whose names
 // start with MLFLOW, PYTHON, MV2, UCX or NCCL, and PATH; PYTHONPATH gets
-// `cwd` in front.
+// `cwd` in front. (run_through_ssh adds the .deepspeed_env files' lines,
+// config/deepspeed_env_file.hpp.)
 EnvMap exported_variables(const EnvMap& env, const std::string& cwd);
 
 // The ssh command line for host `index` of options.hosts.hosts, argv[0] =
@@ -54,13 +55,15 @@ std::vector<std::string> ssh_command(const config::Options& options, std::size_t
 // one quoted command per host.
 std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands);
 
-// ssh_dry_run_text() of the commands run_through_ssh() would run.
-std::string ssh_dry_run_for(const config::Options& options,
-                            const std::vector<std::string>& arguments, const EnvMap& env);
+// ssh_dry_run_text() of the commands run_through_ssh() would run. Errors:
+// a .deepspeed_env file that cannot be read.
+Expected<std::string> ssh_dry_run_for(const config::Options& options,
+                                      const std::vector<std::string>& arguments, const EnvMap& env);
 
 // Starts every host's copy through ssh (found on PATH), stops the others
 // as soon as one ends with a failure, and passes TERM, INT, HUP and QUIT on
-// as the stop above. Returns the job's exit code: 3 (a network failure, with
+// as the stop above. The copies get exported_variables() and the lines of
+// the .deepspeed_env files. Returns the job's exit code: 3 (a network failure, with
 // an error line naming the host) when ssh itself failed (its code 255),
 // else the first non-zero code in host order, else 0. Errors: ssh or gangrun's own path not found,
 // ssh not started. Call from the main thread.

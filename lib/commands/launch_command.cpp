@@ -72,7 +72,8 @@ Expected<int> run_on_every_node(const config::LaunchRequest& request, const EnvM
 // Hostfiles over ssh (agent/ssh_start.hpp).
 Expected<int> run_on_every_host(const config::LaunchRequest& request, const EnvMap& env) {
   if (request.options.dry_run) {
-    std::cout << agent::ssh_dry_run_for(request.options, request.arguments, env);
+    GANGRUN_TRY_ASSIGN(text, agent::ssh_dry_run_for(request.options, request.arguments, env));
+    std::cout << *text;
     return exit_codes::k_success;
   }
   return agent::run_through_ssh(request.options, request.arguments, env);

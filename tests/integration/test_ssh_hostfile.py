@@ -4,7 +4,7 @@ static gang across the hosts, as deepspeed does with pdsh. Each host is a simula
 the local gangrun runs on node1 too, and ssh reads only the test's client config
 (--launcher_args "-F CONFIG").
 
-Checked: every rank once, on the host the hostfile order gives it; --include/--exclude with
+Checked: every rank once, with .deepspeed_env's variables, on the host the hostfile order gives it; --include/--exclude with
 host:slot filters; a failing rank's exit code on the local gangrun; SIGTERM and SIGKILL of
 the local gangrun end every remote agent and worker; a host whose ssh refuses the
 connection stops the job with a clear error and leaves nothing running. Skipped, with the
@@ -76,6 +76,8 @@ class SshHostfileTest(harness.GangrunTestCase):
         nodes, servers = self.cluster(3)
         hostfile = self.hostfile("# three hosts\nnode1 slots=2\n\nnode2 slots=2\nnode3 slots=2\n")
         worker = self.fake("--print-env", self.path("env.{rank}.json"))
+        with open(self.path(".deepspeed_env"), "w") as f:  # in the local gangrun's directory
+            f.write("GANGRUN_SSH_TEST_VALUE=from the file\n")
 
         done = self.finish(self.start_local(nodes, servers, ["-H", hostfile], worker), timeout=EVENT_TIMEOUT)
         self.assertExit(done, 0)
@@ -84,6 +86,7 @@ class SshHostfileTest(harness.GangrunTestCase):
             self.assertEqual((env["RANK"], env["LOCAL_RANK"], env["WORLD_SIZE"], env["GROUP_RANK"]),
                              (str(rank), str(rank % 2), "6", str(rank // 2)))
             self.assertEqual(env["MASTER_ADDR"], "node1")
+            self.assertEqual(env["GANGRUN_SSH_TEST_VALUE"], "from the file")
 
         # deepspeed's filters: node1 left out, one slot of node3.
         done = self.finish(self.start_local(nodes, servers, ["-H", hostfile, "--include", "node3:1@node2"], worker),
