@@ -107,7 +107,7 @@ Expected<int> run_through_srun(const Options& options, const std::vector<std::st
   GANGRUN_TRY_ASSIGN(statuses,
                      run_tools({command}, env,
                                ToolRun{.stop_by = StopBy::signal_term, .pass_user_signals = true}));
-  return statuses->front().shell_code();
+  return statuses->statuses.front().shell_code();
 }
 
 }  // namespace gangrun::agent

@@ -214,10 +214,12 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   GANGRUN_TRY_ASSIGN(
       statuses, run_tools(*commands, env,
                           ToolRun{.stop_by = StopBy::closing_stdin, .stop_rest_on_failure = true}));
+  // The job's code is the first failure's: the hosts stopped after it end
+  // with SIGTERM's code.
   int job_code = exit_codes::k_success;
   bool unreachable = false;
-  for (std::size_t i = 0; i < statuses->size(); ++i) {
-    int code = (*statuses)[i].shell_code();
+  for (std::size_t i : statuses->end_order) {
+    int code = statuses->statuses[i].shell_code();
     if (code == k_ssh_failed) {
       spdlog::error(
           "ssh to {} failed (ssh exit code 255; its message is above): the job was "

@@ -65,8 +65,8 @@ Expected<std::string> ssh_dry_run_for(const config::Options& options,
 // as the stop above. The copies get exported_variables() and the lines of
 // the .deepspeed_env files. Returns the job's exit code: 3 (a network failure, with
 // an error line naming the host) when ssh itself failed (its code 255),
-// else the first non-zero code in host order, else 0. Errors: ssh or gangrun's own path not found,
-// ssh not started. Call from the main thread.
+// else the code of the first host to end with a failure, else 0. Errors: ssh or gangrun's own path
+// not found, ssh not started. Call from the main thread.
 Expected<int> run_through_ssh(const config::Options& options,
                               const std::vector<std::string>& arguments, const EnvMap& env);
 

@@ -40,8 +40,8 @@ std::string path_of_self() {
   return std::string(buffer.data(), static_cast<std::size_t>(length));
 }
 
-Expected<std::vector<supervise::ExitStatus>> run_tools(
-    const std::vector<std::vector<std::string>>& commands, const EnvMap& env, const ToolRun& how) {
+Expected<ToolsEnded> run_tools(const std::vector<std::vector<std::string>>& commands,
+                               const EnvMap& env, const ToolRun& how) {
   std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
   asio::signal_set caught(io, SIGTERM, SIGINT, SIGHUP);
@@ -52,6 +52,7 @@ Expected<std::vector<supervise::ExitStatus>> run_tools(
   supervise::ShimSpawner spawner(io);
 
   std::vector<Tool> tools(commands.size());
+  ToolsEnded ended;
   std::optional<Error> start_error;
   std::size_t started = 0;
   std::size_t gone = 0;
@@ -96,13 +97,17 @@ Expected<std::vector<supervise::ExitStatus>> run_tools(
         .on_exited =
             [&, i](supervise::ExitStatus status, long) {
               tools[i].status = status;
+              ended.end_order.push_back(i);
               tools[i].process->end_tree();
               if (how.stop_rest_on_failure && status.shell_code() != 0 && !stopping) stop_all();
             },
         .on_supervisor_gone =
             [&, i](supervise::ExitStatus status, long) {
               Tool& done = tools[i];
-              if (!done.status && !start_error) done.status = status;
+              if (!done.status && !start_error) {
+                done.status = status;
+                ended.end_order.push_back(i);
+              }
               done.gone = true;
               done.stdin_writer.reset();
               finish_one();
@@ -153,12 +158,11 @@ Expected<std::vector<supervise::ExitStatus>> run_tools(
   arm();
   if (started > 0) io.run();
   if (start_error) return tl::unexpected(*start_error);
-  std::vector<supervise::ExitStatus> statuses;
   for (const Tool& tool : tools) {
-    statuses.push_back(
+    ended.statuses.push_back(
         tool.status.value_or(supervise::ExitStatus{.code = exit_codes::k_system_failure}));
   }
-  return statuses;
+  return ended;
 }
 
 }  // namespace gangrun::agent

@@ -30,13 +30,19 @@ struct ToolRun {
   bool stop_rest_on_failure = false;  // a tool ending non-zero stops the others
 };
 
+struct ToolsEnded {
+  std::vector<supervise::ExitStatus> statuses;  // one per command, in order
+  std::vector<std::size_t> end_order;           // command indices, first ended first
+};
+
 // Runs every command (argv[0]: the tool's path) at once with env, until
 // all have ended. TERM, INT, HUP and QUIT stop the job (a second one while
 // stopping by stdin sends SIGTERM to the tools themselves). Returns each
-// command's exit status, in order. Errors: a tool not started (the others,
-// if any, are stopped and waited for first). Call from the main thread.
-Expected<std::vector<supervise::ExitStatus>> run_tools(
-    const std::vector<std::vector<std::string>>& commands, const EnvMap& env, const ToolRun& how);
+// command's exit status and the order they ended in. Errors: a tool not
+// started (the others, if any, are stopped and waited for first). Call from
+// the main thread.
+Expected<ToolsEnded> run_tools(const std::vector<std::vector<std::string>>& commands,
+                               const EnvMap& env, const ToolRun& how);
 
 // This gangrun's own executable (/proc/self/exe); "" when unreadable.
 std::string path_of_self();

@@ -4,7 +4,7 @@ static gang across the hosts, as deepspeed does with pdsh. Each host is a simula
 the local gangrun runs on node1 too, and ssh reads only the test's client config
 (--launcher_args "-F CONFIG").
 
-Checked: every rank once, with .deepspeed_env's variables, on the host the hostfile order gives it; --include/--exclude with
+Checked: the dry run's ssh commands; every rank once, with .deepspeed_env's variables, on the host the hostfile order gives it; --include/--exclude with
 host:slot filters; a failing rank's exit code on the local gangrun; SIGTERM and SIGKILL of
 the local gangrun end every remote agent and worker; a host whose ssh refuses the
 connection stops the job with a clear error and leaves nothing running. Skipped, with the
@@ -87,6 +87,12 @@ class SshHostfileTest(harness.GangrunTestCase):
                              (str(rank), str(rank % 2), "6", str(rank // 2)))
             self.assertEqual(env["MASTER_ADDR"], "node1")
             self.assertEqual(env["GANGRUN_SSH_TEST_VALUE"], "from the file")
+
+        # The dry run prints each host's ssh command and starts nothing.
+        dry = self.gangrun(["--dry-run", "-H", hostfile, "--ssh_port", servers.port, "--no_python", *worker])
+        self.assertExit(dry, 0)
+        self.assertEqual(dry.stdout.count("  ssh -o BatchMode=yes -p 2222 node"), 3, dry.stdout)
+        self.assertIn("--node_rank 2 --master_addr node1", dry.stdout)
 
         # deepspeed's filters: node1 left out, one slot of node3.
         done = self.finish(self.start_local(nodes, servers, ["-H", hostfile, "--include", "node3:1@node2"], worker),
