@@ -8,6 +8,7 @@
 #include "config/value_typer.hpp"
 #include "util/strings.hpp"
 
+#include <algorithm>
 #include <optional>
 
 namespace gangrun::config {
@@ -48,6 +49,7 @@ Expected<Options> type_each_value(const LayeredValues& values) {
   typer.set("rdzv_conf", parse_rdzv_conf, o.rdzv_conf);
   typer.set("local_addr", non_empty_text, o.local_addr);
   typer.set("rdzv_id", non_empty_text, o.rdzv_id);
+  typer.set("virtual_local_rank", parse_bool, o.virtual_local_rank);
   typer.set("max_restarts", parse_max_restarts, o.max_restarts);
   typer.set("monitor_interval", parse_non_negative_seconds, o.monitor_interval);
   typer.set("role", non_empty_text, o.role);
@@ -82,6 +84,38 @@ Expected<Options> type_each_value(const LayeredValues& values) {
     o.verbosity = -1;
   }
   return o;
+}
+
+// torchrun options gangrun accepts without a field: their values are checked,
+// and nothing depends on them (option_table.cpp says why for each).
+Expected<void> check_accepted_only(const LayeredValues& values) {
+  for (std::string_view name : {"start_method", "run_path", "event_log_handler"}) {
+    auto it = values.find(name);
+    if (it == values.end()) continue;
+    const OptionSpec& spec = *find_option_by_name(name);
+    const std::string& text = it->second.text;
+    if (spec.kind == OptionKind::flag) {
+      if (auto flag = parse_bool(text); !flag) {
+        return fail_usage(it->second.where + ": " + flag.error().message());
+      }
+    } else if (!spec.choices.empty() &&
+               std::find(spec.choices.begin(), spec.choices.end(), text) == spec.choices.end()) {
+      return fail_usage(it->second.where + ": '" + text + "' is not one of " +
+                        strings::join({spec.choices.begin(), spec.choices.end()}, ", "));
+    }
+  }
+  return {};
+}
+
+// Another launcher's option that gangrun cannot honour, given in any layer.
+Expected<void> check_refused(const LayeredValues& values) {
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.refused.empty()) continue;
+    auto it = values.find(spec.name);
+    if (it == values.end() || it->second.source == Source::default_value) continue;
+    return fail_usage(it->second.where + " is not supported: " + std::string(spec.refused));
+  }
+  return {};
 }
 
 // An option that always has a value here (a default at least).
@@ -256,6 +290,8 @@ void apply_no_color(Options& o, const EnvMap& env) {
 Expected<Options> build_options(const LayeredValues& values,
                                 std::vector<std::string> program_and_args, const EnvMap& env,
                                 Purpose purpose) {
+  GANGRUN_TRY(check_refused(values));
+  GANGRUN_TRY(check_accepted_only(values));
   Expected<Options> options = type_each_value(values);
   if (!options) return options;
   Options& o = *options;

@@ -138,6 +138,12 @@ std::vector<OptionSpec> make_table() {
        .metavar = "ID",
        .default_text = "none",
        .help = "job id, the same on every node (TORCHELASTIC_RUN_ID)"},
+      {.name = "virtual_local_rank",
+       .group = G::nodes,
+       .kind = K::flag,
+       .help = "torchrun's virtual local rank: every worker gets LOCAL_RANK=0 and "
+               "CUDA_VISIBLE_DEVICES naming only its own device (the inherited list's entry at "
+               "its local rank, else the local rank)"},
       {.name = "max_restarts",
        .group = G::nodes,
        .metavar = "N",
@@ -177,6 +183,17 @@ std::vector<OptionSpec> make_table() {
        .shown = Spelling::dash},
 
       // ---- program
+      {.name = "start_method",
+       .group = G::program,
+       .metavar = "METHOD",
+       .choices = {"spawn", "fork", "forkserver"},
+       .help = "accepted for torchrun compatibility: every worker is a new process that "
+               "execs its program, as with spawn"},
+      {.name = "run_path",
+       .group = G::program,
+       .kind = K::flag,
+       .help = "accepted for torchrun compatibility: the script runs as PYTHON -u SCRIPT, "
+               "where torchrun would run it with runpy in its worker process"},
       {.name = "module",
        .short_name = 'm',
        .group = G::program,
@@ -217,6 +234,29 @@ std::vector<OptionSpec> make_table() {
        .group = G::output,
        .metavar = "LIST",
        .help = "show only these local ranks on the console, e.g. 0,3"},
+      {.name = "duplicate_stdout_filters",
+       .group = G::output,
+       .metavar = "WORDS",
+       .help = "torchrun's copy of matching stdout lines to a file: not supported",
+       .refused = "gangrun does not copy filtered lines to a separate file; use --tee 1 "
+                  "(or --log_dir) and search the per-worker log files"},
+      {.name = "duplicate_stderr_filters",
+       .group = G::output,
+       .metavar = "WORDS",
+       .help = "torchrun's copy of matching stderr lines to a file: not supported",
+       .refused = "gangrun does not copy filtered lines to a separate file; use --tee 2 "
+                  "(or --log_dir) and search the per-worker log files"},
+      {.name = "logs_specs",
+       .group = G::output,
+       .metavar = "NAME",
+       .help = "torchrun's Python plugin for log locations: not supported",
+       .refused = "it names a Python entry point, which a native launcher cannot load; "
+                  "use --log_dir, -r and -t"},
+      {.name = "event_log_handler",
+       .group = G::output,
+       .metavar = "NAME",
+       .help = "accepted for torchrun compatibility; gangrun's events are its log lines and "
+               "--report"},
       {.name = "log_prefix",
        .group = G::output,
        .metavar = "TEMPLATE",
@@ -233,11 +273,18 @@ std::vector<OptionSpec> make_table() {
 
       // ---- supervision
       {.name = "term_timeout",
+       .aliases = {"shutdown_timeout"},
        .group = G::supervision,
        .metavar = "SECONDS",
        .default_text = "30",
        .help = "grace from SIGTERM to SIGKILL when workers are stopped",
        .shown = Spelling::dash},
+      {.name = "numa_binding",
+       .group = G::supervision,
+       .metavar = "MODE",
+       .help = "torchrun's binding of workers to the CPUs near their GPU: not supported",
+       .refused = "gangrun does not read which CPUs are near each GPU yet; bind with "
+                  "--bind_cores_to_rank or --bind_core_list, or run the workers under numactl"},
       {.name = "signals_to_handle",
        .group = G::supervision,
        .metavar = "LIST",

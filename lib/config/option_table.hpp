@@ -62,6 +62,10 @@ struct OptionSpec {
   std::string_view help = {};
   Spelling shown = Spelling::snake;
   bool command_line_only = false;  // --help, --version: never read from environment or file
+  // Non-empty: an option of another launcher that gangrun cannot honour. It is
+  // parsed (so the user hears why, not "unknown option"), and giving it from
+  // any layer is a usage error with this reason and what to do instead.
+  std::string_view refused = {};
 };
 
 // All options, grouped by OptionGroup in printing order.

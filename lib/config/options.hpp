@@ -99,6 +99,7 @@ struct Options {
   RendezvousConf rdzv_conf;               // --rdzv_conf k=v,...
   std::optional<std::string> local_addr;  // --local_addr: the address this node advertises
   std::string rdzv_id = "none";           // TORCHELASTIC_RUN_ID; --standalone makes a random one
+  bool virtual_local_rank = false;        // LOCAL_RANK=0, one device each (torchrun 2.x)
   int max_restarts = 0;                   // >= 0
   double monitor_interval = 0.1;          // accepted for compatibility; detection is event-driven
   std::string role = "default";           // ROLE_NAME

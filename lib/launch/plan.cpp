@@ -224,6 +224,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
     plan.master_port = options.rdzv_endpoint->port;
   }
   if (!plan.master_port && plan.multi_node) plan.master_port = k_default_multi_node_port;
+  GANGRUN_TRY(check_virtual_local_rank(plan));
 
   auto program = resolve_program(options, host_env);
   if (!program) return tl::unexpected(program.error());
@@ -300,6 +301,15 @@ std::string worker_prefix(const LaunchPlan& plan, const WorkerPlan& worker,
       {round.rank_of(worker), worker.local_rank, round.group_rank, plan.options.role, plan.host});
 }
 
+std::string virtual_local_device(const EnvMap& host_env, int local_rank) {
+  auto inherited = env_lookup(host_env, "CUDA_VISIBLE_DEVICES");
+  if (!inherited) return std::to_string(local_rank);
+  std::vector<std::string> devices = strings::split(*inherited, ',');
+  const auto index = static_cast<std::size_t>(local_rank);
+  return index < devices.size() ? std::string(strings::trim(devices[index]))
+                                : std::to_string(local_rank);
+}
+
 EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
                         const RoundAssignment& round, const std::string& run_dir) {
   auto inherited_or = [&](const char* name, const char* fallback) {
@@ -340,6 +350,11 @@ EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
       {"NCCL_ASYNC_ERROR_HANDLING", inherited_or("NCCL_ASYNC_ERROR_HANDLING", "1")},
   };
   vars.insert(worker.device_env.begin(), worker.device_env.end());
+  if (plan.options.virtual_local_rank) {
+    // As torchrun 2.x: the worker's one device is its device 0.
+    vars["LOCAL_RANK"] = "0";
+    vars["CUDA_VISIBLE_DEVICES"] = virtual_local_device(plan.host_env, local_rank);
+  }
   if (auto threads = env_lookup(plan.host_env, "OMP_NUM_THREADS")) {
     vars["OMP_NUM_THREADS"] = *threads;
   } else if (plan.local_world_size > 1) {

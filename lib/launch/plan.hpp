@@ -105,6 +105,11 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
                                std::optional<NodeDevices> devices = std::nullopt);
 
+// --virtual_local_rank: the CUDA_VISIBLE_DEVICES of the worker at local_rank,
+// the inherited list's entry there (make_plan checks it has one), else the
+// local rank itself, as torchrun gives it.
+std::string virtual_local_device(const EnvMap& host_env, int local_rank);
+
 // The variables gangrun sets for worker in the given round, with its files
 // in run_dir (section 2 of DESIGN.md). Inherited values of
 // NCCL_ASYNC_ERROR_HANDLING, TORCH_NCCL_ASYNC_ERROR_HANDLING and

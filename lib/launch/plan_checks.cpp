@@ -233,4 +233,16 @@ Expected<void> check_store_host_resolves(const LaunchPlan& plan) {
       host, origin, plan.host, ::gai_strerror(status), host));
 }
 
+Expected<void> check_virtual_local_rank(const LaunchPlan& plan) {
+  if (!plan.options.virtual_local_rank) return {};
+  auto inherited = env_lookup(plan.host_env, "CUDA_VISIBLE_DEVICES");
+  if (!inherited) return {};
+  const std::size_t listed = strings::split(*inherited, ',').size();
+  if (listed >= static_cast<std::size_t>(plan.local_world_size)) return {};
+  return fail_usage(fmt::format(
+      "--virtual_local_rank gives each of the {} workers one device of CUDA_VISIBLE_DEVICES={}, "
+      "which lists {}; start fewer workers per node, or widen CUDA_VISIBLE_DEVICES",
+      plan.local_world_size, *inherited, listed));
+}
+
 }  // namespace gangrun::launch

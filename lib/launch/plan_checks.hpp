@@ -59,4 +59,8 @@ Expected<void> check_store_host_resolves(const LaunchPlan& plan);
 // Every file check for a plan that is about to run (or be shown by --dry-run).
 Expected<void> check_output_paths(const LaunchPlan& plan);
 
+// --virtual_local_rank: an inherited CUDA_VISIBLE_DEVICES must name a device
+// for every local worker (torchrun refuses the same).
+Expected<void> check_virtual_local_rank(const LaunchPlan& plan);
+
 }  // namespace gangrun::launch
