@@ -48,6 +48,17 @@ std::vector<OptionSpec> deepspeed_option_specs() {
        .group = G::deepspeed,
        .kind = K::flag,
        .help = "start the hosts of a hostfile over ssh even when it names only one"},
+      {.name = "no_ssh",
+       .group = G::deepspeed,
+       .kind = K::flag,
+       .help = "start nothing on other hosts: this node runs its own part (--node_rank), as "
+               "gangrun always does without a hostfile"},
+      {.name = "venv_script",
+       .group = G::deepspeed,
+       .metavar = "FILE",
+       .value_hint = ValueHint::file,
+       .help = "deepspeed's script sourced on each host before its launch: not supported; give "
+               "the environment's interpreter with --python instead"},
       {.name = "log_level",
        .group = G::deepspeed,
        .metavar = "LEVEL",

@@ -24,6 +24,7 @@ struct DeepspeedSettings {
   std::optional<std::vector<int>> bind_core_list;
   bool save_pid = false;     // write /tmp/<gangrun's pid>.deepspeed while the run lasts
   bool force_multi = false;  // start the hostfile's hosts over ssh even when there is one
+  bool no_ssh = false;       // this node runs its own part only (refused with a hostfile)
 };
 
 }  // namespace gangrun::config

@@ -51,6 +51,20 @@ Expected<void> check_deepspeed_values(const LayeredValues& values, const Options
         "Python package; tune with 'deepspeed --autotuning tune ...', then launch the "
         "configuration it writes with gangrun");
   }
+  if (const LayeredValue* venv = Typer(values).find("venv_script")) {
+    return fail_usage(
+        venv->where +
+        " is not supported: gangrun sources no script on the hosts it starts (it passes "
+        "its PATH on instead); give the environment's "
+        "interpreter with --python (e.g. --python /path/to/venv/bin/python)");
+  }
+  if (o.deepspeed.no_ssh && given(values, "hostfile")) {
+    return fail_usage(values.find("no_ssh")->second.where + " with " +
+                      values.find("hostfile")->second.given +
+                      ": gangrun reads a hostfile only to start the hosts over ssh; start "
+                      "gangrun on each host yourself with --nnodes N --node_rank R "
+                      "--master_addr HOST and no hostfile, or drop --no_ssh");
+  }
   if (!o.deepspeed.each_rank_log_dir) return {};
   const LayeredValue& each_rank = values.find("enable_each_rank_log")->second;
   for (std::string_view other : {"log_dir", "redirects", "tee"}) {
@@ -113,6 +127,7 @@ Expected<void> type_deepspeed_values(const LayeredValues& values, Options& optio
   typer.set("bind_core_list", parse_core_list, ds.bind_core_list);
   typer.set("save_pid", parse_bool, ds.save_pid);
   typer.set("force_multi", parse_bool, ds.force_multi);
+  typer.set("no_ssh", parse_bool, ds.no_ssh);
   std::optional<int> level_verbosity;
   typer.set("log_level", parse_log_level, level_verbosity);
   if (typer.error()) return tl::unexpected(*typer.error());

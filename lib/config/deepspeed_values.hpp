@@ -15,9 +15,9 @@ namespace gangrun::config {
 // --log_level sets the verbosity where -v and -q do not; with --accelerator
 // cpu, --num_gpus N is N workers per node, as deepspeed's CPU accelerator
 // takes it, unless --nproc_per_node or --num_processes is given); refuses
-// --autotuning, and --enable_each_rank_log with --log_dir, -r or -t (both
-// would place the workers' output), or naming a file that is not a
-// directory. Usage errors name the option as given.
+// --autotuning, --venv_script, --no_ssh with a hostfile, and --enable_each_rank_log with --log_dir,
+// -r or -t (both would place the workers' output), or naming a file that is not a directory. Usage
+// errors name the option as given.
 Expected<void> type_deepspeed_values(const LayeredValues& values, Options& options);
 
 // deepspeed's --bind_core_list: "1,3-5,7" -> {1, 3, 4, 5, 7}. Each item is a

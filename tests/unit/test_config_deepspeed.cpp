@@ -70,6 +70,8 @@ TEST_CASE("config deepspeed: what is refused says why and what instead", "[confi
   CHECK(usage_error({"--enable_each_rank_log", "/dev/null", "train.py"}).find("not a directory") !=
         std::string::npos);
   CHECK(usage_error({"--bind_core_list", "3,1", "train.py"}).find("'1'") != std::string::npos);
+  CHECK(usage_error({"--venv_script", "v.sh", "train.py"}).find("--python") != std::string::npos);
+  CHECK(launch({"--no_ssh", "train.py"}).deepspeed.no_ssh);
 }
 
 TEST_CASE("config deepspeed: parse_core_list reads deepspeed's ranges", "[config][deepspeed]") {
