@@ -2,6 +2,8 @@
 
 #include "store/codec.hpp"
 #include "store/key_spaces.hpp"
+#include "store/socket_watch.hpp"
+#include "util/fd.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
@@ -9,12 +11,16 @@
 #include <boost/asio/steady_timer.hpp>
 #include <spdlog/spdlog.h>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <list>
@@ -125,7 +131,7 @@ class RateLimitedLog {
 }  // namespace
 
 struct Connection {
-  Connection(ConnectionId connection_id, tcp::socket accepted, const Limits& limits,
+  Connection(ConnectionId connection_id, UniqueFd accepted, const Limits& limits,
              RoundMembership joined)
       : id(connection_id),
         socket(std::move(accepted)),
@@ -133,7 +139,7 @@ struct Connection {
         membership(std::move(joined)) {}
 
   ConnectionId id;
-  tcp::socket socket;
+  UniqueFd socket;  // non-blocking, watched in Server::Impl::watch under its id
   RequestDecoder decoder;
   RoundMembership membership;  // the round it was accepted in, for good
   std::string peer;
@@ -142,11 +148,10 @@ struct Connection {
   std::string out;           // replies not yet written
   std::size_t out_sent = 0;  // bytes of out already written
   bool closed = false;       // set once; handlers that still hold it then do nothing
-  bool read_armed = false;
-  bool write_armed = false;
-  Clock::time_point last_heard;              // when it connected or last sent bytes
-  std::list<Connection*>::iterator in_line;  // its place in Server::Impl::idle_line
-  std::size_t charged = 0;                   // its part of Server::Impl::buffered
+  SocketWatch::Interest watched{.read = true};  // what Server::Impl::watch waits for
+  Clock::time_point last_heard;                 // when it connected or last sent bytes
+  std::list<Connection*>::iterator in_line;     // its place in Server::Impl::idle_line
+  std::size_t charged = 0;                      // its part of Server::Impl::buffered
 
   std::size_t pending_reply_bytes() const { return out.size() - out_sent; }
   // Buffer memory it holds: a request being received, replies not yet sent.
@@ -165,6 +170,7 @@ struct Server::Impl {
   asio::io_context& io;
   ServerSettings settings;
   std::vector<Listener> listeners;
+  std::unique_ptr<SocketWatch> watch;  // every connection's socket, keyed by its id
   asio::steady_timer accept_retry_timer;
   bool accept_paused = false;  // out of descriptors: accept_retry_timer is armed
   KeySpaces spaces;
@@ -252,6 +258,11 @@ struct Server::Impl {
       boost::system::error_code error;
       if (acceptor) acceptor->listen(k_listen_backlog, error);
       if (acceptor && !error) acceptor->non_blocking(true, error);
+      // Inherited by every accepted socket, which then needs no setsockopt.
+      if (acceptor && !error) acceptor->set_option(tcp::no_delay(true), error);
+      if (acceptor && !error && settings.keep_alive) {
+        apply_keep_alive(acceptor->native_handle(), *settings.keep_alive);
+      }
       if (!acceptor) return tl::unexpected(acceptor.error());
       if (error) {
         return fail(ErrorCode::store,
@@ -318,17 +329,29 @@ struct Server::Impl {
   bool accept_pending(Listener& listener) {
     if (accept_paused) return false;
     for (;;) {
-      boost::system::error_code error;
-      tcp::socket socket = listener.acceptor.accept(error);
-      if (error == asio::error::would_block || error == asio::error::try_again) return true;
-      if (error) {
+      // accept4 rather than Asio's accept: the socket comes non-blocking and
+      // close-on-exec, with the peer's address, in one syscall.
+      tcp::endpoint remote;
+      socklen_t length = static_cast<socklen_t>(remote.capacity());
+      int accepted = ::accept4(listener.acceptor.native_handle(), remote.data(), &length,
+                               SOCK_NONBLOCK | SOCK_CLOEXEC);
+      if (accepted < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+        // A client gone before it was accepted, or a signal: the next one.
+        if (errno == ECONNABORTED || errno == EPROTO || errno == EINTR) continue;
         // Out of descriptors (or memory): the pending connection stays in the
         // backlog; try again shortly instead of spinning on it.
-        accept_error_log.warn("store: cannot accept a connection: {}", error.message());
+        accept_error_log.warn("store: cannot accept a connection: {}", std::strerror(errno));
         pause_accepting();
         return false;
       }
-      admit(std::move(socket));
+      UniqueFd socket(accepted);
+      std::string peer = "unknown peer";
+      if (length <= remote.capacity()) {
+        remote.resize(length);
+        peer = endpoint_text(remote);
+      }
+      admit(std::move(socket), std::move(peer));
     }
   }
 
@@ -355,11 +378,8 @@ struct Server::Impl {
   }
 
   // Never throws: a connection that cannot be set up is dropped.
-  void admit(tcp::socket socket) noexcept {
+  void admit(UniqueFd socket, std::string peer) noexcept {
     try {
-      boost::system::error_code error;
-      tcp::endpoint remote = socket.remote_endpoint(error);
-      std::string peer = error ? std::string("unknown peer") : endpoint_text(remote);
       if (connections.size() >= settings.limits.max_connections && !reclaim_idle(peer)) {
         ++counters.connections_refused;
         refusal_log.warn(
@@ -368,9 +388,8 @@ struct Server::Impl {
             peer, connections.size(), settings.limits.max_connections);
         return;  // the socket closes here
       }
-      socket.set_option(tcp::no_delay(true), error);
-      if (settings.keep_alive) apply_keep_alive(socket.native_handle(), *settings.keep_alive);
-      socket.non_blocking(true, error);
+      // TCP_NODELAY and keep-alive come from the listener (Linux copies a
+      // listening socket's options to the sockets accepted from it).
       auto connection = std::make_shared<Connection>(next_id++, std::move(socket), settings.limits,
                                                      spaces.join());
       connection->peer = std::move(peer);
@@ -383,7 +402,10 @@ struct Server::Impl {
         throw;
       }
       recharge(*connection);
-      arm_read(connection);
+      if (!watch->add(connection->socket.get(), connection->id, connection->watched)) {
+        int refused = errno;
+        close(*connection, std::string("cannot watch it: ") + std::strerror(refused));
+      }
     } catch (const std::exception& failure) {
       accept_error_log.warn("store: cannot take a connection: {}", failure.what());
     }
@@ -422,22 +444,50 @@ struct Server::Impl {
 
   // ---- reading and serving ---------------------------------------------------
 
-  // Reads into the connection's small inbox rather than waiting for
-  // readiness: Asio re-registers the socket with epoll (one more syscall) for
-  // every readiness wait, but not for a read that follows a short one.
-  void arm_read(const std::shared_ptr<Connection>& connection) {
-    if (connection->read_armed || connection->closed) return;
-    connection->read_armed = true;
-    connection->socket.async_read_some(
-        asio::buffer(connection->inbox),
-        [this, connection, alive = alive](boost::system::error_code error, std::size_t received) {
-          connection->read_armed = false;
-          if (!*alive || connection->closed) return;
-          if (error) return close(*connection, "");  // EOF or reset: the client left
-          heard_from(*connection);
-          guarded(*connection, [&] { read_ready(connection, received); });
-          if (++reads_since_accept >= k_reads_between_accepts) poll_listeners();
-        });
+  // A connection's socket is ready (watch's handler). A connection is read
+  // only when it is readable, so no read of a client that has not sent yet
+  // fails with EAGAIN.
+  void socket_ready(ConnectionId id, bool readable, bool writable) noexcept {
+    auto found = connections.find(id);
+    if (found == connections.end()) return;                  // closed since the kernel said so
+    std::shared_ptr<Connection> connection = found->second;  // alive while it is served
+    if (writable) guarded(*connection, [&] { write_ready(*connection); });
+    if (!readable || connection->closed || !connection->watched.read) return;
+    std::size_t received = 0;
+    if (!receive(*connection, connection->inbox.data(), connection->inbox.size(), received)) {
+      return;
+    }
+    heard_from(*connection);
+    guarded(*connection, [&] { read_ready(*connection, received); });
+    if (++reads_since_accept >= k_reads_between_accepts) poll_listeners();
+  }
+
+  // Reads what is waiting, up to size bytes. False when nothing was: the
+  // connection was closed (EOF or reset: the client left), or nothing is
+  // waiting after all.
+  bool receive(Connection& connection, char* into, std::size_t size, std::size_t& received) {
+    ssize_t result = ::recv(connection.socket.get(), into, size, 0);
+    if (result > 0) {
+      received = static_cast<std::size_t>(result);
+      return true;
+    }
+    if (result < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
+    close(connection, "");
+    return false;
+  }
+
+  // Watches the connection's socket for what it needs now: reading unless
+  // its client stopped reading its replies, writing while replies wait.
+  void update_watch(Connection& connection) {
+    if (connection.closed) return;
+    SocketWatch::Interest wanted{.read = !backed_up(connection),
+                                 .write = connection.pending_reply_bytes() > 0};
+    if (wanted == connection.watched) return;
+    if (!watch->change(connection.socket.get(), connection.id, wanted)) {
+      int refused = errno;
+      return close(connection, std::string("cannot watch it: ") + std::strerror(refused));
+    }
+    connection.watched = wanted;
   }
 
   void heard_from(Connection& connection) {
@@ -467,22 +517,22 @@ struct Server::Impl {
     }
   }
 
-  void read_ready(const std::shared_ptr<Connection>& connection, std::size_t received) {
-    if (!take(*connection, std::string_view(connection->inbox.data(), received))) return;
+  void read_ready(Connection& connection, std::size_t received) {
+    if (!take(connection, std::string_view(connection.inbox.data(), received))) {
+      return update_watch(connection);
+    }
     // A full inbox means more may be waiting: read on through the shared
-    // scratch buffer, up to a turn's worth so other connections get theirs.
+    // scratch buffer, up to a turn's worth so other connections get theirs
+    // (the socket stays readable, so its turn comes again).
     std::size_t taken = received;
-    bool filled = received == connection->inbox.size();
+    bool filled = received == connection.inbox.size();
     while (filled && taken < k_read_turn_bytes) {
-      boost::system::error_code error;
-      received = connection->socket.read_some(asio::buffer(scratch), error);
-      if (error == asio::error::would_block || error == asio::error::try_again) break;
-      if (error) return close(*connection, "");
+      if (!receive(connection, scratch.data(), scratch.size(), received)) break;
       taken += received;
-      if (!take(*connection, std::string_view(scratch.data(), received))) return;
+      if (!take(connection, std::string_view(scratch.data(), received))) break;
       filled = received == scratch.size();
     }
-    arm_read(connection);
+    update_watch(connection);
   }
 
   // Feeds bytes to the decoder and serves the requests they complete. False
@@ -599,19 +649,21 @@ struct Server::Impl {
 
   // Writes what the socket takes now; the rest when it becomes writable.
   void flush(Connection& connection) {
-    if (connection.closed || connection.write_armed) return;
+    if (connection.closed) return;
+    // Already waiting to be writable: the new replies queue behind the others.
+    if (!connection.watched.write) write_pending(connection);
+    update_watch(connection);
+  }
+
+  // Writes pending replies until they are all sent or the socket is full.
+  void write_pending(Connection& connection) {
     while (connection.pending_reply_bytes() > 0) {
-      boost::system::error_code error;
-      std::size_t written =
-          connection.socket.write_some(asio::buffer(connection.out.data() + connection.out_sent,
-                                                    connection.pending_reply_bytes()),
-                                       error);
-      if (error == asio::error::would_block || error == asio::error::try_again) {
-        arm_write(connections.at(connection.id));
-        return;
-      }
-      if (error) return close(connection, "");
-      connection.out_sent += written;
+      // MSG_NOSIGNAL: a client gone mid-reply is an error here, not SIGPIPE.
+      ssize_t written = ::send(connection.socket.get(), connection.out.data() + connection.out_sent,
+                               connection.pending_reply_bytes(), MSG_NOSIGNAL);
+      if (written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+      if (written < 0) return close(connection, "");
+      connection.out_sent += static_cast<std::size_t>(written);
     }
     connection.out_sent = 0;
     if (connection.out.capacity() > k_kept_reply_capacity) {
@@ -622,26 +674,17 @@ struct Server::Impl {
     recharge(connection);
   }
 
-  void arm_write(const std::shared_ptr<Connection>& connection) {
-    connection->write_armed = true;
-    connection->socket.async_wait(tcp::socket::wait_write, [this, connection, alive = alive](
-                                                               boost::system::error_code error) {
-      connection->write_armed = false;
-      if (!*alive || connection->closed) return;
-      if (error) return close(*connection, "");
-      guarded(*connection, [&] { write_ready(connection); });
-    });
-  }
-
-  void write_ready(const std::shared_ptr<Connection>& connection) {
-    if (connection->out_sent > connection->out.size() / 2) {
-      connection->out.erase(0, connection->out_sent);
-      connection->out_sent = 0;
+  // The socket takes bytes again: sends what waits, then serves the
+  // requests read while the client was not reading its replies.
+  void write_ready(Connection& connection) {
+    if (connection.out_sent > connection.out.size() / 2) {
+      connection.out.erase(0, connection.out_sent);
+      connection.out_sent = 0;
     }
-    flush(*connection);
-    if (connection->closed || backed_up(*connection)) return;
-    if (!serve_requests(*connection) || backed_up(*connection)) return;
-    arm_read(connection);
+    write_pending(connection);
+    update_watch(connection);
+    if (connection.closed || backed_up(connection)) return;
+    if (serve_requests(connection)) update_watch(connection);
   }
 
   // ---- closing ----------------------------------------------------------------
@@ -654,8 +697,7 @@ struct Server::Impl {
       ++counters.connections_closed_for_errors;
       close_log.warn("store: closing the connection from {}: {}", connection.peer, reason);
     }
-    boost::system::error_code ignored;
-    connection.socket.close(ignored);
+    connection.socket.reset();  // which ends its watch too
     spaces.disconnect(connection.membership, connection.id);
     if (events.connection_closed) {
       try {
@@ -678,8 +720,7 @@ struct Server::Impl {
   void close_all() {
     for (auto& [id, connection] : connections) {
       connection->closed = true;
-      boost::system::error_code ignored;
-      connection->socket.close(ignored);
+      connection->socket.reset();
     }
     connections.clear();
     idle_line.clear();
@@ -690,6 +731,12 @@ struct Server::Impl {
 Expected<std::unique_ptr<Server>> Server::start(asio::io_context& io, ServerSettings settings) {
   if (settings.raise_open_file_limit) raise_open_file_limit();
   auto impl = std::make_unique<Impl>(io, std::move(settings));
+  auto watch =
+      SocketWatch::create(io, [raw = impl.get()](std::uint64_t key, bool readable, bool writable) {
+        raw->socket_ready(key, readable, writable);
+      });
+  if (!watch) return tl::unexpected(watch.error());
+  impl->watch = std::move(*watch);
   if (auto bound = impl->bind(); !bound) return tl::unexpected(bound.error());
   for (Listener& listener : impl->listeners) impl->arm_accept(listener);
   return std::unique_ptr<Server>(new Server(std::move(impl)));

@@ -4,7 +4,11 @@
 //
 // Each connection reads into a 256-byte inbox, and through one shared scratch
 // buffer when more is waiting, so an idle connection costs a socket and well
-// under a kilobyte.
+// under a kilobyte. Connections are accepted non-blocking (accept4) and
+// watched in an epoll set of the server's own (socket_watch.hpp), registered
+// once: a connection is read only when it is readable, which spares a storm
+// of clients the syscalls Asio's sockets would make per connection (an
+// ioctl, a read failing with EAGAIN, epoll_ctl at every close).
 // A connection that breaks a limit or sends bytes that are not a request is
 // closed and logged (spdlog warning, at most 10 a second of each kind, the
 // rest counted in one line) and nothing else happens; one that stops reading
@@ -89,8 +93,9 @@ struct ServerStats {
 
 class Server {
  public:
-  // Binds and listens (SO_REUSEADDR, backlog net.core.somaxconn, TCP_NODELAY on
-  // accepted sockets), raising the open-file limit if settings ask. Fails
+  // Binds and listens (SO_REUSEADDR, backlog net.core.somaxconn, TCP_NODELAY
+  // and any keep-alive set on the listeners, from which Linux copies them to
+  // every accepted socket), raising the open-file limit if settings ask. Fails
   // with ErrorCode::store whose message names host:port and the reason (in
   // use, not local, ...): a port held by anything else is refused, even by
   // another SO_REUSEPORT group of the same user.
