@@ -33,7 +33,10 @@ _gangrun_value()
             COMPREPLY=($(compgen -W 'static c10d' -- "$cur"))
             ;;
         --launcher)
-            COMPREPLY=($(compgen -W 'auto local slurm' -- "$cur"))
+            COMPREPLY=($(compgen -W 'auto local slurm ssh pdsh' -- "$cur"))
+            ;;
+        --start_method | --start-method)
+            COMPREPLY=($(compgen -W 'spawn fork forkserver' -- "$cur"))
             ;;
         --python)
             mapfile -t COMPREPLY < <(compgen -c -- "$cur")
@@ -51,6 +54,57 @@ _gangrun_value()
             COMPREPLY=($(compgen -W 'auto prefix inherit' -- "$cur"))
             ;;
         --report)
+            _filedir
+            ;;
+        --config_file | --config-file)
+            _filedir
+            ;;
+        --mixed_precision | --mixed-precision)
+            COMPREPLY=($(compgen -W 'no fp16 bf16 fp8' -- "$cur"))
+            ;;
+        --dynamo_backend | --dynamo-backend)
+            COMPREPLY=($(compgen -W 'no eager aot_eager inductor aot_ts_nvfuser nvprims_nvfuser cudagraphs ofi fx2trt onnxrt tensorrt aot_torchxla_trace_once torhchxla_trace_once tvm' -- "$cur"))
+            ;;
+        --dynamo_mode | --dynamo-mode)
+            COMPREPLY=($(compgen -W 'default reduce-overhead max-autotune' -- "$cur"))
+            ;;
+        --fsdp_version | --fsdp-version)
+            COMPREPLY=($(compgen -W '1 2' -- "$cur"))
+            ;;
+        --fp8_backend | --fp8-backend)
+            COMPREPLY=($(compgen -W 'ao te msamp' -- "$cur"))
+            ;;
+        --fp8_format | --fp8-format)
+            COMPREPLY=($(compgen -W 'HYBRID E4M3 E5M2' -- "$cur"))
+            ;;
+        --fp8_amax_compute_algo | --fp8-amax-compute-algo)
+            COMPREPLY=($(compgen -W 'max most_recent' -- "$cur"))
+            ;;
+        --fp8_opt_level | --fp8-opt-level)
+            COMPREPLY=($(compgen -W 'O1 O2' -- "$cur"))
+            ;;
+        --parallelism_config_cp_backend | --parallelism-config-cp-backend)
+            COMPREPLY=($(compgen -W 'torch' -- "$cur"))
+            ;;
+        --parallelism_config_sp_backend | --parallelism-config-sp-backend)
+            COMPREPLY=($(compgen -W 'deepspeed' -- "$cur"))
+            ;;
+        --launch_style | --launch-style)
+            COMPREPLY=($(compgen -W 'torchrun deepspeed' -- "$cur"))
+            ;;
+        --enable_each_rank_log | --enable-each-rank-log)
+            _filedir -d
+            ;;
+        --venv_script | --venv-script)
+            _filedir
+            ;;
+        --log_level | --log-level)
+            COMPREPLY=($(compgen -W 'debug info warning error critical' -- "$cur"))
+            ;;
+        --autotuning)
+            COMPREPLY=($(compgen -W 'tune run' -- "$cur"))
+            ;;
+        --hostfile | -H)
             _filedir
             ;;
         --config)
@@ -137,7 +191,7 @@ _gangrun()
                     --) state=program ;;
                     --nproc_per_node | --nproc-per-node | --num_processes | --num-processes \
                     | -n | --num_gpus | --num-gpus | --num_accelerators | --num-accelerators \
-                    | --accelerator | --gpu_ids | --gpu-ids | --include | --exclude \
+                    | --accelerator | --gpu_ids | --gpu-ids | --include | -i | --exclude | -e \
                     | --visible_devices | --visible-devices | --devices_per_proc \
                     | --devices-per-proc | --mask_format | --mask-format | --nnodes \
                     | --num_machines | --num-machines | --num_nodes | --num-nodes \
@@ -148,11 +202,114 @@ _gangrun()
                     | --rdzv-endpoint | --rdzv_conf | --rdzv-conf | --local_addr \
                     | --local-addr | --rdzv_id | --rdzv-id | --max_restarts | --max-restarts \
                     | --monitor_interval | --monitor-interval | --role | --launcher \
-                    | --launcher_args | --launcher-args | --python | --log_dir | --log-dir \
-                    | --redirects | -r | --tee | -t | --local_ranks_filter \
-                    | --local-ranks-filter | --log_prefix | --log-prefix | --output \
-                    | --term_timeout | --term-timeout | --signals_to_handle \
-                    | --signals-to-handle | --report | --config | --color)
+                    | --launcher_args | --launcher-args | --start_method | --start-method \
+                    | --python | --log_dir | --log-dir | --redirects | -r | --tee | -t \
+                    | --local_ranks_filter | --local-ranks-filter | --duplicate_stdout_filters \
+                    | --duplicate-stdout-filters | --duplicate_stderr_filters \
+                    | --duplicate-stderr-filters | --logs_specs | --logs-specs \
+                    | --event_log_handler | --event-log-handler | --log_prefix | --log-prefix \
+                    | --output | --term_timeout | --term-timeout | --shutdown_timeout \
+                    | --shutdown-timeout | --numa_binding | --numa-binding \
+                    | --signals_to_handle | --signals-to-handle | --report | --config_file \
+                    | --config-file | --mixed_precision | --mixed-precision \
+                    | --num_cpu_threads_per_process | --num-cpu-threads-per-process \
+                    | --dynamo_backend | --dynamo-backend | --dynamo_mode | --dynamo-mode \
+                    | --main_training_function | --main-training-function | --vm | --env \
+                    | --mpirun_hostfile | --mpirun-hostfile | --aws_access_key_id \
+                    | --aws-access-key-id | --aws_secret_access_key | --aws-secret-access-key \
+                    | --deepspeed_config_file | --deepspeed-config-file | --zero_stage \
+                    | --zero-stage | --offload_optimizer_device | --offload-optimizer-device \
+                    | --offload_param_device | --offload-param-device \
+                    | --offload_optimizer_nvme_path | --offload-optimizer-nvme-path \
+                    | --offload_param_nvme_path | --offload-param-nvme-path \
+                    | --gradient_accumulation_steps | --gradient-accumulation-steps \
+                    | --gradient_clipping | --gradient-clipping | --zero3_init_flag \
+                    | --zero3-init-flag | --zero3_save_16bit_model | --zero3-save-16bit-model \
+                    | --deepspeed_hostfile | --deepspeed-hostfile \
+                    | --deepspeed_exclusion_filter | --deepspeed-exclusion-filter \
+                    | --deepspeed_inclusion_filter | --deepspeed-inclusion-filter \
+                    | --deepspeed_multinode_launcher | --deepspeed-multinode-launcher \
+                    | --deepspeed_moe_layer_cls_names | --deepspeed-moe-layer-cls-names \
+                    | --fsdp_version | --fsdp-version | --fsdp_offload_params \
+                    | --fsdp-offload-params | --fsdp_min_num_params | --fsdp-min-num-params \
+                    | --fsdp_sharding_strategy | --fsdp-sharding-strategy \
+                    | --fsdp_reshard_after_forward | --fsdp-reshard-after-forward \
+                    | --fsdp_auto_wrap_policy | --fsdp-auto-wrap-policy \
+                    | --fsdp_transformer_layer_cls_to_wrap \
+                    | --fsdp-transformer-layer-cls-to-wrap | --fsdp_backward_prefetch \
+                    | --fsdp-backward-prefetch | --fsdp_state_dict_type \
+                    | --fsdp-state-dict-type | --fsdp_forward_prefetch \
+                    | --fsdp-forward-prefetch | --fsdp_use_orig_params \
+                    | --fsdp-use-orig-params | --fsdp_cpu_ram_efficient_loading \
+                    | --fsdp-cpu-ram-efficient-loading | --fsdp_sync_module_states \
+                    | --fsdp-sync-module-states | --fsdp_activation_checkpointing \
+                    | --fsdp-activation-checkpointing \
+                    | --fsdp_activation_checkpointing_offload \
+                    | --fsdp-activation-checkpointing-offload | --megatron_lm_tp_degree \
+                    | --megatron-lm-tp-degree | --megatron_lm_use_custom_fsdp \
+                    | --megatron-lm-use-custom-fsdp | --megatron_lm_no_load_optim \
+                    | --megatron-lm-no-load-optim | --megatron_lm_eod_mask_loss \
+                    | --megatron-lm-eod-mask-loss \
+                    | --megatron_lm_overlap_cpu_optimizer_d2h_h2d \
+                    | --megatron-lm-overlap-cpu-optimizer-d2h-h2d \
+                    | --megatron_lm_no_save_optim | --megatron-lm-no-save-optim \
+                    | --megatron_lm_optimizer_cpu_offload \
+                    | --megatron-lm-optimizer-cpu-offload \
+                    | --megatron_lm_use_precision_aware_optimizer \
+                    | --megatron-lm-use-precision-aware-optimizer \
+                    | --megatron_lm_decoder_last_pipeline_num_layers \
+                    | --megatron-lm-decoder-last-pipeline-num-layers | --megatron_lm_pp_degree \
+                    | --megatron-lm-pp-degree | --megatron_lm_num_micro_batches \
+                    | --megatron-lm-num-micro-batches | --megatron_lm_sequence_parallelism \
+                    | --megatron-lm-sequence-parallelism | --megatron_lm_recompute_activations \
+                    | --megatron-lm-recompute-activations \
+                    | --megatron_lm_use_distributed_optimizer \
+                    | --megatron-lm-use-distributed-optimizer \
+                    | --megatron_lm_gradient_clipping | --megatron-lm-gradient-clipping \
+                    | --megatron_lm_recompute_granularity \
+                    | --megatron-lm-recompute-granularity | --megatron_lm_recompute_method \
+                    | --megatron-lm-recompute-method | --megatron_lm_recompute_num_layers \
+                    | --megatron-lm-recompute-num-layers | --megatron_lm_attention_backend \
+                    | --megatron-lm-attention-backend \
+                    | --megatron_lm_expert_model_parallel_size \
+                    | --megatron-lm-expert-model-parallel-size \
+                    | --megatron_lm_context_parallel_size \
+                    | --megatron-lm-context-parallel-size | --megatron_lm_attention_dropout \
+                    | --megatron-lm-attention-dropout | --megatron_lm_hidden_dropout \
+                    | --megatron-lm-hidden-dropout | --megatron_lm_attention_softmax_in_fp32 \
+                    | --megatron-lm-attention-softmax-in-fp32 \
+                    | --megatron_lm_expert_tensor_parallel_size \
+                    | --megatron-lm-expert-tensor-parallel-size \
+                    | --megatron_lm_calculate_per_token_loss \
+                    | --megatron-lm-calculate-per-token-loss \
+                    | --megatron_lm_use_rotary_position_embeddings \
+                    | --megatron-lm-use-rotary-position-embeddings | --fp8_backend \
+                    | --fp8-backend | --fp8_margin | --fp8-margin | --fp8_interval \
+                    | --fp8-interval | --fp8_format | --fp8-format | --fp8_amax_history_len \
+                    | --fp8-amax-history-len | --fp8_amax_compute_algo \
+                    | --fp8-amax-compute-algo | --fp8_override_linear_precision \
+                    | --fp8-override-linear-precision | --fp8_opt_level | --fp8-opt-level \
+                    | --fp8_enable_fsdp_float8_all_gather \
+                    | --fp8-enable-fsdp-float8-all-gather | --fp8_pad_inner_dim \
+                    | --fp8-pad-inner-dim | --parallelism_config_dp_replicate_size \
+                    | --parallelism-config-dp-replicate-size \
+                    | --parallelism_config_dp_shard_size | --parallelism-config-dp-shard-size \
+                    | --parallelism_config_tp_size | --parallelism-config-tp-size \
+                    | --parallelism_config_cp_size | --parallelism-config-cp-size \
+                    | --parallelism_config_cp_backend | --parallelism-config-cp-backend \
+                    | --parallelism_config_cp_comm_strategy \
+                    | --parallelism-config-cp-comm-strategy | --parallelism_config_sp_size \
+                    | --parallelism-config-sp-size | --parallelism_config_sp_backend \
+                    | --parallelism-config-sp-backend | --parallelism_config_sp_seq_length \
+                    | --parallelism-config-sp-seq-length \
+                    | --parallelism_config_sp_seq_length_is_variable \
+                    | --parallelism-config-sp-seq-length-is-variable \
+                    | --parallelism_config_sp_attn_implementation \
+                    | --parallelism-config-sp-attn-implementation | --launch_style \
+                    | --launch-style | --enable_each_rank_log | --enable-each-rank-log \
+                    | --bind_core_list | --bind-core-list | --venv_script | --venv-script \
+                    | --log_level | --log-level | --autotuning | --hostfile | -H | --ssh_port \
+                    | --ssh-port | --config | --color)
                         ((i + 1 == cword)) && value_of=${words[i]}
                         ((i++))
                         ;;
@@ -175,20 +332,118 @@ _gangrun()
             if [[ $cur == -* ]]; then
                 local options='--nproc_per_node --nproc-per-node --num_processes --num-processes
                 -n --num_gpus --num-gpus --num_accelerators --num-accelerators --accelerator
-                --gpu_ids --gpu-ids --include --exclude --visible_devices --visible-devices
-                --devices_per_proc --devices-per-proc --mask_format --mask-format --nnodes
-                --num_machines --num-machines --num_nodes --num-nodes --node_rank --node-rank
-                --machine_rank --machine-rank --master_addr --master-addr --main_process_ip
-                --main-process-ip --master_port --master-port --main_process_port
-                --main-process-port --standalone --rdzv_backend --rdzv-backend --rdzv_endpoint
-                --rdzv-endpoint --rdzv_conf --rdzv-conf --local_addr --local-addr --rdzv_id
-                --rdzv-id --max_restarts --max-restarts --monitor_interval --monitor-interval
-                --role --launcher --launcher_args --launcher-args --worker_per_task
-                --worker-per-task --module -m --no_python --no-python --python --log_dir
-                --log-dir --redirects -r --tee -t --local_ranks_filter --local-ranks-filter
-                --log_prefix --log-prefix --output --term_timeout --term-timeout
-                --signals_to_handle --signals-to-handle --dry_run --dry-run --json --report
-                --config --verbose -v --quiet -q --color --version --help -h'
+                --gpu_ids --gpu-ids --include -i --exclude -e --visible_devices
+                --visible-devices --devices_per_proc --devices-per-proc --mask_format
+                --mask-format --nnodes --num_machines --num-machines --num_nodes --num-nodes
+                --node_rank --node-rank --machine_rank --machine-rank --master_addr
+                --master-addr --main_process_ip --main-process-ip --master_port --master-port
+                --main_process_port --main-process-port --standalone --rdzv_backend
+                --rdzv-backend --rdzv_endpoint --rdzv-endpoint --rdzv_conf --rdzv-conf
+                --local_addr --local-addr --rdzv_id --rdzv-id --virtual_local_rank
+                --virtual-local-rank --max_restarts --max-restarts --monitor_interval
+                --monitor-interval --role --launcher --launcher_args --launcher-args
+                --worker_per_task --worker-per-task --start_method --start-method --run_path
+                --run-path --module -m --no_python --no-python --python --log_dir --log-dir
+                --redirects -r --tee -t --local_ranks_filter --local-ranks-filter
+                --duplicate_stdout_filters --duplicate-stdout-filters --duplicate_stderr_filters
+                --duplicate-stderr-filters --logs_specs --logs-specs --event_log_handler
+                --event-log-handler --log_prefix --log-prefix --output --term_timeout
+                --term-timeout --shutdown_timeout --shutdown-timeout --numa_binding
+                --numa-binding --signals_to_handle --signals-to-handle --dry_run --dry-run
+                --json --report --config_file --config-file --multi_gpu --multi-gpu
+                --use_deepspeed --use-deepspeed --use_fsdp --use-fsdp --use_megatron_lm
+                --use-megatron-lm --use_parallelism_config --use-parallelism-config --cpu
+                --use_cpu --use-cpu --mixed_precision --mixed-precision
+                --num_cpu_threads_per_process --num-cpu-threads-per-process
+                --enable_cpu_affinity --enable-cpu-affinity --dynamo_backend --dynamo-backend
+                --dynamo_mode --dynamo-mode --dynamo_use_fullgraph --dynamo-use-fullgraph
+                --dynamo_use_dynamic --dynamo-use-dynamic --dynamo_use_regional_compilation
+                --dynamo-use-regional-compilation --same_network --same-network --debug
+                --main_training_function --main-training-function --downcast_bf16
+                --downcast-bf16 --tpu --tpu_cluster --tpu-cluster --tpu_use_cluster
+                --tpu-use-cluster --no_tpu_cluster --no-tpu-cluster --tpu_use_sudo
+                --tpu-use-sudo --vm --env --mpirun_hostfile --mpirun-hostfile
+                --aws_access_key_id --aws-access-key-id --aws_secret_access_key
+                --aws-secret-access-key --deepspeed_config_file --deepspeed-config-file
+                --zero_stage --zero-stage --offload_optimizer_device --offload-optimizer-device
+                --offload_param_device --offload-param-device --offload_optimizer_nvme_path
+                --offload-optimizer-nvme-path --offload_param_nvme_path
+                --offload-param-nvme-path --gradient_accumulation_steps
+                --gradient-accumulation-steps --gradient_clipping --gradient-clipping
+                --zero3_init_flag --zero3-init-flag --zero3_save_16bit_model
+                --zero3-save-16bit-model --deepspeed_hostfile --deepspeed-hostfile
+                --deepspeed_exclusion_filter --deepspeed-exclusion-filter
+                --deepspeed_inclusion_filter --deepspeed-inclusion-filter
+                --deepspeed_multinode_launcher --deepspeed-multinode-launcher
+                --deepspeed_moe_layer_cls_names --deepspeed-moe-layer-cls-names --fsdp_version
+                --fsdp-version --fsdp_offload_params --fsdp-offload-params --fsdp_min_num_params
+                --fsdp-min-num-params --fsdp_sharding_strategy --fsdp-sharding-strategy
+                --fsdp_reshard_after_forward --fsdp-reshard-after-forward
+                --fsdp_auto_wrap_policy --fsdp-auto-wrap-policy
+                --fsdp_transformer_layer_cls_to_wrap --fsdp-transformer-layer-cls-to-wrap
+                --fsdp_backward_prefetch --fsdp-backward-prefetch --fsdp_state_dict_type
+                --fsdp-state-dict-type --fsdp_forward_prefetch --fsdp-forward-prefetch
+                --fsdp_use_orig_params --fsdp-use-orig-params --fsdp_cpu_ram_efficient_loading
+                --fsdp-cpu-ram-efficient-loading --fsdp_sync_module_states
+                --fsdp-sync-module-states --fsdp_activation_checkpointing
+                --fsdp-activation-checkpointing --fsdp_activation_checkpointing_offload
+                --fsdp-activation-checkpointing-offload --megatron_lm_tp_degree
+                --megatron-lm-tp-degree --megatron_lm_use_custom_fsdp
+                --megatron-lm-use-custom-fsdp --megatron_lm_no_load_optim
+                --megatron-lm-no-load-optim --megatron_lm_eod_mask_loss
+                --megatron-lm-eod-mask-loss --megatron_lm_overlap_cpu_optimizer_d2h_h2d
+                --megatron-lm-overlap-cpu-optimizer-d2h-h2d --megatron_lm_no_save_optim
+                --megatron-lm-no-save-optim --megatron_lm_optimizer_cpu_offload
+                --megatron-lm-optimizer-cpu-offload --megatron_lm_use_precision_aware_optimizer
+                --megatron-lm-use-precision-aware-optimizer
+                --megatron_lm_decoder_last_pipeline_num_layers
+                --megatron-lm-decoder-last-pipeline-num-layers --megatron_lm_pp_degree
+                --megatron-lm-pp-degree --megatron_lm_num_micro_batches
+                --megatron-lm-num-micro-batches --megatron_lm_sequence_parallelism
+                --megatron-lm-sequence-parallelism --megatron_lm_recompute_activations
+                --megatron-lm-recompute-activations --megatron_lm_use_distributed_optimizer
+                --megatron-lm-use-distributed-optimizer --megatron_lm_gradient_clipping
+                --megatron-lm-gradient-clipping --megatron_lm_recompute_granularity
+                --megatron-lm-recompute-granularity --megatron_lm_recompute_method
+                --megatron-lm-recompute-method --megatron_lm_recompute_num_layers
+                --megatron-lm-recompute-num-layers --megatron_lm_attention_backend
+                --megatron-lm-attention-backend --megatron_lm_expert_model_parallel_size
+                --megatron-lm-expert-model-parallel-size --megatron_lm_context_parallel_size
+                --megatron-lm-context-parallel-size --megatron_lm_attention_dropout
+                --megatron-lm-attention-dropout --megatron_lm_hidden_dropout
+                --megatron-lm-hidden-dropout --megatron_lm_attention_softmax_in_fp32
+                --megatron-lm-attention-softmax-in-fp32
+                --megatron_lm_expert_tensor_parallel_size
+                --megatron-lm-expert-tensor-parallel-size --megatron_lm_calculate_per_token_loss
+                --megatron-lm-calculate-per-token-loss
+                --megatron_lm_use_rotary_position_embeddings
+                --megatron-lm-use-rotary-position-embeddings --fp8_backend --fp8-backend
+                --fp8_use_autocast_during_eval --fp8-use-autocast-during-eval --fp8_margin
+                --fp8-margin --fp8_interval --fp8-interval --fp8_format --fp8-format
+                --fp8_amax_history_len --fp8-amax-history-len --fp8_amax_compute_algo
+                --fp8-amax-compute-algo --fp8_override_linear_precision
+                --fp8-override-linear-precision --fp8_opt_level --fp8-opt-level
+                --fp8_enable_fsdp_float8_all_gather --fp8-enable-fsdp-float8-all-gather
+                --fp8_pad_inner_dim --fp8-pad-inner-dim --parallelism_config_dp_replicate_size
+                --parallelism-config-dp-replicate-size --parallelism_config_dp_shard_size
+                --parallelism-config-dp-shard-size --parallelism_config_tp_size
+                --parallelism-config-tp-size --parallelism_config_cp_size
+                --parallelism-config-cp-size --parallelism_config_cp_backend
+                --parallelism-config-cp-backend --parallelism_config_cp_comm_strategy
+                --parallelism-config-cp-comm-strategy --parallelism_config_sp_size
+                --parallelism-config-sp-size --parallelism_config_sp_backend
+                --parallelism-config-sp-backend --parallelism_config_sp_seq_length
+                --parallelism-config-sp-seq-length
+                --parallelism_config_sp_seq_length_is_variable
+                --parallelism-config-sp-seq-length-is-variable
+                --parallelism_config_sp_attn_implementation
+                --parallelism-config-sp-attn-implementation --launch_style --launch-style
+                --no_local_rank --no-local-rank --enable_each_rank_log --enable-each-rank-log
+                --bind_cores_to_rank --bind-cores-to-rank --bind_core_list --bind-core-list
+                --save_pid --save-pid --force_multi --force-multi --no_ssh --no-ssh
+                --venv_script --venv-script --log_level --log-level --autotuning --hostfile -H
+                --ssh_port --ssh-port --no_ssh_check --no-ssh-check --config --verbose -v
+                --quiet -q --color --version --help -h'
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))
             elif [[ $mode == launch ]]; then
                 ((cword == 1)) && COMPREPLY=($(compgen -W 'devices store completion' -- "$cur"))

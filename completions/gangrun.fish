@@ -44,8 +44,8 @@ function __gangrun_where
                     set state program
                 else if contains -- $word --nproc_per_node --nproc-per-node --num_processes \
                         --num-processes -n --num_gpus --num-gpus --num_accelerators \
-                        --num-accelerators --accelerator --gpu_ids --gpu-ids --include \
-                        --exclude --visible_devices --visible-devices --devices_per_proc \
+                        --num-accelerators --accelerator --gpu_ids --gpu-ids --include -i \
+                        --exclude -e --visible_devices --visible-devices --devices_per_proc \
                         --devices-per-proc --mask_format --mask-format --nnodes --num_machines \
                         --num-machines --num_nodes --num-nodes --node_rank --node-rank \
                         --machine_rank --machine-rank --master_addr --master-addr \
@@ -54,10 +54,111 @@ function __gangrun_where
                         --rdzv_endpoint --rdzv-endpoint --rdzv_conf --rdzv-conf --local_addr \
                         --local-addr --rdzv_id --rdzv-id --max_restarts --max-restarts \
                         --monitor_interval --monitor-interval --role --launcher \
-                        --launcher_args --launcher-args --python --log_dir --log-dir \
-                        --redirects -r --tee -t --local_ranks_filter --local-ranks-filter \
-                        --log_prefix --log-prefix --output --term_timeout --term-timeout \
-                        --signals_to_handle --signals-to-handle --report --config --color
+                        --launcher_args --launcher-args --start_method --start-method --python \
+                        --log_dir --log-dir --redirects -r --tee -t --local_ranks_filter \
+                        --local-ranks-filter --duplicate_stdout_filters \
+                        --duplicate-stdout-filters --duplicate_stderr_filters \
+                        --duplicate-stderr-filters --logs_specs --logs-specs \
+                        --event_log_handler --event-log-handler --log_prefix --log-prefix \
+                        --output --term_timeout --term-timeout --shutdown_timeout \
+                        --shutdown-timeout --numa_binding --numa-binding --signals_to_handle \
+                        --signals-to-handle --report --config_file --config-file \
+                        --mixed_precision --mixed-precision --num_cpu_threads_per_process \
+                        --num-cpu-threads-per-process --dynamo_backend --dynamo-backend \
+                        --dynamo_mode --dynamo-mode --main_training_function \
+                        --main-training-function --vm --env --mpirun_hostfile \
+                        --mpirun-hostfile --aws_access_key_id --aws-access-key-id \
+                        --aws_secret_access_key --aws-secret-access-key \
+                        --deepspeed_config_file --deepspeed-config-file --zero_stage \
+                        --zero-stage --offload_optimizer_device --offload-optimizer-device \
+                        --offload_param_device --offload-param-device \
+                        --offload_optimizer_nvme_path --offload-optimizer-nvme-path \
+                        --offload_param_nvme_path --offload-param-nvme-path \
+                        --gradient_accumulation_steps --gradient-accumulation-steps \
+                        --gradient_clipping --gradient-clipping --zero3_init_flag \
+                        --zero3-init-flag --zero3_save_16bit_model --zero3-save-16bit-model \
+                        --deepspeed_hostfile --deepspeed-hostfile --deepspeed_exclusion_filter \
+                        --deepspeed-exclusion-filter --deepspeed_inclusion_filter \
+                        --deepspeed-inclusion-filter --deepspeed_multinode_launcher \
+                        --deepspeed-multinode-launcher --deepspeed_moe_layer_cls_names \
+                        --deepspeed-moe-layer-cls-names --fsdp_version --fsdp-version \
+                        --fsdp_offload_params --fsdp-offload-params --fsdp_min_num_params \
+                        --fsdp-min-num-params --fsdp_sharding_strategy \
+                        --fsdp-sharding-strategy --fsdp_reshard_after_forward \
+                        --fsdp-reshard-after-forward --fsdp_auto_wrap_policy \
+                        --fsdp-auto-wrap-policy --fsdp_transformer_layer_cls_to_wrap \
+                        --fsdp-transformer-layer-cls-to-wrap --fsdp_backward_prefetch \
+                        --fsdp-backward-prefetch --fsdp_state_dict_type --fsdp-state-dict-type \
+                        --fsdp_forward_prefetch --fsdp-forward-prefetch --fsdp_use_orig_params \
+                        --fsdp-use-orig-params --fsdp_cpu_ram_efficient_loading \
+                        --fsdp-cpu-ram-efficient-loading --fsdp_sync_module_states \
+                        --fsdp-sync-module-states --fsdp_activation_checkpointing \
+                        --fsdp-activation-checkpointing \
+                        --fsdp_activation_checkpointing_offload \
+                        --fsdp-activation-checkpointing-offload --megatron_lm_tp_degree \
+                        --megatron-lm-tp-degree --megatron_lm_use_custom_fsdp \
+                        --megatron-lm-use-custom-fsdp --megatron_lm_no_load_optim \
+                        --megatron-lm-no-load-optim --megatron_lm_eod_mask_loss \
+                        --megatron-lm-eod-mask-loss \
+                        --megatron_lm_overlap_cpu_optimizer_d2h_h2d \
+                        --megatron-lm-overlap-cpu-optimizer-d2h-h2d \
+                        --megatron_lm_no_save_optim --megatron-lm-no-save-optim \
+                        --megatron_lm_optimizer_cpu_offload \
+                        --megatron-lm-optimizer-cpu-offload \
+                        --megatron_lm_use_precision_aware_optimizer \
+                        --megatron-lm-use-precision-aware-optimizer \
+                        --megatron_lm_decoder_last_pipeline_num_layers \
+                        --megatron-lm-decoder-last-pipeline-num-layers --megatron_lm_pp_degree \
+                        --megatron-lm-pp-degree --megatron_lm_num_micro_batches \
+                        --megatron-lm-num-micro-batches --megatron_lm_sequence_parallelism \
+                        --megatron-lm-sequence-parallelism --megatron_lm_recompute_activations \
+                        --megatron-lm-recompute-activations \
+                        --megatron_lm_use_distributed_optimizer \
+                        --megatron-lm-use-distributed-optimizer \
+                        --megatron_lm_gradient_clipping --megatron-lm-gradient-clipping \
+                        --megatron_lm_recompute_granularity \
+                        --megatron-lm-recompute-granularity --megatron_lm_recompute_method \
+                        --megatron-lm-recompute-method --megatron_lm_recompute_num_layers \
+                        --megatron-lm-recompute-num-layers --megatron_lm_attention_backend \
+                        --megatron-lm-attention-backend \
+                        --megatron_lm_expert_model_parallel_size \
+                        --megatron-lm-expert-model-parallel-size \
+                        --megatron_lm_context_parallel_size \
+                        --megatron-lm-context-parallel-size --megatron_lm_attention_dropout \
+                        --megatron-lm-attention-dropout --megatron_lm_hidden_dropout \
+                        --megatron-lm-hidden-dropout --megatron_lm_attention_softmax_in_fp32 \
+                        --megatron-lm-attention-softmax-in-fp32 \
+                        --megatron_lm_expert_tensor_parallel_size \
+                        --megatron-lm-expert-tensor-parallel-size \
+                        --megatron_lm_calculate_per_token_loss \
+                        --megatron-lm-calculate-per-token-loss \
+                        --megatron_lm_use_rotary_position_embeddings \
+                        --megatron-lm-use-rotary-position-embeddings --fp8_backend \
+                        --fp8-backend --fp8_margin --fp8-margin --fp8_interval --fp8-interval \
+                        --fp8_format --fp8-format --fp8_amax_history_len \
+                        --fp8-amax-history-len --fp8_amax_compute_algo --fp8-amax-compute-algo \
+                        --fp8_override_linear_precision --fp8-override-linear-precision \
+                        --fp8_opt_level --fp8-opt-level --fp8_enable_fsdp_float8_all_gather \
+                        --fp8-enable-fsdp-float8-all-gather --fp8_pad_inner_dim \
+                        --fp8-pad-inner-dim --parallelism_config_dp_replicate_size \
+                        --parallelism-config-dp-replicate-size \
+                        --parallelism_config_dp_shard_size --parallelism-config-dp-shard-size \
+                        --parallelism_config_tp_size --parallelism-config-tp-size \
+                        --parallelism_config_cp_size --parallelism-config-cp-size \
+                        --parallelism_config_cp_backend --parallelism-config-cp-backend \
+                        --parallelism_config_cp_comm_strategy \
+                        --parallelism-config-cp-comm-strategy --parallelism_config_sp_size \
+                        --parallelism-config-sp-size --parallelism_config_sp_backend \
+                        --parallelism-config-sp-backend --parallelism_config_sp_seq_length \
+                        --parallelism-config-sp-seq-length \
+                        --parallelism_config_sp_seq_length_is_variable \
+                        --parallelism-config-sp-seq-length-is-variable \
+                        --parallelism_config_sp_attn_implementation \
+                        --parallelism-config-sp-attn-implementation --launch_style \
+                        --launch-style --enable_each_rank_log --enable-each-rank-log \
+                        --bind_core_list --bind-core-list --venv_script --venv-script \
+                        --log_level --log-level --autotuning --hostfile -H --ssh_port \
+                        --ssh-port --config --color
                     set value_next 1
                 else if not string match -q -- '-*' $word
                     test $mode = launch; and set state arguments
@@ -143,8 +244,8 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l num_process
 complete -c gangrun -n '__gangrun_at first options value devices' -l num_gpus -l num-gpus -l num_accelerators -l num-accelerators -x -d 'workers per node (deepspeed), using the first N visible devices'
 complete -c gangrun -n '__gangrun_at first options value devices' -l accelerator -x -a 'auto cuda xpu rocm cpu hpu npu neuron' -d 'kind of device to place workers on'
 complete -c gangrun -n '__gangrun_at first options value devices' -l gpu_ids -l gpu-ids -x -d 'devices to use, as the workers number them (accelerate)'
-complete -c gangrun -n '__gangrun_at first options value devices' -l include -x -d 'devices to use (deepspeed)'
-complete -c gangrun -n '__gangrun_at first options value devices' -l exclude -x -d 'devices not to use (deepspeed)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l include -s i -x -d 'devices to use (deepspeed)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l exclude -s e -x -d 'devices not to use (deepspeed)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l visible_devices -l visible-devices -x -a 'shared per-rank' -d 'shared: every worker sees the selected devices and uses LOCAL_RANK (torchrun)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l devices_per_proc -l devices-per-proc -x -d 'devices each worker gets with --visible-devices per-rank'
 complete -c gangrun -n '__gangrun_at first options value devices' -l mask_format -l mask-format -x -a 'index uuid' -d 'how masks name devices'
@@ -158,12 +259,15 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_endpoi
 complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_conf -l rdzv-conf -x -d 'settings of the c10d rendezvous'
 complete -c gangrun -n '__gangrun_at first options value devices' -l local_addr -l local-addr -x -d 'address other nodes reach this node at (c10d)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_id -l rdzv-id -x -d 'job id, the same on every node (TORCHELASTIC_RUN_ID)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l virtual_local_rank -l virtual-local-rank -d 'torchrun\'s virtual local rank'
 complete -c gangrun -n '__gangrun_at first options value devices' -l max_restarts -l max-restarts -x -d 'times the whole gang is restarted after a worker fails'
 complete -c gangrun -n '__gangrun_at first options value devices' -l monitor_interval -l monitor-interval -x -d 'accepted for torchrun compatibility'
 complete -c gangrun -n '__gangrun_at first options value devices' -l role -x -d 'role of the workers (ROLE_NAME)'
-complete -c gangrun -n '__gangrun_at first options value devices' -l launcher -x -a 'auto local slurm' -d 'how gangrun reaches the other nodes'
+complete -c gangrun -n '__gangrun_at first options value devices' -l launcher -x -a 'auto local slurm ssh pdsh' -d 'how gangrun reaches the other nodes'
 complete -c gangrun -n '__gangrun_at first options value devices' -l launcher_args -l launcher-args -x -d 'more options for srun when gangrun starts itself on every node'
 complete -c gangrun -n '__gangrun_at first options value devices' -l worker_per_task -l worker-per-task -d 'in an srun step with several tasks per node, make each task one worker (RANK from SLURM_PROCID, LOCAL_RANK from SLURM_LOCALID) instead of refusing'
+complete -c gangrun -n '__gangrun_at first options value devices' -l start_method -l start-method -x -a 'spawn fork forkserver' -d 'accepted for torchrun compatibility'
+complete -c gangrun -n '__gangrun_at first options value devices' -l run_path -l run-path -d 'accepted for torchrun compatibility'
 complete -c gangrun -n '__gangrun_at first options value devices' -l module -s m -d 'PROGRAM is a Python module'
 complete -c gangrun -n '__gangrun_at first options value devices' -l no_python -l no-python -d 'execute PROGRAM directly, never through Python'
 complete -c gangrun -n '__gangrun_at first options value devices' -l python -x -a '(__fish_complete_command)' -d 'Python interpreter'
@@ -171,13 +275,138 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l log_dir -l 
 complete -c gangrun -n '__gangrun_at first options value devices' -l redirects -s r -x -a '0 1 2 3' -d 'send worker streams to the log files instead of the console'
 complete -c gangrun -n '__gangrun_at first options value devices' -l tee -s t -x -a '0 1 2 3' -d 'copy worker streams to the log files as well as the console (values as -r)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l local_ranks_filter -l local-ranks-filter -x -d 'show only these local ranks on the console'
+complete -c gangrun -n '__gangrun_at first options value devices' -l duplicate_stdout_filters -l duplicate-stdout-filters -x -d 'torchrun\'s copy of matching stdout lines to a file'
+complete -c gangrun -n '__gangrun_at first options value devices' -l duplicate_stderr_filters -l duplicate-stderr-filters -x -d 'torchrun\'s copy of matching stderr lines to a file'
+complete -c gangrun -n '__gangrun_at first options value devices' -l logs_specs -l logs-specs -x -d 'torchrun\'s Python plugin for log locations'
+complete -c gangrun -n '__gangrun_at first options value devices' -l event_log_handler -l event-log-handler -x -d 'accepted for torchrun compatibility'
 complete -c gangrun -n '__gangrun_at first options value devices' -l log_prefix -l log-prefix -x -d 'console line prefix'
 complete -c gangrun -n '__gangrun_at first options value devices' -l output -x -a 'auto prefix inherit' -d 'prefix: workers\' lines behind a prefix'
-complete -c gangrun -n '__gangrun_at first options value devices' -l term_timeout -l term-timeout -x -d 'grace from SIGTERM to SIGKILL when workers are stopped'
+complete -c gangrun -n '__gangrun_at first options value devices' -l term_timeout -l term-timeout -l shutdown_timeout -l shutdown-timeout -x -d 'grace from SIGTERM to SIGKILL when workers are stopped'
+complete -c gangrun -n '__gangrun_at first options value devices' -l numa_binding -l numa-binding -x -d 'torchrun\'s binding of workers to the CPUs near their GPU'
 complete -c gangrun -n '__gangrun_at first options value devices' -l signals_to_handle -l signals-to-handle -x -d 'signals that are forwarded to the workers and stop the gang'
 complete -c gangrun -n '__gangrun_at first options value devices' -l dry_run -l dry-run -d 'print the launch plan and start nothing (with -v: where each value came from)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l json -d 'print machine-readable JSON instead of text'
 complete -c gangrun -n '__gangrun_at first options value devices' -l report -r -F -d 'write the whole run as JSON to FILE'
+complete -c gangrun -n '__gangrun_at first options value devices' -l config_file -l config-file -r -F -d 'accelerate\'s YAML config (below the command line and GANGRUN_/PET_ variables)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l multi_gpu -l multi-gpu -d 'start num_processes workers, as accelerate\'s multi-GPU launcher (torchrun)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l use_deepspeed -l use-deepspeed -d 'as --multi_gpu, with accelerate\'s DeepSpeed variables (ACCELERATE_USE_DEEPSPEED, ACCELERATE_DEEPSPEED_*)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l use_fsdp -l use-fsdp -d 'as --multi_gpu, with ACCELERATE_USE_FSDP and the FSDP_* variables'
+complete -c gangrun -n '__gangrun_at first options value devices' -l use_megatron_lm -l use-megatron-lm -d 'as --multi_gpu, with ACCELERATE_USE_MEGATRON_LM and the MEGATRON_LM_* variables'
+complete -c gangrun -n '__gangrun_at first options value devices' -l use_parallelism_config -l use-parallelism-config -d 'with --use_fsdp --fsdp_version 2'
+complete -c gangrun -n '__gangrun_at first options value devices' -l cpu -l use_cpu -l use-cpu -d 'one process on the CPU with ACCELERATE_USE_CPU=True, as accelerate\'s --cpu (its simple launcher starts one process per machine)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l mixed_precision -l mixed-precision -x -a 'no fp16 bf16 fp8' -d 'the workers\' ACCELERATE_MIXED_PRECISION'
+complete -c gangrun -n '__gangrun_at first options value devices' -l num_cpu_threads_per_process -l num-cpu-threads-per-process -x -d 'the workers\' OMP_NUM_THREADS (accelerate\'s default: the inherited OMP_NUM_THREADS or 1; with --cpu the physical cores shared among the processes)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l enable_cpu_affinity -l enable-cpu-affinity -d 'the workers\' ACCELERATE_CPU_AFFINITY=1'
+complete -c gangrun -n '__gangrun_at first options value devices' -l dynamo_backend -l dynamo-backend -x -a 'no eager aot_eager inductor aot_ts_nvfuser nvprims_nvfuser cudagraphs ofi fx2trt onnxrt tensorrt aot_torchxla_trace_once torhchxla_trace_once tvm' -d 'the workers\' ACCELERATE_DYNAMO_BACKEND (upper-cased)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l dynamo_mode -l dynamo-mode -x -a 'default reduce-overhead max-autotune' -d 'the workers\' ACCELERATE_DYNAMO_MODE'
+complete -c gangrun -n '__gangrun_at first options value devices' -l dynamo_use_fullgraph -l dynamo-use-fullgraph -d 'the workers\' ACCELERATE_DYNAMO_USE_FULLGRAPH=True'
+complete -c gangrun -n '__gangrun_at first options value devices' -l dynamo_use_dynamic -l dynamo-use-dynamic -d 'the workers\' ACCELERATE_DYNAMO_USE_DYNAMIC=True'
+complete -c gangrun -n '__gangrun_at first options value devices' -l dynamo_use_regional_compilation -l dynamo-use-regional-compilation -d 'the workers\' ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION=True'
+complete -c gangrun -n '__gangrun_at first options value devices' -l same_network -l same-network -d 'accepted: gangrun\'s nodes meet at the main process\'s address and port either way'
+complete -c gangrun -n '__gangrun_at first options value devices' -l debug -d 'the workers\' ACCELERATE_DEBUG_MODE=true'
+complete -c gangrun -n '__gangrun_at first options value devices' -l main_training_function -l main-training-function -x -d 'accepted without effect, as in accelerate launch (used by TPU launches only)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l downcast_bf16 -l downcast-bf16 -d 'accepted without effect, as in accelerate launch (TPU only)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l tpu -d 'refused: TPU training runs through torch_xla\'s launcher'
+complete -c gangrun -n '__gangrun_at first options value devices' -l tpu_cluster -l tpu-cluster -l tpu_use_cluster -l tpu-use-cluster -l no_tpu_cluster -l no-tpu-cluster -d 'refused: TPU pods are started through gcloud'
+complete -c gangrun -n '__gangrun_at first options value devices' -l tpu_use_sudo -l tpu-use-sudo -d 'refused: TPU pods are started through gcloud'
+complete -c gangrun -n '__gangrun_at first options value devices' -l vm -x -d 'refused: TPU pod VMs are started through gcloud'
+complete -c gangrun -n '__gangrun_at first options value devices' -l env -x -d 'refused: sets variables on TPU pod VMs'
+complete -c gangrun -n '__gangrun_at first options value devices' -l mpirun_hostfile -l mpirun-hostfile -x -d 'refused: gangrun starts the workers itself, without mpirun'
+complete -c gangrun -n '__gangrun_at first options value devices' -l aws_access_key_id -l aws-access-key-id -x -d 'refused: SageMaker launches are accelerate\'s own'
+complete -c gangrun -n '__gangrun_at first options value devices' -l aws_secret_access_key -l aws-secret-access-key -x -d 'refused: SageMaker launches are accelerate\'s own'
+complete -c gangrun -n '__gangrun_at first options value devices' -l deepspeed_config_file -l deepspeed-config-file -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l zero_stage -l zero-stage -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l offload_optimizer_device -l offload-optimizer-device -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l offload_param_device -l offload-param-device -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l offload_optimizer_nvme_path -l offload-optimizer-nvme-path -x -d 'with --use_deepspeed: accepted, as accelerate passes it to no worker'
+complete -c gangrun -n '__gangrun_at first options value devices' -l offload_param_nvme_path -l offload-param-nvme-path -x -d 'with --use_deepspeed: accepted, as accelerate passes it to no worker'
+complete -c gangrun -n '__gangrun_at first options value devices' -l gradient_accumulation_steps -l gradient-accumulation-steps -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l gradient_clipping -l gradient-clipping -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l zero3_init_flag -l zero3-init-flag -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l zero3_save_16bit_model -l zero3-save-16bit-model -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l deepspeed_hostfile -l deepspeed-hostfile -x -d 'with --use_deepspeed and several machines'
+complete -c gangrun -n '__gangrun_at first options value devices' -l deepspeed_exclusion_filter -l deepspeed-exclusion-filter -x -d 'with --use_deepspeed and several machines'
+complete -c gangrun -n '__gangrun_at first options value devices' -l deepspeed_inclusion_filter -l deepspeed-inclusion-filter -x -d 'with --use_deepspeed and several machines'
+complete -c gangrun -n '__gangrun_at first options value devices' -l deepspeed_multinode_launcher -l deepspeed-multinode-launcher -x -d 'with --use_deepspeed and several machines'
+complete -c gangrun -n '__gangrun_at first options value devices' -l deepspeed_moe_layer_cls_names -l deepspeed-moe-layer-cls-names -x -d 'with --use_deepspeed: the workers\' ACCELERATE_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_version -l fsdp-version -x -a '1 2' -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_offload_params -l fsdp-offload-params -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_min_num_params -l fsdp-min-num-params -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_sharding_strategy -l fsdp-sharding-strategy -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_reshard_after_forward -l fsdp-reshard-after-forward -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_auto_wrap_policy -l fsdp-auto-wrap-policy -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_transformer_layer_cls_to_wrap -l fsdp-transformer-layer-cls-to-wrap -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_backward_prefetch -l fsdp-backward-prefetch -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_state_dict_type -l fsdp-state-dict-type -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_forward_prefetch -l fsdp-forward-prefetch -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_use_orig_params -l fsdp-use-orig-params -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_cpu_ram_efficient_loading -l fsdp-cpu-ram-efficient-loading -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_sync_module_states -l fsdp-sync-module-states -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_activation_checkpointing -l fsdp-activation-checkpointing -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fsdp_activation_checkpointing_offload -l fsdp-activation-checkpointing-offload -x -d 'with --use_fsdp: the workers\' FSDP_* variable, as accelerate'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_tp_degree -l megatron-lm-tp-degree -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_use_custom_fsdp -l megatron-lm-use-custom-fsdp -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_no_load_optim -l megatron-lm-no-load-optim -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_eod_mask_loss -l megatron-lm-eod-mask-loss -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_overlap_cpu_optimizer_d2h_h2d -l megatron-lm-overlap-cpu-optimizer-d2h-h2d -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_no_save_optim -l megatron-lm-no-save-optim -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_optimizer_cpu_offload -l megatron-lm-optimizer-cpu-offload -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_use_precision_aware_optimizer -l megatron-lm-use-precision-aware-optimizer -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_decoder_last_pipeline_num_layers -l megatron-lm-decoder-last-pipeline-num-layers -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_pp_degree -l megatron-lm-pp-degree -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_num_micro_batches -l megatron-lm-num-micro-batches -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_sequence_parallelism -l megatron-lm-sequence-parallelism -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_recompute_activations -l megatron-lm-recompute-activations -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_use_distributed_optimizer -l megatron-lm-use-distributed-optimizer -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_gradient_clipping -l megatron-lm-gradient-clipping -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_recompute_granularity -l megatron-lm-recompute-granularity -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_recompute_method -l megatron-lm-recompute-method -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_recompute_num_layers -l megatron-lm-recompute-num-layers -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_attention_backend -l megatron-lm-attention-backend -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_expert_model_parallel_size -l megatron-lm-expert-model-parallel-size -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_context_parallel_size -l megatron-lm-context-parallel-size -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_attention_dropout -l megatron-lm-attention-dropout -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_hidden_dropout -l megatron-lm-hidden-dropout -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_attention_softmax_in_fp32 -l megatron-lm-attention-softmax-in-fp32 -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_expert_tensor_parallel_size -l megatron-lm-expert-tensor-parallel-size -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_calculate_per_token_loss -l megatron-lm-calculate-per-token-loss -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l megatron_lm_use_rotary_position_embeddings -l megatron-lm-use-rotary-position-embeddings -x -d 'with --use_megatron_lm: the workers\' MEGATRON_LM_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_backend -l fp8-backend -x -a 'ao te msamp' -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_use_autocast_during_eval -l fp8-use-autocast-during-eval -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_margin -l fp8-margin -x -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_interval -l fp8-interval -x -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_format -l fp8-format -x -a 'HYBRID E4M3 E5M2' -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_amax_history_len -l fp8-amax-history-len -x -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_amax_compute_algo -l fp8-amax-compute-algo -x -a 'max most_recent' -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_override_linear_precision -l fp8-override-linear-precision -x -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_opt_level -l fp8-opt-level -x -a 'O1 O2' -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_enable_fsdp_float8_all_gather -l fp8-enable-fsdp-float8-all-gather -x -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l fp8_pad_inner_dim -l fp8-pad-inner-dim -x -d 'with --mixed_precision fp8'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_dp_replicate_size -l parallelism-config-dp-replicate-size -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_dp_shard_size -l parallelism-config-dp-shard-size -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_tp_size -l parallelism-config-tp-size -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_cp_size -l parallelism-config-cp-size -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_cp_backend -l parallelism-config-cp-backend -x -a 'torch' -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_cp_comm_strategy -l parallelism-config-cp-comm-strategy -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_sp_size -l parallelism-config-sp-size -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_sp_backend -l parallelism-config-sp-backend -x -a 'deepspeed' -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_sp_seq_length -l parallelism-config-sp-seq-length -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_sp_seq_length_is_variable -l parallelism-config-sp-seq-length-is-variable -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l parallelism_config_sp_attn_implementation -l parallelism-config-sp-attn-implementation -x -d 'with --use_parallelism_config: the workers\' PARALLELISM_CONFIG_* variable'
+complete -c gangrun -n '__gangrun_at first options value devices' -l launch_style -l launch-style -x -a 'torchrun deepspeed' -d 'whose conventions workers get'
+complete -c gangrun -n '__gangrun_at first options value devices' -l no_local_rank -l no-local-rank -d 'do not append --local_rank=N to the script\'s arguments (deepspeed)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l enable_each_rank_log -l enable-each-rank-log -x -a '(__gangrun_directories)' -d 'write each rank\'s stdout and stderr to DIR/<start time>_rank<R>.log instead of the console, as deepspeed names them (DIR is created)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l bind_cores_to_rank -l bind-cores-to-rank -d 'pin each worker to its own share of the cores (the cores divided evenly among the local workers, in order) and set OMP_NUM_THREADS to the share\'s size'
+complete -c gangrun -n '__gangrun_at first options value devices' -l bind_core_list -l bind-core-list -x -d 'the cores --bind_cores_to_rank shares out'
+complete -c gangrun -n '__gangrun_at first options value devices' -l save_pid -l save-pid -d 'write gangrun\'s pid to /tmp/<pid>.deepspeed, <pid> gangrun\'s own, while the run lasts (removed when it ends)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l force_multi -l force-multi -d 'start the hosts of a hostfile over ssh even when it names only one'
+complete -c gangrun -n '__gangrun_at first options value devices' -l no_ssh -l no-ssh -d 'start nothing on other hosts'
+complete -c gangrun -n '__gangrun_at first options value devices' -l venv_script -l venv-script -r -F -d 'deepspeed\'s script sourced on each host before its launch'
+complete -c gangrun -n '__gangrun_at first options value devices' -l log_level -l log-level -x -a 'debug info warning error critical' -d 'how much gangrun says (deepspeed\'s spelling)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l autotuning -x -a 'tune run' -d 'deepspeed\'s autotuner: not supported (it runs in deepspeed\'s Python package)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l hostfile -s H -r -F -d 'hosts to run on (deepspeed\'s format: \'HOST slots=N\' lines, # comments)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l ssh_port -l ssh-port -x -d 'port of the hosts\' ssh servers (ssh -p PORT)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l no_ssh_check -l no-ssh-check -d 'accepted for deepspeed compatibility'
 complete -c gangrun -n '__gangrun_at first options value devices' -l config -r -F -d 'JSON object of option values (keys are long option names)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l verbose -s v -d 'say more'
 complete -c gangrun -n '__gangrun_at first options value devices' -l quiet -s q -d 'print only errors'

@@ -250,6 +250,22 @@ Expected<void> add_mixed_precision(const Reader& read, Variables& out) {
       out));
   out.emplace_back("ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL",
                    python_bool(read.on("fp8_use_autocast_during_eval")));
+  if (const LayeredValue* given = read.find("fp8_override_linear_precision")) {
+    // Three booleans, for the forward pass and the two gradients, each passed
+    // as accelerate's str_to_bool gives it: 1 or 0.
+    std::vector<std::string> parts = strings::split(given->text, ',');
+    if (parts.size() != 3) {
+      return fail_usage(given->where + ": '" + given->text +
+                        "' is not three booleans (fprop,dgrad,wgrad), e.g. true,false,false");
+    }
+    const char* names[] = {"ACCELERATE_FP8_OVERRIDE_FPROP", "ACCELERATE_FP8_OVERRIDE_DGRAD",
+                           "ACCELERATE_FP8_OVERRIDE_WGRAD"};
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      auto on = parse_bool(strings::trim(parts[i]));
+      if (!on) return fail_usage(given->where + ": " + on.error().message());
+      out.emplace_back(names[i], *on ? "1" : "0");
+    }
+  }
   for (std::string_view name : {"fp8_enable_fsdp_float8_all_gather", "fp8_pad_inner_dim"}) {
     const LayeredValue* given = read.find(name);
     bool on = given == nullptr || parse_bool(given->text).value_or(true);
@@ -482,6 +498,11 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
     s.split_physical_cores_among = std::max(*o.num_processes / std::max(o.nnodes, 1), 1);
   }
   if (*launcher == Launcher::simple) one_process_per_machine(o);
+  if (o.rdzv_backend == "c10d" && !o.rdzv_endpoint && o.master_addr) {
+    // accelerate launch meets at --main_process_ip:--main_process_port with
+    // the c10d backend (torchrun's --rdzv_endpoint), port 29500 by default.
+    o.rdzv_endpoint = Endpoint{*o.master_addr, o.master_port.value_or(29500)};
+  }
   return {};
 }
 

@@ -300,9 +300,10 @@ Expected<Options> build_options(const LayeredValues& values,
   }
   o.program_and_args = std::move(program_and_args);
   for (const auto& [name, value] : values) {
-    // A value from Slurm says which variables gave it.
-    std::string shown =
-        value.source == Source::slurm ? value.text + " (" + value.where + ")" : value.text;
+    // A value from Slurm says which variables gave it, one from accelerate's
+    // YAML config which file and key.
+    const bool says_where = value.source == Source::slurm || !value.file_key.empty();
+    std::string shown = says_where ? value.text + " (" + value.where + ")" : value.text;
     o.origins[name] = {std::move(shown), value.source};
   }
 

@@ -90,7 +90,9 @@ Expected<void> type_hosts_values(const LayeredValues& values, Options& options) 
   GANGRUN_TRY_ASSIGN(limited, limit_hosts(std::move(*filtered), num_nodes, options.num_gpus));
   hosts.hosts = std::move(*limited);
 
-  if (options.launcher == Options::Launcher::automatic && runs_here_only(hosts.hosts)) {
+  // deepspeed's --force_multi (typed before this) starts even this host alone over ssh.
+  if (options.launcher == Options::Launcher::automatic && !options.deepspeed.force_multi &&
+      runs_here_only(hosts.hosts)) {
     run_here(hosts.hosts.front(), options);
     hosts.hosts.clear();
     return {};

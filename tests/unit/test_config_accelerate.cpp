@@ -139,3 +139,29 @@ TEST_CASE("config accelerate: values are spelled as Python's str() spells them",
   CHECK_THAT(usage_error({"--use_deepspeed", "-n", "2", "--zero_stage", "two", "x.py"}),
              StartsWith("--zero_stage: 'two' is not an integer"));
 }
+
+TEST_CASE("config accelerate: --fp8_override_linear_precision gives three 1/0 variables",
+          "[config][accelerate]") {
+  auto vars = variables(launch({"--multi_gpu", "--num_processes", "2", "--mixed_precision", "fp8",
+                                "--fp8_override_linear_precision", "true,false,true", "x.py"}));
+  CHECK(vars.at("ACCELERATE_FP8_OVERRIDE_FPROP") == "1");
+  CHECK(vars.at("ACCELERATE_FP8_OVERRIDE_DGRAD") == "0");
+  CHECK(vars.at("ACCELERATE_FP8_OVERRIDE_WGRAD") == "1");
+  CHECK_THAT(usage_error({"--multi_gpu", "--num_processes", "2", "--mixed_precision", "fp8",
+                          "--fp8_override_linear_precision", "true,false", "x.py"}),
+             Contains("is not three booleans"));
+}
+
+TEST_CASE("config accelerate: c10d meets at --main_process_ip:--main_process_port",
+          "[config][accelerate]") {
+  Options o = launch({"--multi_gpu", "--num_processes", "4", "--num_machines", "2",
+                      "--machine_rank", "1", "--rdzv_backend", "c10d", "--main_process_ip",
+                      "10.0.0.1", "--main_process_port", "29411", "x.py"});
+  REQUIRE(o.rdzv_endpoint);
+  CHECK(o.rdzv_endpoint->host == "10.0.0.1");
+  CHECK(o.rdzv_endpoint->port == 29411);
+  Options default_port = launch({"--multi_gpu", "--num_processes", "2", "--rdzv_backend", "c10d",
+                                 "--main_process_ip", "10.0.0.1", "x.py"});
+  REQUIRE(default_port.rdzv_endpoint);
+  CHECK(default_port.rdzv_endpoint->port == 29500);
+}

@@ -136,6 +136,8 @@ TEST_CASE("config accelerate file: the command line wins, the file's values stan
   CHECK(vars.at("ACCELERATE_CONFIG_DS_FIELDS") == "gradient_accumulation_steps,zero_stage");
   CHECK(*o.num_processes == 2);
   CHECK(o.origins.at("num_processes").source == Source::config_file);
+  // --dry-run -v names the file and key a value came from.
+  CHECK(o.origins.at("num_processes").text == "2 (" + cfg + ": key \"num_processes\")");
 
   // mixed_precision from the file is listed too, as accelerate lists it.
   auto from_file = variables(launch({"--config_file", cfg, "x.py"}));

@@ -142,6 +142,13 @@ TEST_CASE("hostfile: only this host runs here with its slots as workers", "[host
   CHECK(options.include == "localhost:0,2");
 }
 
+TEST_CASE("hostfile: --force_multi starts this host alone over ssh too", "[hostfile]") {
+  TempHostfile file("localhost slots=2\n");
+  Options options = launch({"-H", file.path, "--force_multi", "train.py"});
+  CHECK(options.launcher == Options::Launcher::ssh);
+  CHECK(options.hosts.hosts == std::vector<HostSlots>{{"localhost", {0, 1}}});
+}
+
 TEST_CASE("hostfile: refused combinations", "[hostfile]") {
   TempHostfile file("node1 slots=2\nnode2 slots=2\n");
   CHECK_THAT(usage_error({"-H", file.path, "--launcher", "local", "train.py"}),

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""README's flag table ("Every flag of torchrun, accelerate launch and deepspeed"): each row's
+claim is run, and the table is checked to name every flag the real tools define.
+
+A row is `| TOOL | FLAGS | GANGRUN | CHECK |`: TOOL is torchrun, accelerate or deepspeed; FLAGS
+the tool's spellings of one option, each in backticks; GANGRUN starts with what gangrun does
+with it (same, mapped, accepted, refused) and says how in words; CHECK is a gangrun command
+line in backticks, then `→` and what it shows, separated by `;`:
+  workers N           the dry run starts N workers on this node
+  world N             ... of a world of N
+  NAME=VALUE          rank 0's environment has NAME=VALUE
+  NAME unset          rank 0's environment lacks NAME
+  argv ends A         rank 0's argv ends with A
+  option NAME=VALUE   the dry run shows the option NAME with VALUE
+  exit N              gangrun exits with N (2: usage error) naming the flag on stderr
+  run by FILE         FILE (an integration test) runs the flag for real; the dry run succeeds
+  stdout has TEXT     what gangrun prints holds TEXT (for --help, which prints no JSON)
+Each command line runs as `gangrun --dry-run --json ARGS` in a directory that holds train.py,
+except rows whose CHECK starts with `exit`, which run without --dry-run only when they pass it
+(a refused flag fails before anything starts either way).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import harness
+
+README = os.path.join(harness.REPO, "README.md")
+TABLE_HEADING = "### Every flag of torchrun, accelerate launch and deepspeed"
+TOOLS = ("torchrun", "accelerate", "deepspeed")
+VERDICTS = ("same", "mapped", "accepted", "refused")
+
+# The real tools' option strings, read from their argparse parsers (parse_args is
+# replaced so that the parser a tool builds inside its main can be captured).
+DUMP_PARSER = r"""
+import argparse, json, os, sys
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+captured = {}
+def grab(self, *args, **kwargs):
+    captured["parser"] = self
+    raise SystemExit(0)
+argparse.ArgumentParser.parse_args = grab
+tool = sys.argv[1]
+if tool == "torchrun":
+    from torch.distributed.run import get_args_parser
+    parser = get_args_parser()
+elif tool == "accelerate":
+    from accelerate.commands.launch import launch_command_parser
+    parser = launch_command_parser()
+else:
+    from deepspeed.launcher import runner
+    try:
+        runner.parse_args([])
+    except SystemExit:
+        pass
+    parser = captured["parser"]
+print(json.dumps([a.option_strings for a in parser._actions if a.option_strings]))
+"""
+
+
+def split_row(line):
+    """The cells of a Markdown table row; `\\|` is a literal bar."""
+    cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
+    return [cell.strip().replace("\\|", "|") for cell in cells]
+
+
+def read_table():
+    """[(line_number, tool, [flags], verdict, args, [expectations])] of the README's table."""
+    with open(README, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    start = lines.index(TABLE_HEADING)
+    rows = []
+    in_table = False
+    for number, line in enumerate(lines[start + 1:], start + 2):
+        if line.startswith("#"):
+            break
+        if not line.startswith("|"):
+            if in_table:
+                break
+            continue
+        in_table = True
+        cells = split_row(line)
+        if cells[0] in ("Tool", "---") or set(cells[0]) <= {"-", " "}:
+            continue
+        assert len(cells) == 4, f"README.md:{number}: {len(cells)} cells, want 4: {line}"
+        tool, flags_cell, gangrun_cell, check_cell = cells
+        flags = re.findall(r"`([^`]+)`", flags_cell)
+        verdict = gangrun_cell.split(":")[0].split()[0].strip("*").lower() if gangrun_cell else ""
+        match = re.fullmatch(r"`([^`]*)`\s*→\s*(.+)", check_cell)
+        assert match, f"README.md:{number}: the check cell is not `ARGS` → WHAT: {check_cell!r}"
+        expectations = [part.strip() for part in match.group(2).split(";") if part.strip()]
+        rows.append((number, tool, flags, verdict, match.group(1), expectations))
+    return rows
+
+
+class FlagTable(harness.GangrunTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.rows = read_table()
+        cls.workdir = tempfile.mkdtemp(prefix="gangrun-flag-table-")
+        with open(os.path.join(cls.workdir, "train.py"), "w") as f:
+            f.write("print('train')\n")
+        # The hostfile some rows name: this host alone, which runs here unless ssh is asked for.
+        with open(os.path.join(cls.workdir, "hostfile"), "w") as f:
+            f.write("localhost slots=2\n")
+        # accelerate's YAML config that the --config_file row names.
+        with open(os.path.join(cls.workdir, "accelerate.yaml"), "w") as f:
+            f.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\n"
+                    "num_machines: 1\nnum_processes: 2\nmixed_precision: bf16\nuse_cpu: true\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        subprocess.run(["rm", "-rf", cls.workdir], check=False)
+
+    def test_rows_are_well_formed(self):
+        self.assertGreater(len(self.rows), 100, "the table is missing or cut short")
+        seen = set()
+        for number, tool, flags, verdict, args, expectations in self.rows:
+            where = f"README.md:{number}"
+            self.assertIn(tool, TOOLS, where)
+            self.assertTrue(flags, f"{where}: no flag in backticks")
+            self.assertIn(verdict, VERDICTS, f"{where}: the gangrun cell starts with {verdict!r}")
+            for flag in flags:
+                self.assertNotIn((tool, flag), seen, f"{where}: {tool} {flag} is listed twice")
+                seen.add((tool, flag))
+            if verdict == "refused":
+                self.assertEqual(expectations, ["exit 2"], f"{where}: a refused flag exits 2")
+
+    def run_row(self, args, refused):
+        argv = [harness.GANGRUN] + ([] if refused else ["--dry-run", "--json"]) + args.split()
+        env = harness.clean_env(DS_ACCELERATOR="cpu")
+        return subprocess.run(argv, cwd=self.workdir, env=env, capture_output=True, text=True,
+                              timeout=harness.EVENT_TIMEOUT, stdin=subprocess.DEVNULL)
+
+    def check_expectation(self, where, flags, expectation, result):
+        if expectation.startswith("stdout has "):
+            self.assertEqual(result.returncode, 0, f"{where}: {result.stderr}")
+            self.assertIn(expectation[len("stdout has "):], result.stdout, where)
+            return
+        if expectation.startswith("exit "):
+            code = int(expectation.split()[1])
+            self.assertEqual(result.returncode, code, f"{where}: {result.stderr}")
+            self.assertTrue(any(flag.lstrip("-").replace("-", "_") in
+                                result.stderr.replace("-", "_") for flag in flags),
+                            f"{where}: the error does not name the flag: {result.stderr}")
+            return
+        self.assertEqual(result.returncode, 0, f"{where}: exit {result.returncode}: {result.stderr}")
+        if m := re.fullmatch(r"run by (test_\w+\.py)", expectation):
+            path = os.path.join(os.path.dirname(os.path.abspath(__file__)), m.group(1))
+            self.assertTrue(os.path.isfile(path), f"{where}: {m.group(1)} does not exist")
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            self.assertTrue(any(flag in text or flag.replace("_", "-") in text for flag in flags),
+                            f"{where}: {m.group(1)} never names {flags}")
+            return
+        try:
+            doc = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            self.fail(f"{where}: the dry run did not print JSON: {result.stdout[:300]}")
+        workers = harness.dry_run_workers(doc)
+        first = workers[0] if workers else {"env": {}, "argv": []}
+        if m := re.fullmatch(r"workers (\d+)", expectation):
+            self.assertEqual(len(workers), int(m.group(1)), where)
+        elif m := re.fullmatch(r"world (\d+)", expectation):
+            self.assertEqual(doc["world_size"], int(m.group(1)), where)
+        elif m := re.fullmatch(r"(\w+) unset", expectation):
+            self.assertNotIn(m.group(1), first["env"], where)
+        elif m := re.fullmatch(r"argv ends (\S+)", expectation):
+            self.assertEqual(first["argv"][-1], m.group(1), f"{where}: argv {first['argv']}")
+        elif m := re.fullmatch(r"option (\w+)=(.*)", expectation):
+            options = doc.get("options", {})
+            self.assertIn(m.group(1), options, where)
+            self.assertEqual(options[m.group(1)]["value"], m.group(2), where)
+        elif m := re.fullmatch(r"([A-Z_][A-Z0-9_]*)=(.*)", expectation):
+            self.assertEqual(first["env"].get(m.group(1)), m.group(2),
+                             f"{where}: rank 0's {m.group(1)}")
+        else:
+            self.fail(f"{where}: unknown expectation {expectation!r}")
+
+    def test_each_row_holds(self):
+        for number, tool, flags, verdict, args, expectations in self.rows:
+            where = f"README.md:{number} ({tool} {flags[0] if flags else '?'}: `{args}`)"
+            with self.subTest(row=number):
+                refused = expectations and expectations[0].startswith("exit")
+                result = self.run_row(args, refused)
+                for expectation in expectations:
+                    self.check_expectation(where, flags, expectation, result)
+
+    def test_every_flag_of_the_real_tools_is_listed(self):
+        listed = {(tool, flag) for _, tool, flags, *_ in self.rows for flag in flags}
+        for tool in TOOLS:
+            with self.subTest(tool=tool):
+                harness.peer_tool({"torchrun": "torchrun", "accelerate": "accelerate",
+                                   "deepspeed": "deepspeed"}[tool])
+                result = subprocess.run([harness.PEER_PYTHON, "-c", DUMP_PARSER, tool],
+                                        capture_output=True, text=True, timeout=120)
+                self.assertEqual(result.returncode, 0, result.stderr[-2000:])
+                defined = {flag for strings in json.loads(result.stdout) for flag in strings}
+                missing = sorted(flag for flag in defined if (tool, flag) not in listed)
+                self.assertEqual(missing, [], f"{tool} flags missing from README's table")
+                extra = sorted(flag for (t, flag) in listed if t == tool and flag not in defined)
+                self.assertEqual(extra, [], f"README's table lists flags {tool} does not have")
+
+
+if __name__ == "__main__":
+    harness.main()
