@@ -182,6 +182,9 @@ struct Server::Impl {
   // against limits.max_buffered_bytes.
   std::size_t buffered = 0;
   unsigned reads_since_accept = 0;
+  // A connection was accepted since the listeners were last found empty:
+  // clients are arriving, so the loop looks at the listeners while serving.
+  bool clients_arriving = false;
   ConnectionId next_id = 1;
   std::array<char, 64 * 1024> scratch{};
   ServerStats counters;
@@ -351,6 +354,7 @@ struct Server::Impl {
         remote.resize(length);
         peer = endpoint_text(remote);
       }
+      clients_arriving = true;
       admit(std::move(socket), std::move(peer));
     }
   }
@@ -369,9 +373,13 @@ struct Server::Impl {
   }
 
   // Called while serving: takes what waits in the backlogs now rather than
-  // when the listeners' turn in the event loop comes.
+  // when the listeners' turn in the event loop comes. Only while clients
+  // are arriving: a server busy with the connections it has would otherwise
+  // make an accept failing with EAGAIN per listener every few reads.
   void poll_listeners() {
     reads_since_accept = 0;
+    if (!clients_arriving) return;
+    clients_arriving = false;
     for (Listener& listener : listeners) {
       if (!accept_pending(listener)) return;
     }
