@@ -2,10 +2,14 @@
 
 #include "report/error_file.hpp"
 #include "report/failure_summary.hpp"
+#include "report/interpreter.hpp"
+#include "supervise/process.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <fstream>
+#include <optional>
 
 namespace gangrun::agent {
 
@@ -55,6 +59,46 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
     if (auto note = report::incomplete_logs_note(record)) spdlog::warn("{}", *note);
   }
   return record;
+}
+
+namespace {
+
+// The first 1 MiB of a script: imports are at its top.
+std::optional<std::string> read_script_head(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return std::nullopt;
+  std::string text(1 << 20, '\0');
+  file.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(file.gcount()));
+  return text;
+}
+
+// Exit 3 when the interpreter finds no module of the name given.
+constexpr const char* k_find_spec_probe =
+    "import importlib.util, sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)";
+constexpr int k_not_found = 3;
+
+}  // namespace
+
+void probe_unimportable_module(const launch::LaunchPlan& plan, report::AttemptRecord& attempt) {
+  if (!attempt.root_cause || !plan.program.interpreter) return;
+  report::WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
+  if (!root.last_lines.empty() || root.spawn_error || root.exit_code != 1) return;
+  auto script = read_script_head(plan.program.entrypoint);
+  if (!script) return;
+  const std::string& python = plan.program.interpreter->path;
+  for (const std::string& package : report::launcher_packages_imported(*script)) {
+    supervise::SpawnSpec spec{.executable = python,
+                              .argv = {python, "-c", k_find_spec_probe, package},
+                              .env = plan.host_env};
+    auto ran = supervise::run_to_completion(spec, std::chrono::seconds(10));
+    if (!ran || !ran->status) return;
+    if (ran->status->kind == supervise::ExitStatus::Kind::exited &&
+        ran->status->code == k_not_found) {
+      root.unimportable_module = package;
+      return;
+    }
+  }
 }
 
 void report_failure(const launch::LaunchPlan& plan, const report::RunRecord& run,

@@ -15,6 +15,15 @@ namespace gangrun::agent {
 report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int attempt,
                                 const launch::RunDirectory& run_dir);
 
+// When the attempt's root cause exited 1 having written no output gangrun
+// captured (its streams went straight to the terminal) and ran a Python
+// script that imports torch, accelerate or deepspeed, asks its interpreter
+// whether it can find each (importlib.util.find_spec, which imports
+// nothing), and records the first it cannot, so that the failure report
+// gives the interpreter hint in that output mode too. Blocks for at most a
+// few seconds per package; any failure of the probe records nothing.
+void probe_unimportable_module(const launch::LaunchPlan& plan, report::AttemptRecord& attempt);
+
 // Prints the failure summary of the attempt to stderr (after stdout is
 // flushed) and writes gangrun's own error file when one was asked for.
 void report_failure(const launch::LaunchPlan& plan, const report::RunRecord& run,

@@ -208,6 +208,7 @@ class NodeAgent {
   void on_round_done(const launch::RoundAssignment& round,
                      const supervise::AttemptOutcome& outcome) {
     record_.attempts.push_back(to_record(outcome, round.attempt, *run_dir_));
+    probe_unimportable_module(plan_, record_.attempts.back());
     if (plan_.multi_node) return on_node_round_done(outcome);
     int restart_count = round.restart_count;
     bool restarts_left = restart_count < plan_.options.max_restarts;

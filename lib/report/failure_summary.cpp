@@ -73,7 +73,9 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
     for (const std::string& line : root.last_lines) out += "    " + line + "\n";
   }
   if (run.interpreter) {
-    if (auto module = missing_launcher_module(root.last_lines, root_error)) {
+    auto module = missing_launcher_module(root.last_lines, root_error);
+    if (!module) module = root.unimportable_module;
+    if (module) {
       out += fmt::format("  hint:       {}\n", interpreter_hint(*run.interpreter, *module));
     }
   }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <string_view>
 
@@ -64,6 +65,27 @@ std::optional<std::string> missing_launcher_module(const std::vector<std::string
   if (!module) module = last_module_named(last_lines);
   if (!module || !is_launcher_package(*module)) return std::nullopt;
   return module;
+}
+
+std::vector<std::string> launcher_packages_imported(std::string_view source) {
+  std::vector<std::string> found;
+  while (!source.empty()) {
+    std::size_t end = source.find('\n');
+    std::string_view line = source.substr(0, end);
+    source = end == std::string_view::npos ? std::string_view{} : source.substr(end + 1);
+    while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    for (std::string_view keyword : {"import ", "from "}) {
+      if (!line.starts_with(keyword)) continue;
+      std::string_view rest = line.substr(keyword.size());
+      while (rest.starts_with(' ')) rest.remove_prefix(1);
+      std::string_view name = rest.substr(0, rest.find_first_of(" .,;\t\r#"));
+      if (is_launcher_package(std::string(name)) &&
+          std::find(found.begin(), found.end(), name) == found.end()) {
+        found.emplace_back(name);
+      }
+    }
+  }
+  return found;
 }
 
 std::string interpreter_hint(const Interpreter& interpreter, const std::string& module) {

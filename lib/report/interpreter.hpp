@@ -46,6 +46,12 @@ std::string source_name(InterpreterSource source);
 std::optional<std::string> missing_launcher_module(const std::vector<std::string>& last_lines,
                                                    const std::optional<WorkerError>& error);
 
+// The launcher packages (torch, accelerate, deepspeed) a Python source
+// imports by a line starting with "import X" or "from X", in the order first
+// seen, each once. Where no output was captured this is what the agent asks
+// the interpreter about.
+std::vector<std::string> launcher_packages_imported(std::string_view source);
+
 // The hint for a worker that could not import module (as returned by
 // missing_launcher_module) under interpreter: the interpreter, where it came
 // from, and the fix. For a missing top-level package: install it into that

@@ -38,6 +38,10 @@ struct WorkerRecord {
   // the attempt ended; filled for the root cause only.
   std::optional<WorkerError> error;
   std::optional<std::string> spawn_error;  // why it never started
+  // A launcher package its script imports that its interpreter cannot find,
+  // asked of the interpreter after it failed with no output captured (its
+  // streams went to the terminal); root cause only (agent/attempt_record.hpp).
+  std::optional<std::string> unimportable_module;
 
   bool succeeded() const { return exit_code && *exit_code == 0; }
 };

@@ -37,6 +37,7 @@ nlohmann::json interpreter_json(const std::optional<Interpreter>& interpreter) {
 nlohmann::json hint_json(const RunRecord& run, const WorkerRecord& worker) {
   if (!run.interpreter) return nullptr;
   auto module = missing_launcher_module(worker.last_lines, worker.error);
+  if (!module) module = worker.unimportable_module;
   if (!module) return nullptr;
   return interpreter_hint(*run.interpreter, *module);
 }

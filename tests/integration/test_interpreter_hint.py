@@ -108,15 +108,24 @@ class InterpreterHint(GangrunTestCase):
         self.assertNotIn("hint:", result.stderr, result.describe())
         self.assertIsNone(harness.report_root_cause(doc)["hint"])
 
-    def test_inherited_output_is_not_read(self):
+    def test_inherited_output_is_probed(self):
         # One worker writes straight to gangrun's stderr (--output auto): gangrun sees none of
-        # it, so the summary names the interpreter but cannot tell why the worker failed.
-        script = self.script("train.py", IMPORTS_TORCH)
+        # its output, so after it exits 1 gangrun asks its interpreter whether it finds the
+        # packages the script imports, and gives the same hint.
+        script = self.script("train.py", "import os\n" + IMPORTS_TORCH)
         result, doc = self.run_failing(["--python", self.python, script], self.env())
         self.assertIn("ModuleNotFoundError: No module named 'torch'", result.stderr)
-        self.assertIn(f"  python:     {self.python} (chosen by --python", result.stderr)
-        self.assertEqual(doc["interpreter"]["path"], self.python)
+        self.assertNotIn("last output:", result.stderr, result.describe())
+        self.assert_hint(result, doc, interpreter=self.python, module="torch", source="--python",
+                         origin="--python, from the command line, GANGRUN_PYTHON or --config")
 
+    def test_inherited_output_of_another_failure_gets_no_hint(self):
+        # A script that imports no launcher package is never probed: its own failure gets no
+        # hint in this output mode either.
+        script = self.script("train.py", FAILS_OTHERWISE)
+        result, doc = self.run_failing(["--python", self.python, script], self.env())
+        self.assertNotIn("hint:", result.stderr, result.describe())
+        self.assertIsNone(harness.report_root_cause(doc)["hint"])
 
 if __name__ == "__main__":
     harness.main()

@@ -142,3 +142,14 @@ TEST_CASE("report::to_json carries the interpreter and the hint", "[report]") {
   CHECK(json["interpreter"].is_null());
   CHECK(json["root_cause"]["hint"].is_null());
 }
+
+TEST_CASE("report::launcher_packages_imported reads import lines, each package once", "[report]") {
+  CHECK(launcher_packages_imported("import os\nimport torch\nfrom torch.nn import Linear\n"
+                                   "  from accelerate import Accelerator  # indented\n"
+                                   "import deepspeed, sys\n") ==
+        std::vector<std::string>{"torch", "accelerate", "deepspeed"});
+  CHECK(launcher_packages_imported("import torchvision\nimport numpy as np\n# import torch\n"
+                                   "x = 'import torch'\n")
+            .empty());
+  CHECK(launcher_packages_imported("").empty());
+}
