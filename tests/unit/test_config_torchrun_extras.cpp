@@ -46,12 +46,12 @@ TEST_CASE("torchrun options gangrun cannot honour are refused with the reason", 
              Contains("PET_NUMA_BINDING is not supported"));
 }
 
-TEST_CASE("--shutdown_timeout is torchrun 2.x's --term-timeout", "[config]") {
+TEST_CASE("torchrun 2.x's --shutdown_timeout is --term-timeout", "[config]") {
   CHECK(launch({"--shutdown_timeout", "5", "train.py"}).term_timeout == 5.0);
   CHECK(launch({"--shutdown-timeout=7.5", "train.py"}).term_timeout == 7.5);
 }
 
-TEST_CASE("--virtual_local_rank: LOCAL_RANK 0 and one device each, as torchrun", "[config]") {
+TEST_CASE("torchrun's --virtual_local_rank: LOCAL_RANK 0 and one device each", "[config]") {
   Options o = launch({"--virtual_local_rank", "--nproc_per_node", "2", "/bin/true"});
   REQUIRE(o.virtual_local_rank);
   auto local_ranks_and_devices = [&](const gangrun::EnvMap& host_env) {
