@@ -193,9 +193,9 @@ class FlagTable(harness.GangrunTestCase):
     def test_every_flag_of_the_real_tools_is_listed(self):
         listed = {(tool, flag) for _, tool, flags, *_ in self.rows for flag in flags}
         for tool in TOOLS:
+            harness.peer_tool(tool)  # skips the whole test when a peer is missing
+        for tool in TOOLS:
             with self.subTest(tool=tool):
-                harness.peer_tool({"torchrun": "torchrun", "accelerate": "accelerate",
-                                   "deepspeed": "deepspeed"}[tool])
                 result = subprocess.run([harness.PEER_PYTHON, "-c", DUMP_PARSER, tool],
                                         capture_output=True, text=True, timeout=120)
                 self.assertEqual(result.returncode, 0, result.stderr[-2000:])
