@@ -3,6 +3,7 @@ ACCELERATE_PROBE {"argv", "env", "state"} with its argv, its whole environment a
 what an accelerate.Accelerator() built in it observes (or the error it raised;
 not under --use_deepspeed)."""
 
+import fcntl
 import json
 import os
 import sys
@@ -30,5 +31,12 @@ def observe():
         return {"error": f"{type(error).__name__}: {str(error)[:200]}"}
 
 
-print("ACCELERATE_PROBE " + json.dumps({"argv": sys.argv[1:], "env": dict(os.environ),
-                                         "state": observe()}), flush=True)
+record = "ACCELERATE_PROBE " + json.dumps({"argv": sys.argv[1:], "env": dict(os.environ),
+                                            "state": observe()}) + "\n"
+# Under accelerate launch the ranks share one stdout pipe, and a record (the whole
+# environment) may pass the pipe's atomic write size: ranks take turns through a lock
+# in the working directory (the test's), so that records never interleave.
+with open("accelerate-probe.lock", "a") as lock:
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    sys.stdout.write(record)
+    sys.stdout.flush()
