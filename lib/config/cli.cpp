@@ -14,6 +14,8 @@
 
 #include <map>
 #include <optional>
+#include <set>
+#include <string_view>
 #include <vector>
 
 namespace gangrun::config {
@@ -40,12 +42,31 @@ void register_spelling(CLI::App& app, Registry& registry, const OptionSpec& spec
   registry.emplace(option, Registered{&spec, std::move(spelling)});
 }
 
-void build_app(CLI::App& app, Registry& registry) {
+// The long names argv's words could be: "--name" or "--name=value", without
+// the dashes.
+std::set<std::string, std::less<>> long_words(int argc, const char* const* argv) {
+  std::set<std::string, std::less<>> words;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view word = argv[i];
+    if (word.starts_with("--") && word.size() > 2)
+      words.emplace(word.substr(2, word.find('=') - 2));
+  }
+  return words;
+}
+
+// Registers every short option, and the long spellings argv holds. CLI11
+// checks each new option's names against every option added before it,
+// which over all the table's spellings (hundreds) was most of gangrun's
+// start-up. Leaving out the long spellings argv never names parses argv
+// alike: CLI11 tells a long option from a value by its form alone, and a
+// spelling not in argv cannot match a word of it.
+void build_app(CLI::App& app, Registry& registry, int argc, const char* const* argv) {
   app.set_help_flag();   // --help is ours: cli_docs/help_text.cpp writes it from the table
   app.prefix_command();  // the first word that is not an option starts the program
+  const std::set<std::string, std::less<>> words = long_words(argc, argv);
   for (const OptionSpec& spec : option_table()) {
     for (const std::string& name : long_spellings(spec)) {
-      register_spelling(app, registry, spec, "--" + name);
+      if (words.contains(name)) register_spelling(app, registry, spec, "--" + name);
     }
     if (spec.short_name != 0)
       register_spelling(app, registry, spec, std::string("-") + spec.short_name);
@@ -61,9 +82,7 @@ tl::unexpected<Error> missing_value(int argc, const char* const* argv) {
   if (spelling.starts_with("--")) {
     spec = find_option(std::string_view(spelling).substr(2));
   } else if (spelling.size() == 2) {
-    for (const OptionSpec& candidate : option_table()) {
-      if (candidate.short_name == spelling[1]) spec = &candidate;
-    }
+    spec = find_option_by_short_name(spelling[1]);
   }
   std::string message = spelling + ": missing value";
   if (spec != nullptr) message += " (expected " + spelling + " " + std::string(spec->metavar) + ")";
@@ -162,7 +181,7 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   }
   CLI::App app("gangrun", "gangrun");
   Registry registry;
-  build_app(app, registry);
+  build_app(app, registry, argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ArgumentMismatch&) {

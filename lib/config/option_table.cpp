@@ -458,4 +458,11 @@ const OptionSpec* find_option_by_name(std::string_view snake_name) {
   return nullptr;
 }
 
+const OptionSpec* find_option_by_short_name(char letter) {
+  for (const OptionSpec& spec : option_table()) {
+    if (spec.short_name == letter) return &spec;
+  }
+  return nullptr;
+}
+
 }  // namespace gangrun::config

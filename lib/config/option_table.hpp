@@ -100,4 +100,7 @@ std::string closest_spelling(std::string_view typed);
 // The option an exact snake_case name refers to; nullptr when there is none.
 const OptionSpec* find_option_by_name(std::string_view snake_name);
 
+// The option whose short name is letter ('n' for -n); nullptr when none is.
+const OptionSpec* find_option_by_short_name(char letter);
+
 }  // namespace gangrun::config
