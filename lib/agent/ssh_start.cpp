@@ -2,6 +2,7 @@
 
 #include "agent/tool_start.hpp"
 #include "config/deepspeed_env_file.hpp"
+#include "config/hostfile.hpp"
 #include "config/option_table.hpp"
 #include "launch/program.hpp"
 #include "util/exit_codes.hpp"
@@ -38,13 +39,6 @@ bool replaced(const config::OptionSpec* spec) {
                                       spec->name) != k_replaced_options.end();
 }
 
-const config::OptionSpec* find_short(char letter) {
-  for (const config::OptionSpec& spec : config::option_table()) {
-    if (spec.short_name == letter) return &spec;
-  }
-  return nullptr;
-}
-
 // The remote script: the copy's stdin is /dev/null, the script's stdin
 // (ssh's channel) is watched by `cat` on descriptor 3; its end sends
 // SIGTERM to the copy. The watcher writes nowhere, so that sshd ends the
@@ -53,12 +47,6 @@ std::string remote_script(const std::string& cwd, const std::string& command) {
   return "cd " + strings::shell_quote(cwd) + " || exit 2; exec 3<&0; " + command +
          " </dev/null 3<&- & p=$!; { cat <&3; kill -TERM $p; } >/dev/null 2>&1 & w=$!; "
          "exec 3<&-; wait $p; c=$?; kill $w 2>/dev/null; exit $c";
-}
-
-std::string slot_list(const std::vector<int>& slots) {
-  std::vector<std::string> ids;
-  for (int slot : slots) ids.push_back(std::to_string(slot));
-  return strings::join(ids, ",");
 }
 
 bool given_by_user(const Options& options, const std::string& name) {
@@ -96,7 +84,7 @@ std::vector<std::string> remote_arguments(const std::vector<std::string>& argume
       spec = config::find_option(std::string_view(word).substr(2, equals - 2));
       value_attached = equals != std::string::npos;
     } else {
-      spec = find_short(word[1]);
+      spec = config::find_option_by_short_name(word[1]);
       value_attached = word.size() > 2;
     }
     bool takes_next = spec != nullptr && spec->kind == config::OptionKind::value && !value_attached;
@@ -138,11 +126,8 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                            "--node_rank", std::to_string(index), "--master_addr", master_addr,
                            "--master_port", std::to_string(options.master_port.value_or(29500)),
                            "--nproc_per_node", std::to_string(host.slots.size())});
-  // Slots other than the first ids name devices; on CPUs (--accelerator
-  // cpu) a slot is only a worker, so the count says it all.
-  bool first_ids = host.slots.back() == static_cast<int>(host.slots.size()) - 1;
-  if (!first_ids && options.accelerator != config::Accelerator::cpu)
-    copy.insert(copy.end(), {"--include", "localhost:" + slot_list(host.slots)});
+  if (auto include = config::device_include(host, options.accelerator))
+    copy.insert(copy.end(), {"--include", *include});
   copy.insert(copy.end(), remote_args.begin(), remote_args.end());
 
   std::vector<std::string> quoted;

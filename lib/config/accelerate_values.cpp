@@ -7,6 +7,7 @@
 #include "config/accelerate_values.hpp"
 
 #include "config/option_values.hpp"
+#include "config/value_typer.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -71,10 +72,7 @@ class Reader {
     return it == values_.end() ? nullptr : &it->second;
   }
   // Given by the user (any layer), not a table default.
-  const LayeredValue* given(std::string_view name) const {
-    const LayeredValue* value = find(name);
-    return value != nullptr && value->source != Source::default_value ? value : nullptr;
-  }
+  const LayeredValue* given(std::string_view name) const { return given_value(values_, name); }
   bool on(std::string_view name) const {
     const LayeredValue* value = find(name);
     return value != nullptr && parse_bool(value->text).value_or(false);

@@ -111,9 +111,9 @@ Expected<void> check_accepted_only(const LayeredValues& values) {
 Expected<void> check_refused(const LayeredValues& values) {
   for (const OptionSpec& spec : option_table()) {
     if (spec.refused.empty()) continue;
-    auto it = values.find(spec.name);
-    if (it == values.end() || it->second.source == Source::default_value) continue;
-    return fail_usage(it->second.where + " is not supported: " + std::string(spec.refused));
+    const LayeredValue* value = given_value(values, spec.name);
+    if (value == nullptr) continue;
+    return fail_usage(value->where + " is not supported: " + std::string(spec.refused));
   }
   return {};
 }
@@ -227,10 +227,7 @@ void apply_rendezvous(Options& o, const LayeredValues& values) {
 // per-rank mode, are refused here; whether the devices exist is launch's
 // business (it needs the node's devices).
 Expected<void> check_device_flags(const Options& o, const LayeredValues& values) {
-  auto given = [&](std::string_view name) -> const LayeredValue* {
-    auto it = values.find(name);
-    return it != values.end() && it->second.source != Source::default_value ? &it->second : nullptr;
-  };
+  auto given = [&](std::string_view name) { return given_value(values, name); };
   const LayeredValue* include = given("include");
   const LayeredValue* exclude = given("exclude");
   const LayeredValue* gpu_ids = given("gpu_ids");

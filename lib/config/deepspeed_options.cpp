@@ -58,7 +58,10 @@ std::vector<OptionSpec> deepspeed_option_specs() {
        .metavar = "FILE",
        .value_hint = ValueHint::file,
        .help = "deepspeed's script sourced on each host before its launch: not supported; give "
-               "the environment's interpreter with --python instead"},
+               "the environment's interpreter with --python instead",
+       .refused = "gangrun sources no script on the hosts it starts (it passes its PATH on "
+                  "instead); give the environment's interpreter with --python (e.g. --python "
+                  "/path/to/venv/bin/python)"},
       {.name = "log_level",
        .group = G::deepspeed,
        .metavar = "LEVEL",
@@ -70,7 +73,10 @@ std::vector<OptionSpec> deepspeed_option_specs() {
        .metavar = "MODE",
        .choices = {"tune", "run"},
        .help = "deepspeed's autotuner: not supported (it runs in deepspeed's Python package); "
-               "tune with deepspeed, then launch the tuned config with gangrun"},
+               "tune with deepspeed, then launch the tuned config with gangrun",
+       .refused = "deepspeed's autotuner runs its experiments inside deepspeed's Python package; "
+                  "tune with 'deepspeed --autotuning tune ...', then launch the configuration it "
+                  "writes with gangrun"},
   };
 }
 

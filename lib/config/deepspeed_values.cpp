@@ -37,28 +37,10 @@ Expected<int> parse_log_level(std::string_view level) {
                     " is not one of debug, info, warning, error, critical");
 }
 
-bool given(const LayeredValues& values, std::string_view name) {
-  auto it = values.find(name);
-  return it != values.end() && it->second.source != Source::default_value;
-}
-
-// Refusals and combinations; the typed values are in options already.
+// Combinations; the typed values are in options already (the flags gangrun
+// refuses are refused rows of deepspeed_options.cpp).
 Expected<void> check_deepspeed_values(const LayeredValues& values, const Options& o) {
-  if (const LayeredValue* autotuning = Typer(values).find("autotuning")) {
-    return fail_usage(
-        autotuning->where +
-        " is not supported: deepspeed's autotuner runs its experiments inside deepspeed's "
-        "Python package; tune with 'deepspeed --autotuning tune ...', then launch the "
-        "configuration it writes with gangrun");
-  }
-  if (const LayeredValue* venv = Typer(values).find("venv_script")) {
-    return fail_usage(
-        venv->where +
-        " is not supported: gangrun sources no script on the hosts it starts (it passes "
-        "its PATH on instead); give the environment's "
-        "interpreter with --python (e.g. --python /path/to/venv/bin/python)");
-  }
-  if (o.deepspeed.no_ssh && given(values, "hostfile")) {
+  if (o.deepspeed.no_ssh && given_value(values, "hostfile")) {
     return fail_usage(values.find("no_ssh")->second.where + " with " +
                       values.find("hostfile")->second.given +
                       ": gangrun reads a hostfile only to start the hosts over ssh; start "
@@ -68,7 +50,7 @@ Expected<void> check_deepspeed_values(const LayeredValues& values, const Options
   if (!o.deepspeed.each_rank_log_dir) return {};
   const LayeredValue& each_rank = values.find("enable_each_rank_log")->second;
   for (std::string_view other : {"log_dir", "redirects", "tee"}) {
-    if (given(values, other)) {
+    if (given_value(values, other)) {
       return fail_usage(each_rank.where + " and " + values.find(other)->second.given +
                         " both decide where the workers' output goes; give one of them");
     }
@@ -132,7 +114,7 @@ Expected<void> type_deepspeed_values(const LayeredValues& values, Options& optio
   typer.set("log_level", parse_log_level, level_verbosity);
   if (typer.error()) return tl::unexpected(*typer.error());
 
-  if (level_verbosity && !given(values, "verbose") && !given(values, "quiet")) {
+  if (level_verbosity && !given_value(values, "verbose") && !given_value(values, "quiet")) {
     options.verbosity = *level_verbosity;
   }
   num_gpus_on_cpus(options);

@@ -180,4 +180,10 @@ Expected<std::vector<HostSlots>> limit_hosts(std::vector<HostSlots> hosts,
   return hosts;
 }
 
+std::optional<std::string> device_include(const HostSlots& host, Accelerator accelerator) {
+  const bool first_ids = host.slots.back() == static_cast<int>(host.slots.size()) - 1;
+  if (first_ids || accelerator == Accelerator::cpu) return std::nullopt;
+  return "localhost:" + strings::join_numbers(host.slots, ",");
+}
+
 }  // namespace gangrun::config

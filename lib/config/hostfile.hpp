@@ -4,6 +4,7 @@
 #pragma once
 
 #include "config/hosts_settings.hpp"
+#include "config/options.hpp"
 #include "util/error.hpp"
 
 #include <optional>
@@ -46,5 +47,10 @@ Expected<std::vector<HostSlots>> filter_hosts(const std::vector<HostfileEntry>& 
 Expected<std::vector<HostSlots>> limit_hosts(std::vector<HostSlots> hosts,
                                              std::optional<int> num_nodes,
                                              std::optional<int> num_gpus);
+
+// The --include that gives a host's gangrun the devices its slots name, when
+// they are not the first ids (0..N-1, which N workers use anyway); nullopt
+// then, and on CPUs (--accelerator cpu), where a slot is only a worker.
+std::optional<std::string> device_include(const HostSlots& host, Accelerator accelerator);
 
 }  // namespace gangrun::config

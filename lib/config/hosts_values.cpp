@@ -3,10 +3,7 @@
 #include "config/hostfile.hpp"
 #include "config/option_values.hpp"
 #include "config/value_typer.hpp"
-
-#include <unistd.h>
-
-#include <array>
+#include "util/host.hpp"
 
 namespace gangrun::config {
 namespace {
@@ -23,16 +20,10 @@ bool given_by_user(const LayeredValues& values, std::string_view name) {
          it->second.source != Source::slurm;
 }
 
-std::string this_host_name() {
-  std::array<char, 256> name{};
-  if (::gethostname(name.data(), name.size() - 1) != 0) return {};
-  return name.data();
-}
-
 bool runs_here_only(const std::vector<HostSlots>& hosts) {
   if (hosts.size() != 1) return false;
   const std::string& host = hosts.front().host;
-  return host == "localhost" || host == "127.0.0.1" || host == this_host_name();
+  return host == "localhost" || host == "127.0.0.1" || host == host::host_name();
 }
 
 // A hostfile naming only this host runs here, as deepspeed does without
@@ -42,13 +33,7 @@ void run_here(const HostSlots& host, Options& options) {
   options.nproc_per_node = ProcCount{.kind = ProcCount::Kind::number, .number = count};
   options.exclude.reset();
   options.include.reset();
-  // On CPUs (--accelerator cpu) a slot is only a worker.
-  bool first_ids = host.slots.back() == count - 1;
-  if (!first_ids && options.accelerator != Accelerator::cpu) {
-    std::string ids;
-    for (int slot : host.slots) ids += (ids.empty() ? "" : ",") + std::to_string(slot);
-    options.include = "localhost:" + ids;
-  }
+  options.include = device_include(host, options.accelerator);
 }
 
 }  // namespace

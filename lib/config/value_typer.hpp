@@ -20,6 +20,13 @@ inline Expected<std::string> non_empty_text(std::string_view text) {
   return std::string(text);
 }
 
+// The value of option `name` that the user gave, from any layer; nullptr when
+// it has none or only the table's default.
+inline const LayeredValue* given_value(const LayeredValues& values, std::string_view name) {
+  auto it = values.find(name);
+  return it != values.end() && it->second.source != Source::default_value ? &it->second : nullptr;
+}
+
 // Types one layered value after another into Options fields; the first
 // failure is kept, prefixed with where the text came from.
 class Typer {

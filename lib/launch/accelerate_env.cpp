@@ -1,40 +1,14 @@
 #include "launch/accelerate_env.hpp"
 
+#include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <set>
 #include <system_error>
 
 namespace gangrun::launch {
 
 namespace {
-
-// psutil.cpu_count(logical=False), which accelerate divides among its
-// processes under --cpu: the distinct core_cpus_list (else
-// thread_siblings_list) sets of the machine's CPUs; 0 when sysfs says nothing.
-int physical_cores() {
-  namespace fs = std::filesystem;
-  std::set<std::string> cores;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator("/sys/devices/system/cpu", error)) {
-    const std::string name = entry.path().filename().string();
-    if (!name.starts_with("cpu") || name.size() == 3 ||
-        name.find_first_not_of("0123456789", 3) != std::string::npos) {
-      continue;
-    }
-    for (const char* file : {"topology/core_cpus_list", "topology/thread_siblings_list"}) {
-      std::ifstream in(entry.path() / file);
-      std::string siblings;
-      if (in && std::getline(in, siblings)) {
-        cores.insert(siblings);
-        break;
-      }
-    }
-  }
-  return static_cast<int>(cores.size());
-}
 
 // accelerate's --num_cpu_threads_per_process default: the inherited
 // OMP_NUM_THREADS, else 1; under --cpu without OMP_NUM_THREADS the physical
@@ -51,7 +25,8 @@ std::string omp_threads(const config::AccelerateSettings& settings, const EnvMap
     }
   }
   if (settings.split_physical_cores_among && inherited <= 0) {
-    int shared = physical_cores() / *settings.split_physical_cores_among;
+    // psutil.cpu_count(logical=False) shared among the processes.
+    int shared = host::physical_core_count().value_or(0) / *settings.split_physical_cores_among;
     if (shared > 1) return std::to_string(shared);
   }
   return std::to_string(inherited >= 0 ? inherited : 1);

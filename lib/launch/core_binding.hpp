@@ -15,18 +15,10 @@
 
 namespace gangrun::launch {
 
-// The number of physical cores as psutil.cpu_count(logical=False) counts
-// them on Linux (distinct core_cpus_list, else thread_siblings_list, of
-// /sys/devices/system/cpu/cpu*/topology); nullopt when /sys tells nothing.
-std::optional<int> physical_core_count();
-
-// The CPUs this process may run on (sched_getaffinity); empty when unknown.
-std::set<int> allowed_cpus();
-
 // What the binding needs to know about this host.
 struct CoreHost {
-  std::optional<int> physical_cores;  // physical_core_count()
-  std::set<int> allowed;              // allowed_cpus(); empty: not checked
+  std::optional<int> physical_cores;  // host::physical_core_count()
+  std::set<int> allowed;              // host::usable_cpus(); empty: not checked
 };
 
 // Each local worker's cores, in local-rank order; empty vectors when

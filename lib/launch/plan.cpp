@@ -252,10 +252,12 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
                              : env_lookup(host_env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")
                                    .value_or(std::string(logmux::k_default_prefix_template));
 
-  auto cores = split_cores(options, plan.local_world_size,
-                           options.deepspeed.bind_cores_to_rank
-                               ? CoreHost{physical_core_count(), allowed_cpus()}
-                               : CoreHost{});
+  CoreHost core_host;
+  if (options.deepspeed.bind_cores_to_rank) {
+    std::vector<int> usable = host::usable_cpus();
+    core_host = {host::physical_core_count(), {usable.begin(), usable.end()}};
+  }
+  auto cores = split_cores(options, plan.local_world_size, core_host);
   if (!cores) return tl::unexpected(cores.error());
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     WorkerPlan worker;

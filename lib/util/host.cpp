@@ -1,12 +1,18 @@
 #include "util/host.hpp"
 
+#include "util/strings.hpp"
+
 #include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
+#include <set>
+#include <system_error>
 
 namespace gangrun::host {
 namespace {
@@ -45,6 +51,20 @@ std::optional<std::vector<int>> affinity_cpus() {
   return std::nullopt;
 }
 
+// The distinct contents of one topology file over every cpuN directory.
+std::set<std::string> distinct_topology(const std::string& file) {
+  std::set<std::string> seen;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/cpu", error)) {
+    std::string name = entry.path().filename().string();
+    if (!name.starts_with("cpu") || !strings::plain_decimal(name.substr(3))) continue;
+    std::ifstream in(entry.path() / "topology" / file);
+    std::string text;
+    if (in && std::getline(in, text)) seen.insert(std::string(strings::trim(text)));
+  }
+  return seen;
+}
+
 std::vector<int> online_cpus() {
   long online = std::max(::sysconf(_SC_NPROCESSORS_ONLN), 1L);
   std::vector<int> cpus;
@@ -67,5 +87,13 @@ std::vector<int> usable_cpus() {
 }
 
 int usable_cpu_count() { return static_cast<int>(usable_cpus().size()); }
+
+std::optional<int> physical_core_count() {
+  for (const char* file : {"core_cpus_list", "thread_siblings_list"}) {
+    std::set<std::string> cores = distinct_topology(file);
+    if (!cores.empty()) return static_cast<int>(cores.size());
+  }
+  return std::nullopt;
+}
 
 }  // namespace gangrun::host

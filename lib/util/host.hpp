@@ -1,6 +1,7 @@
 // Facts about this host that several modules need, read one way only.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,11 @@ std::vector<int> usable_cpus();
 
 // usable_cpus().size(): what "one worker per CPU" counts.
 int usable_cpu_count();
+
+// The number of physical cores as psutil.cpu_count(logical=False) counts
+// them on Linux, which accelerate and deepspeed share out among their
+// workers: the distinct core_cpus_list (else thread_siblings_list) of
+// /sys/devices/system/cpu/cpu*/topology; nullopt when /sys tells nothing.
+std::optional<int> physical_core_count();
 
 }  // namespace gangrun::host

@@ -30,6 +30,12 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
   return out;
 }
 
+std::string join_numbers(const std::vector<int>& numbers, std::string_view separator) {
+  std::vector<std::string> parts;
+  for (int number : numbers) parts.push_back(std::to_string(number));
+  return join(parts, separator);
+}
+
 std::string_view trim(std::string_view text) {
   auto is_space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
   while (!text.empty() && is_space(text.front())) text.remove_prefix(1);

@@ -14,6 +14,8 @@ namespace gangrun::strings {
 // Splits on every occurrence of separator; "a,,b" gives {"a", "", "b"}, "" gives {""}.
 std::vector<std::string> split(std::string_view text, char separator);
 std::string join(const std::vector<std::string>& parts, std::string_view separator);
+// {1, 3, 5} -> "1,3,5" with separator ",".
+std::string join_numbers(const std::vector<int>& numbers, std::string_view separator);
 std::string_view trim(std::string_view text);
 std::string to_lower(std::string_view text);
 std::string to_upper(std::string_view text);
