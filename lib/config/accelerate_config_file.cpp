@@ -66,6 +66,30 @@ bool yaml_null(const YAML::Node& node) {
          (node.Scalar() == "~" || strings::to_lower(node.Scalar()) == "null");
 }
 
+// Every key and scalar of the file, the ones accelerate ignores too, so that
+// no string with a NUL ("\0" in a double-quoted scalar) reaches an option
+// however the mapping below changes. `key` is the path to `node`, as the
+// mapper names keys ("deepspeed_config.zero_stage", "tpu_env[1]").
+Expected<void> refuse_nul_in_tree(const YAML::Node& node, const std::string& key,
+                                  const std::string& path) {
+  auto where = [&](const std::string& at) { return path + ": key \"" + printable_key(at) + "\""; };
+  if (node.IsScalar()) return refuse_nul(node.Scalar(), where(key), "the value");
+  if (node.IsSequence()) {
+    for (std::size_t i = 0; i < node.size(); ++i) {
+      GANGRUN_TRY(refuse_nul_in_tree(node[i], key + "[" + std::to_string(i) + "]", path));
+    }
+  }
+  if (node.IsMap()) {
+    for (const auto& item : node) {
+      const std::string name = item.first.IsScalar() ? item.first.Scalar() : "?";
+      const std::string at = key.empty() ? name : key + "." + name;
+      GANGRUN_TRY(refuse_nul(name, where(at), "the key"));
+      GANGRUN_TRY(refuse_nul_in_tree(item.second, at, path));
+    }
+  }
+  return {};
+}
+
 class Mapper {
  public:
   explicit Mapper(const std::string& path) : path_(path) {}
@@ -202,6 +226,7 @@ Expected<std::vector<AccelerateConfigEntry>> parse_accelerate_config_text(const 
   }
   Mapper mapper(path);
   try {
+    GANGRUN_TRY(refuse_nul_in_tree(root, "", path));
     GANGRUN_TRY(mapper.map_root(root));
   } catch (const YAML::Exception& error) {
     return fail_usage(path + ": " + error.msg);
@@ -210,7 +235,7 @@ Expected<std::vector<AccelerateConfigEntry>> parse_accelerate_config_text(const 
 }
 
 Expected<std::vector<AccelerateConfigEntry>> load_accelerate_config(const std::string& path) {
-  GANGRUN_TRY_ASSIGN(text, read_config_file_text(path, "--config_file reads YAML"));
+  GANGRUN_TRY_ASSIGN(text, read_user_file(path, config_file_kind("--config_file reads YAML")));
   return parse_accelerate_config_text(*text, path);
 }
 

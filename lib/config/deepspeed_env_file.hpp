@@ -19,8 +19,10 @@ namespace gangrun::config {
 // are trimmed of blanks at both ends and otherwise taken as they are (the
 // remote shell deepspeed goes through would expand $ in a value; gangrun
 // passes it literally). Blank lines and lines starting with # are skipped
-// (deepspeed fails on them). Errors (usage): a line without '=' or with an
-// empty name, naming the file and line; an unreadable file (io).
+// (deepspeed fails on them). Usage errors, naming the file and line: a line
+// without '=' or with an empty name, a NUL in a name or value; and, naming
+// the file, one that cannot be read or is larger than 1 MiB
+// (read_user_file in config_file.hpp).
 Expected<EnvMap> read_deepspeed_env_files(const EnvMap& env, const std::string& cwd);
 
 // The variables of one file's text; `file` names it in errors.

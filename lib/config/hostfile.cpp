@@ -1,13 +1,12 @@
 #include "config/hostfile.hpp"
 
+#include "config/config_file.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
+#include <cstdint>
 #include <map>
-#include <sstream>
+#include <unordered_map>
 
 namespace gangrun::config {
 namespace {
@@ -67,6 +66,33 @@ Expected<std::vector<std::pair<std::string, std::vector<int>>>> parse_node_specs
   return nodes;
 }
 
+// A line of the hostfile, or why it is not one. A host name goes to ssh as
+// its destination and to the workers as MASTER_ADDR: a control character (a
+// NUL would cut it short) or a leading '-' (ssh would take it for an option)
+// is never part of a real host's name.
+Expected<HostfileEntry> checked_line(std::string_view line, const std::string& where) {
+  auto control = std::find_if(line.begin(), line.end(), [](char c) {
+    return (static_cast<unsigned char>(c) < 0x20 && !is_space(c)) || c == 0x7f;
+  });
+  if (control != line.end()) {
+    const std::string what =
+        *control == '\0' ? "a NUL character"
+                         : "a control character (byte " + std::to_string(int{*control}) + ")";
+    return fail_usage(where + ": the line contains " + what +
+                      "; a hostfile is text, 'HOST slots=N' per line");
+  }
+  std::optional<HostfileEntry> entry = match_line(line);
+  if (!entry) {
+    return fail_usage(where + ": " + strings::quoted(line) +
+                      " is not a hostfile line (expected 'HOST slots=N', as deepspeed reads)");
+  }
+  if (entry->host.starts_with('-')) {
+    return fail_usage(where + ": host " + strings::quoted(entry->host) +
+                      " starts with '-', which ssh would read as an option; no host name does");
+  }
+  return std::move(*entry);
+}
+
 std::vector<int> first_ids(int count) {
   std::vector<int> ids;
   for (int i = 0; i < count; ++i) ids.push_back(i);
@@ -77,25 +103,31 @@ std::vector<int> first_ids(int count) {
 
 Expected<std::vector<HostfileEntry>> parse_hostfile(std::string_view text, std::string_view name) {
   std::vector<HostfileEntry> entries;
-  int line_number = 0;
-  for (const std::string& raw : strings::split(text, '\n')) {
-    ++line_number;
-    std::string_view line = strings::trim(raw);
+  // Views into `text`, which outlives the loop: a hash set keeps the check
+  // for a host named twice linear (a list walked per line took 13 s for
+  // 100,000 hosts).
+  std::unordered_map<std::string_view, int> line_of_host;
+  std::int64_t total_slots = 0;
+  Lines lines(text);
+  while (std::optional<std::string_view> raw = lines.next()) {
+    std::string_view line = strings::trim(*raw);
     if (line.empty() || line.front() == '#') continue;
-    std::string where = std::string(name) + ":" + std::to_string(line_number);
-    std::optional<HostfileEntry> entry = match_line(line);
-    if (!entry) {
-      return fail_usage(where + ": " + strings::quoted(line) +
-                        " is not a hostfile line (expected 'HOST slots=N', as deepspeed reads)");
+    const std::string where = std::string(name) + ":" + std::to_string(lines.number());
+    GANGRUN_TRY_ASSIGN(entry, checked_line(line, where));
+    auto [earlier, first] =
+        line_of_host.emplace(line.substr(0, entry->host.size()), lines.number());
+    if (!first) {
+      return fail_usage(where + ": host " + strings::quoted(entry->host) +
+                        " is already named on line " + std::to_string(earlier->second) +
+                        " (deepspeed refuses a host named twice)");
     }
-    for (const HostfileEntry& earlier : entries) {
-      if (earlier.host == entry->host) {
-        return fail_usage(where + ": host " + strings::quoted(entry->host) +
-                          " is already named on line " + std::to_string(earlier.line) +
-                          " (deepspeed refuses a host named twice)");
-      }
+    total_slots += entry->slots;
+    if (total_slots > k_max_hostfile_slots) {
+      return fail_usage(where + ": the hostfile gives more than " +
+                        std::to_string(k_max_hostfile_slots) +
+                        " slots in all, one worker each; no job is that large");
     }
-    entry->line = line_number;
+    entry->line = lines.number();
     entries.push_back(std::move(*entry));
   }
   if (entries.empty()) {
@@ -105,14 +137,15 @@ Expected<std::vector<HostfileEntry>> parse_hostfile(std::string_view text, std::
 }
 
 Expected<std::vector<HostfileEntry>> read_hostfile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
-    return fail_usage("cannot read the hostfile " + strings::quoted(path) + ": " +
-                      std::strerror(errno));
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  return parse_hostfile(text.str(), path);
+  // 16 MiB: deepspeed's lines are 20 to 80 bytes, so this is several hundred
+  // thousand hosts, more than any cluster has, while /dev/zero, a runaway
+  // generator or a wrong file is refused before it costs memory or time.
+  static constexpr UserFileKind k_hostfile{.name = "the hostfile",
+                                           .reads = "-H/--hostfile reads 'HOST slots=N' lines",
+                                           .max_bytes = k_max_hostfile_bytes,
+                                           .holds = "a hostfile has one short line per host"};
+  GANGRUN_TRY_ASSIGN(text, read_user_file(path, k_hostfile));
+  return parse_hostfile(*text, path);
 }
 
 Expected<std::vector<HostSlots>> filter_hosts(const std::vector<HostfileEntry>& entries,

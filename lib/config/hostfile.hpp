@@ -7,6 +7,8 @@
 #include "config/options.hpp"
 #include "util/error.hpp"
 
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,14 +24,27 @@ struct HostfileEntry {
   bool operator==(const HostfileEntry&) const = default;
 };
 
+// The largest hostfile read (read_hostfile says why this much).
+inline constexpr std::size_t k_max_hostfile_bytes = 16 * 1024 * 1024;
+
+// The most slots a hostfile may give in all: a worker each, far more than
+// any job, and small enough that the slot lists built from them stay a few
+// MiB (a hostfile of many "HOST slots=9999999" lines would otherwise ask for
+// terabytes).
+inline constexpr std::int64_t k_max_hostfile_slots = std::int64_t{1} << 20;
+
 // Parses hostfile text: `NAME slots=N` per line (text after N is ignored,
 // as deepspeed's pattern does), `#` comment lines and blank lines skipped.
-// Usage errors name `name:LINE`: any other line, a host named twice, a
-// file naming no host.
+// Usage errors name `name:LINE`: any other line, a line with a control
+// character (a NUL among them), a host name starting with '-', a host named
+// twice, more than k_max_hostfile_slots slots in all, a file naming no
+// host. Linear in the size of the text.
 Expected<std::vector<HostfileEntry>> parse_hostfile(std::string_view text, std::string_view name);
 
-// Reads and parses the file at path. Errors: unreadable (usage, naming the
-// file and the system error), and parse_hostfile's.
+// Reads (read_user_file in config_file.hpp: a regular file of at most
+// k_max_hostfile_bytes; a FIFO, a pipe, a device is refused at once) and
+// parses the file at path. Usage errors name the file: those of the reader,
+// and parse_hostfile's.
 Expected<std::vector<HostfileEntry>> read_hostfile(const std::string& path);
 
 // The hosts and device ids to use, in hostfile order: every slot of every

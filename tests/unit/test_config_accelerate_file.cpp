@@ -190,3 +190,17 @@ TEST_CASE("config accelerate file: a file gangrun cannot read names itself",
   CHECK_THAT(usage_error({"--config_file", "/dev/zero", "x.py"}),
              Contains("--config_file reads YAML from a regular file"));
 }
+
+TEST_CASE("config accelerate file: a NUL in any key or value is refused, nested ones too",
+          "[config][accelerate]") {
+  const std::string why = ": the value contains a NUL character";
+  CHECK_THAT(error_of("main_process_ip: \"127.0.0.1\\0.evil.com\"\n"),
+             StartsWith("cfg.yaml: key \"main_process_ip\"" + why));
+  CHECK_THAT(error_of("deepspeed_config:\n  zero_stage: \"1\\0\"\n"),
+             StartsWith("cfg.yaml: key \"deepspeed_config.zero_stage\"" + why));
+  // Keys accelerate ignores and lists are looked at too.
+  CHECK_THAT(error_of("tpu_env:\n  - A=1\n  - \"B=\\0\"\n"),
+             StartsWith("cfg.yaml: key \"tpu_env[1]\"" + why));
+  CHECK_THAT(error_of("\"num_\\0machines\": 2\n"),
+             StartsWith("cfg.yaml: key \"num_\\0machines\": the key contains a NUL character"));
+}

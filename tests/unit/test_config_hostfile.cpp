@@ -1,10 +1,13 @@
 // deepspeed's hostfile and its filters, with deepspeed's meaning
 // (deepspeed/launcher/runner.py: _parse_hostfile, parse_resource_filter,
 // apply_num_nodes_and_gpus), and how a hostfile sets the launch options.
+#include "config/deepspeed_env_file.hpp"
 #include "config/hostfile.hpp"
 #include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +15,8 @@
 namespace {
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::Equals;
+using Catch::Matchers::StartsWith;
 using gangrun::config::filter_hosts;
 using gangrun::config::HostfileEntry;
 using gangrun::config::HostSlots;
@@ -158,4 +163,116 @@ TEST_CASE("hostfile: refused combinations", "[hostfile]") {
   CHECK_THAT(usage_error({"--launcher", "ssh", "train.py"}), Contains("-H/--hostfile"));
   CHECK_THAT(usage_error({"--launcher", "mpich", "train.py"}), Contains("--launcher ssh"));
   CHECK_THAT(usage_error({"-H", file.path, "--ssh_port", "70000", "train.py"}), Contains("70000"));
+}
+
+// ---- what a hostfile cannot make gangrun do: hang, eat memory, take long
+
+namespace {
+
+std::string read_error(const std::string& path) {
+  auto read = gangrun::config::read_hostfile(path);
+  REQUIRE_FALSE(read);
+  CHECK(read.error().code() == gangrun::ErrorCode::usage);
+  return read.error().message();
+}
+
+// "node-000000 slots=8\n" ... for `count` hosts.
+std::string many_hosts(int count) {
+  std::string text;
+  for (int i = 0; i < count; ++i) text += "node-" + std::to_string(i) + " slots=8\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("hostfile: a FIFO is refused at once, not waited on for a writer", "[hostfile]") {
+  TempHostfile file("");
+  std::string fifo = (file.dir / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(read_error(fifo) == fifo +
+                                ": cannot read the hostfile: it is a FIFO (named pipe); "
+                                "-H/--hostfile reads 'HOST slots=N' lines from a regular file");
+}
+
+TEST_CASE("hostfile: /dev/zero and a directory are refused by their type", "[hostfile]") {
+  CHECK_THAT(read_error("/dev/zero"),
+             StartsWith("/dev/zero: cannot read the hostfile: it is a character device"));
+  TempHostfile file("");
+  CHECK_THAT(read_error(file.dir.string()), Contains("it is a directory"));
+}
+
+TEST_CASE("hostfile: a file over the limit is refused, one at the limit is read", "[hostfile]") {
+  const std::size_t limit = gangrun::config::k_max_hostfile_bytes;
+  const std::string host = "node slots=1\n";
+  TempHostfile over(host + std::string(limit + 1 - host.size(), '#'));
+  CHECK(read_error(over.path) ==
+        over.path +
+            ": cannot read the hostfile: it is larger than 16384 KiB; a hostfile has one "
+            "short line per host");
+  TempHostfile at(host + std::string(limit - host.size(), '#'));
+  auto read = gangrun::config::read_hostfile(at.path);
+  REQUIRE(read);
+  CHECK(read->size() == 1);
+}
+
+TEST_CASE("hostfile: 100,000 hosts parse in order, a duplicate among them is found", "[hostfile]") {
+  const std::string text = many_hosts(100'000);
+  auto entries = parse_hostfile(text, "hf");
+  REQUIRE(entries);
+  REQUIRE(entries->size() == 100'000);
+  CHECK(entries->front() == HostfileEntry{"node-0", 8, 1});
+  CHECK(entries->back() == HostfileEntry{"node-99999", 8, 100'000});
+  CHECK_THAT(parse_error(text + "node-4711 slots=2\n"),
+             Equals("hf:100001: host 'node-4711' is already named on line 4712 (deepspeed "
+                    "refuses a host named twice)"));
+}
+
+TEST_CASE("hostfile: more slots in all than any job has are refused", "[hostfile]") {
+  std::string text;
+  for (int i = 0; i < 3; ++i) text += "n" + std::to_string(i) + " slots=9999999\n";
+  CHECK_THAT(parse_error(text), StartsWith("hf:1: the hostfile gives more than 1048576 slots"));
+  CHECK(parse_hostfile("a slots=1048576\n", "hf"));
+}
+
+TEST_CASE("hostfile: a NUL or another control character in a line is refused", "[hostfile]") {
+  using namespace std::string_literals;
+  CHECK(parse_error("a slots=1\nb\0.evil slots=1\n"s) ==
+        "hf:2: the line contains a NUL character; a hostfile is text, 'HOST slots=N' per line");
+  CHECK_THAT(parse_error("a\x1b[2J slots=1\n"), StartsWith("hf:1: the line contains a control "
+                                                           "character (byte 27)"));
+  // Tabs and carriage returns are blanks, as deepspeed's \\s reads them.
+  CHECK(parse_hostfile("a\tslots=1\r\n", "hf"));
+  // A comment may say anything.
+  CHECK(parse_hostfile("# \0\x01\na slots=1\n"s, "hf"));
+}
+
+TEST_CASE("hostfile: a host name that ssh would take for an option is refused", "[hostfile]") {
+  CHECK_THAT(parse_error("-oProxyCommand=x slots=1\n"),
+             StartsWith("hf:1: host '-oProxyCommand=x' starts with '-'"));
+}
+
+TEST_CASE("hostfile: .deepspeed_env refuses a NUL and skips what is not a regular file",
+          "[hostfile][deepspeed]") {
+  using namespace std::string_literals;
+  auto nul = gangrun::config::parse_deepspeed_env("A=1\nNCCL_SOCKET_IFNAME=eth0\0x\n"s, "env");
+  REQUIRE_FALSE(nul);
+  CHECK(nul.error().code() == gangrun::ErrorCode::usage);
+  CHECK_THAT(nul.error().message(),
+             StartsWith("env:2: key \"NCCL_SOCKET_IFNAME\": the value contains a NUL character"));
+  CHECK_THAT(gangrun::config::parse_deepspeed_env("A\0B=1\n"s, "env").error().message(),
+             StartsWith("env:1: key \"A\\0B\": the name contains a NUL character"));
+
+  TempHostfile file("A=1\nB=x\0y\n"s);
+  gangrun::EnvMap env = {{"DS_ENV_FILE", file.path}};
+  auto read = gangrun::config::read_deepspeed_env_files(env, "/");
+  REQUIRE_FALSE(read);
+  CHECK_THAT(read.error().message(), StartsWith(file.path + ":2: key \"B\""));
+
+  // deepspeed's os.path.isfile skips a FIFO; so does gangrun, without blocking on it.
+  std::string fifo = (file.dir / "fifo").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  env["DS_ENV_FILE"] = fifo;
+  auto skipped = gangrun::config::read_deepspeed_env_files(env, "/");
+  REQUIRE(skipped);
+  CHECK(skipped->empty());
 }

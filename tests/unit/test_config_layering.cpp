@@ -269,3 +269,30 @@ TEST_CASE("config::parse_config_text keeps the file's key order", "[config]") {
   CHECK((*entries)[1].text == "x");
   CHECK((*entries)[2].text == "false");
 }
+
+TEST_CASE("config::load_config_file refuses a NUL in any key or string", "[config]") {
+  const std::string why =
+      ": the value contains a NUL character; remove it (an argument, a path or an environment "
+      "variable would end at it and silently lose the rest)";
+  SECTION("master_addr would have become 127.0.0.1") {
+    TempFile file(R"({"nnodes": 1, "master_addr": "127.0.0.1\u0000.evil.com"})");
+    CHECK_THAT(usage_error({"--config", file.path(), "x"}),
+               Equals(file.path() + ": key \"master_addr\"" + why));
+  }
+  SECTION("a path") {
+    TempFile file(R"({"log_dir": "logs\u0000/../elsewhere"})");
+    CHECK_THAT(usage_error({"--config", file.path(), "x"}),
+               Equals(file.path() + ": key \"log_dir\"" + why));
+  }
+  SECTION("a key, shown with the NUL written out") {
+    auto entries = gangrun::config::parse_config_text(R"({"nnodes\u0000x": 1})", "f.json");
+    REQUIRE_FALSE(entries);
+    CHECK_THAT(entries.error().message(),
+               StartsWith("f.json: key \"nnodes\\0x\": the key contains a NUL character"));
+  }
+  SECTION("other control characters reach the option as written") {
+    auto entries = gangrun::config::parse_config_text(R"({"master_addr": "a\tb"})", "f.json");
+    REQUIRE(entries);
+    CHECK((*entries)[0].text == "a\tb");
+  }
+}
