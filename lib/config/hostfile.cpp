@@ -207,6 +207,13 @@ Expected<std::vector<HostSlots>> limit_hosts(std::vector<HostSlots> hosts,
     }
     hosts.resize(static_cast<std::size_t>(*num_nodes));
   }
+  // The hostfile's own cap on slots holds for --num_gpus too: each host gets
+  // ids 0..N-1 whatever its slots, and a huge N asked for gigabytes.
+  if (num_gpus && std::int64_t{*num_gpus} * std::ssize(hosts) > k_max_hostfile_slots) {
+    return fail_usage("--num_gpus " + std::to_string(*num_gpus) + " on each of " +
+                      std::to_string(hosts.size()) + " host(s) is more than " +
+                      std::to_string(k_max_hostfile_slots) + " workers in all");
+  }
   if (num_gpus) {
     for (HostSlots& host : hosts) host.slots = first_ids(*num_gpus);
   }

@@ -58,7 +58,8 @@ Expected<std::vector<HostSlots>> filter_hosts(const std::vector<HostfileEntry>& 
 
 // deepspeed's --num_nodes (the first N hosts) and --num_gpus (device ids
 // 0..N-1 on every host), applied after the filters. Usage error when
-// num_nodes asks for more hosts than there are.
+// num_nodes asks for more hosts than there are, or num_gpus on every host
+// gives more than k_max_hostfile_slots workers in all.
 Expected<std::vector<HostSlots>> limit_hosts(std::vector<HostSlots> hosts,
                                              std::optional<int> num_nodes,
                                              std::optional<int> num_gpus);

@@ -232,6 +232,12 @@ TEST_CASE("hostfile: more slots in all than any job has are refused", "[hostfile
   for (int i = 0; i < 3; ++i) text += "n" + std::to_string(i) + " slots=9999999\n";
   CHECK_THAT(parse_error(text), StartsWith("hf:1: the hostfile gives more than 1048576 slots"));
   CHECK(parse_hostfile("a slots=1048576\n", "hf"));
+  std::vector<HostSlots> two = {{"a", {0}}, {"b", {0}}};
+  auto huge = limit_hosts(two, std::nullopt, 1'000'000'000);
+  REQUIRE_FALSE(huge);
+  CHECK(huge.error().message() ==
+        "--num_gpus 1000000000 on each of 2 host(s) is more than 1048576 workers in all");
+  CHECK(limit_hosts(two, std::nullopt, 524'288));
 }
 
 TEST_CASE("hostfile: a NUL or another control character in a line is refused", "[hostfile]") {
