@@ -126,7 +126,8 @@ _gangrun_store()
             --endpoint | --timeout | --dialect | --host | --port | --port-file | --port_file \
             | --max-key-bytes | --max_key_bytes | --max-value-bytes | --max_value_bytes \
             | --max-keys-per-request | --max_keys_per_request | --max-store-bytes \
-            | --max_store_bytes | --max-connections | --max_connections)
+            | --max_store_bytes | --max-connections | --max_connections \
+            | --max-connections-per-address | --max_connections_per_address)
                 ((i + 1 == cword)) && value_of=${words[i]}
                 ((i++))
                 ;;
@@ -149,7 +150,8 @@ _gangrun_store()
         if [[ $action == serve ]]; then
             options='--host --port --port-file --port_file --max-key-bytes --max_key_bytes
             --max-value-bytes --max_value_bytes --max-keys-per-request --max_keys_per_request
-            --max-store-bytes --max_store_bytes --max-connections --max_connections --help -h'
+            --max-store-bytes --max_store_bytes --max-connections --max_connections
+            --max-connections-per-address --max_connections_per_address --help -h'
         else
             options='--endpoint --timeout --dialect --raw-keys --raw_keys --help -h'
         fi

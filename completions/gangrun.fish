@@ -185,7 +185,8 @@ function __gangrun_store_where
         else if contains -- $word --endpoint --timeout --dialect --host --port --port-file \
                 --port_file --max-key-bytes --max_key_bytes --max-value-bytes \
                 --max_value_bytes --max-keys-per-request --max_keys_per_request \
-                --max-store-bytes --max_store_bytes --max-connections --max_connections
+                --max-store-bytes --max_store_bytes --max-connections --max_connections \
+                --max-connections-per-address --max_connections_per_address
             set value_next 1
         else if not string match -q -- '-*' $word; and not set -q action[1]
             set action $word
@@ -430,4 +431,5 @@ complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-value-bytes
 complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-keys-per-request -l max_keys_per_request -x -d 'most keys in one CHECK, WAIT or MULTI_GET/SET'
 complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-store-bytes -l max_store_bytes -x -d 'most bytes of keys and values held in all'
 complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-connections -l max_connections -x -d 'most client connections open at once'
+complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-connections-per-address -l max_connections_per_address -x -d 'most client connections open at once from one address; 0 for no limit'
 complete -c gangrun -n '__gangrun_at store-serve store-value' -l help -s h -d 'print help and exit'

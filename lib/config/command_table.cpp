@@ -135,6 +135,10 @@ const std::vector<StoreOptionWord>& store_option_words() {
        .metavar = "N",
        .serve = true,
        .help = "Most client connections open at once"},
+      {.name = "max-connections-per-address",
+       .metavar = "N",
+       .serve = true,
+       .help = "Most client connections open at once from one address; 0 for no limit"},
   };
   return words;
 }

@@ -204,10 +204,13 @@ Expected<std::chrono::milliseconds> parse_timeout(const std::string& text) {
   return std::chrono::milliseconds(std::max<std::int64_t>(ms, 1));
 }
 
-Expected<std::size_t> parse_limit(const CLI::Option& option, const std::string& text) {
+// least: 0 where 0 means "no limit", else 1.
+Expected<std::size_t> parse_limit(const CLI::Option& option, const std::string& text,
+                                  std::int64_t least) {
   std::optional<std::int64_t> number = strings::parse_int(strings::trim(text));
-  if (!number || *number <= 0) {
-    return fail_usage(option.get_name() + ": '" + text + "' is not a whole number greater than 0");
+  if (!number || *number < least) {
+    return fail_usage(option.get_name() + ": '" + text + "' is not a whole number " +
+                      (least > 0 ? "greater than 0" : "(0 for no limit)"));
   }
   return static_cast<std::size_t>(*number);
 }
@@ -293,17 +296,23 @@ Expected<StoreServeOptions> serve_options(const Words& words, const Parsed& pars
   GANGRUN_TRY_ASSIGN(port, parse_port(words.options.at("port"), "--port", 0));
   serve.port = *port;
   serve.port_file = words.options.at("port-file");
-  const std::array<std::pair<std::string_view, std::optional<std::size_t>*>, 5> limits = {{
-      {"max-key-bytes", &serve.max_key_bytes},
-      {"max-value-bytes", &serve.max_value_bytes},
-      {"max-keys-per-request", &serve.max_keys_per_request},
-      {"max-store-bytes", &serve.max_store_bytes},
-      {"max-connections", &serve.max_connections},
+  struct LimitOption {
+    std::string_view name;
+    std::optional<std::size_t>* field;
+    std::int64_t least;
+  };
+  const std::array<LimitOption, 6> limits = {{
+      {"max-key-bytes", &serve.max_key_bytes, 1},
+      {"max-value-bytes", &serve.max_value_bytes, 1},
+      {"max-keys-per-request", &serve.max_keys_per_request, 1},
+      {"max-store-bytes", &serve.max_store_bytes, 1},
+      {"max-connections", &serve.max_connections, 1},
+      {"max-connections-per-address", &serve.max_connections_per_address, 0},
   }};
-  for (const auto& [name, field] : limits) {
+  for (const auto& [name, field, least] : limits) {
     const CLI::Option& option = *parsed.options.at(name);
     if (option.count() == 0) continue;
-    GANGRUN_TRY_ASSIGN(limit, parse_limit(option, words.options.at(name)));
+    GANGRUN_TRY_ASSIGN(limit, parse_limit(option, words.options.at(name), least));
     *field = *limit;
   }
   return serve;

@@ -30,6 +30,7 @@ struct StoreServeOptions {
   std::optional<std::size_t> max_keys_per_request;
   std::optional<std::size_t> max_store_bytes;
   std::optional<std::size_t> max_connections;
+  std::optional<std::size_t> max_connections_per_address;  // 0: no cap
 };
 
 // Every other subcommand is a client of a running store.

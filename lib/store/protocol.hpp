@@ -77,6 +77,11 @@ struct Limits {
   std::size_t max_request_bytes = 64 * 1024 * 1024;  // one whole request as encoded
   std::size_t max_total_bytes = 1024 * 1024 * 1024;  // keys + values + queued items
   std::size_t max_connections = 16 * 1024;           // open client connections
+  // Open client connections from one peer address, those marked with
+  // Server::protect aside; a newcomer over it is refused. Every rank of a
+  // node connects from one address, a few connections each: this stays far
+  // above a node's worth, while no one host can fill max_connections. 0: no cap.
+  std::size_t max_connections_per_address = 2048;
   // Replies queued for a client that does not read them; past this the server
   // stops reading that connection's requests until the client catches up.
   std::size_t max_pending_reply_bytes = 16 * 1024 * 1024;

@@ -20,10 +20,13 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <list>
+#include <string_view>
 #include <unordered_map>
 
 namespace gangrun::store {
@@ -50,12 +53,76 @@ using ReusePort = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>
 // the kernel then drops connections, which retry a second later.
 constexpr unsigned k_reads_between_accepts = 64;
 
-// A newcomer at the connection limit looks at most this many connections for
-// an idle one to replace (busy ones go to the back of the line).
+// A newcomer at the connection limit looks at most this many connections of
+// the most crowded address for an idle one to replace; when none of them is
+// idle it replaces the first of them (heard from least recently), so a
+// newcomer's cost stays bounded however many connections wait.
 constexpr std::size_t k_reclaim_scan = 64;
 
 // A reply buffer larger than this is given back once its bytes are sent.
 constexpr std::size_t k_kept_reply_capacity = 8 * 1024;
+
+// A peer's address without its port, in IPv6 form: an IPv4 peer as
+// ::ffff:a.b.c.d, so that one host counts once whether it reached an IPv4
+// listener or a dual-stack one. 16 bytes, kept once per address.
+using PeerAddress = std::array<unsigned char, 16>;
+
+struct PeerAddressHash {
+  std::size_t operator()(const PeerAddress& address) const noexcept {
+    std::uint64_t high = 0;
+    std::uint64_t low = 0;
+    std::memcpy(&high, address.data(), sizeof high);
+    std::memcpy(&low, address.data() + sizeof high, sizeof low);
+    return std::hash<std::uint64_t>{}(high ^ (low * 0x9E3779B97F4A7C15ull));
+  }
+};
+
+PeerAddress peer_address(const tcp::endpoint& endpoint) {
+  const asio::ip::address address = endpoint.address();
+  if (address.is_v4()) {
+    return asio::ip::make_address_v6(asio::ip::v4_mapped, address.to_v4()).to_bytes();
+  }
+  return address.to_v6().to_bytes();
+}
+
+std::string address_text(const PeerAddress& bytes) {
+  const asio::ip::address_v6 address(bytes);
+  if (address.is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, address).to_string();
+  }
+  return address.to_string();
+}
+
+// Requests that change the keys they name, which publish_only_prefixes
+// refuse. BARRIER adds to its counter key; QUEUE_POP takes an item away.
+bool changes_keys(Op op) {
+  switch (op) {
+    case Op::set:
+    case Op::compare_set:
+    case Op::add:
+    case Op::append:
+    case Op::multi_set:
+    case Op::delete_key:
+    case Op::queue_push:
+    case Op::queue_pop:
+    case Op::barrier:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A client's key for a log line: keys are any bytes up to max_key_bytes, so
+// a long one is cut and anything unprintable shown as '?'.
+std::string printable_key(std::string_view key) {
+  constexpr std::size_t k_shown = 200;
+  std::string shown(key.substr(0, k_shown));
+  for (char& c : shown) {
+    if (c < 0x20 || c == 0x7f) c = '?';
+  }
+  if (key.size() > k_shown) shown += "...";
+  return shown;
+}
 
 std::string endpoint_text(const tcp::endpoint& endpoint) {
   const asio::ip::address address = endpoint.address();
@@ -130,6 +197,20 @@ class RateLimitedLog {
 
 }  // namespace
 
+struct Connection;
+
+// The connections from one peer address that a newcomer may replace: all but
+// the protected ones.
+struct AddressGroup {
+  PeerAddress address{};
+  // The one heard from least recently first; its size is what the address
+  // holds against max_connections_per_address.
+  std::list<Connection*> line;
+  // Its place in the list of the groups of its size (Server::Impl::groups_of_size).
+  AddressGroup* previous_of_size = nullptr;
+  AddressGroup* next_of_size = nullptr;
+};
+
 struct Connection {
   Connection(ConnectionId connection_id, UniqueFd accepted, const Limits& limits,
              RoundMembership joined)
@@ -143,6 +224,9 @@ struct Connection {
   RequestDecoder decoder;
   RoundMembership membership;  // the round it was accepted in, for good
   std::string peer;
+  // Its peer address's group, where in_line places it; nullptr once it is
+  // protected (Server::protect): then it is in no line and is never reclaimed.
+  AddressGroup* group = nullptr;
   // Small on purpose: it is held by every idle connection.
   std::array<char, 256> inbox{};
   std::string out;           // replies not yet written
@@ -150,7 +234,7 @@ struct Connection {
   bool closed = false;       // set once; handlers that still hold it then do nothing
   SocketWatch::Interest watched{.read = true};  // what Server::Impl::watch waits for
   Clock::time_point last_heard;                 // when it connected or last sent bytes
-  std::list<Connection*>::iterator in_line;     // its place in Server::Impl::idle_line
+  std::list<Connection*>::iterator in_line;     // its place in group->line
   std::size_t charged = 0;                      // its part of Server::Impl::buffered
 
   std::size_t pending_reply_bytes() const { return out.size() - out_sent; }
@@ -175,9 +259,14 @@ struct Server::Impl {
   bool accept_paused = false;  // out of descriptors: accept_retry_timer is armed
   KeySpaces spaces;
   std::unordered_map<ConnectionId, std::shared_ptr<Connection>> connections;
-  // Every open connection, the one heard from least recently first: whom a
-  // newcomer replaces at the connection limit.
-  std::list<Connection*> idle_line;
+  // The open connections that are not protected, by peer address: how many
+  // each address holds, and whom a newcomer replaces at the connection limit.
+  std::unordered_map<PeerAddress, AddressGroup, PeerAddressHash> groups;
+  // groups_of_size[n]: the first of the groups holding n connections (n > 0),
+  // which link the others; so the most crowded address is found, and a group
+  // moved when it grows or shrinks by one, in constant time.
+  std::vector<AddressGroup*> groups_of_size;
+  std::size_t largest_group = 0;  // the highest n with a group, 0 when none
   // Bytes all connections hold in buffers (the sum of their charged),
   // against limits.max_buffered_bytes.
   std::size_t buffered = 0;
@@ -189,6 +278,8 @@ struct Server::Impl {
   std::array<char, 64 * 1024> scratch{};
   ServerStats counters;
   RateLimitedLog refusal_log{io, "refused connections"};
+  RateLimitedLog address_refusal_log{io, "connections refused over the per-address limit"};
+  RateLimitedLog write_refusal_log{io, "refused writes"};
   RateLimitedLog accept_error_log{io, "failed accepts"};
   RateLimitedLog close_log{io, "closed bad connections"};
   RateLimitedLog reclaim_log{io, "reclaimed idle connections"};
@@ -350,12 +441,14 @@ struct Server::Impl {
       }
       UniqueFd socket(accepted);
       std::string peer = "unknown peer";
+      PeerAddress address{};
       if (length <= remote.capacity()) {
         remote.resize(length);
         peer = endpoint_text(remote);
+        address = peer_address(remote);
       }
       clients_arriving = true;
-      admit(std::move(socket), std::move(peer));
+      admit(std::move(socket), std::move(peer), address);
     }
   }
 
@@ -386,15 +479,16 @@ struct Server::Impl {
   }
 
   // Never throws: a connection that cannot be set up is dropped.
-  void admit(UniqueFd socket, std::string peer) noexcept {
+  void admit(UniqueFd socket, std::string peer, const PeerAddress& address) noexcept {
     try {
-      if (connections.size() >= settings.limits.max_connections && !reclaim_idle(peer)) {
+      if (over_address_limit(address, peer)) return;  // the socket closes here
+      if (connections.size() >= settings.limits.max_connections && !reclaim(peer)) {
         ++counters.connections_refused;
         refusal_log.warn(
-            "store: refusing a connection from {}: {} connections are open (limit {}) and none is "
-            "idle",
+            "store: refusing a connection from {}: {} connections are open (limit {}) and all are "
+            "protected",
             peer, connections.size(), settings.limits.max_connections);
-        return;  // the socket closes here
+        return;
       }
       // TCP_NODELAY and keep-alive come from the listener (Linux copies a
       // listening socket's options to the sockets accepted from it).
@@ -404,7 +498,7 @@ struct Server::Impl {
       connection->last_heard = Clock::now();
       auto entry = connections.emplace(connection->id, connection).first;
       try {
-        connection->in_line = idle_line.insert(idle_line.end(), connection.get());
+        enter_group(*connection, address);
       } catch (...) {
         connections.erase(entry);
         throw;
@@ -419,35 +513,122 @@ struct Server::Impl {
     }
   }
 
-  // Idle: nothing pending either way. A connection with a WAIT or BARRIER
-  // pending is never idle, however long it has been silent: a PyTorch client
-  // blocked in wait() sends nothing until it is answered.
+  // True (and counted, and logged) when address holds its whole share.
+  bool over_address_limit(const PeerAddress& address, const std::string& peer) {
+    std::size_t limit = settings.limits.max_connections_per_address;
+    if (limit == 0) return false;
+    auto found = groups.find(address);
+    if (found == groups.end() || found->second.line.size() < limit) return false;
+    ++counters.connections_refused;
+    address_refusal_log.warn(
+        "store: refusing a connection from {}: {} connections are open from {} (limit {} per "
+        "address; raise it with --max-connections-per-address N, 0 for no limit)",
+        peer, found->second.line.size(), address_text(address), limit);
+    return true;
+  }
+
+  // Idle: nothing pending either way. A PyTorch client blocked in wait()
+  // sends nothing until it is answered, so a WAIT or BARRIER pending makes a
+  // connection not idle, however long it has been silent.
   bool idle(const Connection& connection) const {
     return !spaces.is_waiting(connection.membership, connection.id) &&
            connection.decoder.buffered_bytes() == 0 && connection.pending_reply_bytes() == 0;
   }
 
-  // At the connection limit a newcomer takes the place of the idle
-  // connection heard from least recently. Busy ones met on the way go to the
-  // back of the line, so each newcomer looks at a bounded number. False when
-  // none of those was idle.
-  bool reclaim_idle(const std::string& newcomer) {
-    for (std::size_t looked = 0; looked < k_reclaim_scan && !idle_line.empty(); ++looked) {
-      Connection& oldest = *idle_line.front();
-      if (!idle(oldest)) {
-        idle_line.splice(idle_line.end(), idle_line, idle_line.begin());
-        continue;
+  // At the connection limit a newcomer takes the place of a connection of
+  // the address that holds the most: the first idle one among the
+  // k_reclaim_scan it heard from least recently, else the first of those,
+  // waiting or busy. An address that fills the table with silent or waiting
+  // sockets thus loses its own, and cannot lock others out. False when every
+  // open connection is protected.
+  bool reclaim(const std::string& newcomer) {
+    if (largest_group == 0) return false;
+    const std::list<Connection*>& line = groups_of_size[largest_group]->line;
+    Connection* chosen = line.front();
+    std::size_t looked = 0;
+    for (Connection* candidate : line) {
+      if (looked++ == k_reclaim_scan) break;
+      if (idle(*candidate)) {
+        chosen = candidate;
+        break;
       }
-      ++counters.connections_reclaimed;
-      double silent = std::chrono::duration<double>(Clock::now() - oldest.last_heard).count();
-      reclaim_log.warn(
-          "store: {} connections are open (limit {}): closing the one from {}, idle for {:.1f} s, "
-          "to admit {}",
-          connections.size(), settings.limits.max_connections, oldest.peer, silent, newcomer);
-      close(oldest, "");
-      return true;
     }
-    return false;
+    ++counters.connections_reclaimed;
+    double silent = std::chrono::duration<double>(Clock::now() - chosen->last_heard).count();
+    std::string_view state = idle(*chosen)                                       ? "idle"
+                             : spaces.is_waiting(chosen->membership, chosen->id) ? "waiting"
+                                                                                 : "busy";
+    reclaim_log.warn(
+        "store: {} connections are open (limit {}): closing the one from {}, {} for {:.1f} s, to "
+        "admit {} (its address holds the most, {})",
+        connections.size(), settings.limits.max_connections, chosen->peer, state, silent, newcomer,
+        line.size());
+    close(*chosen, "");
+    return true;
+  }
+
+  // ---- connections by peer address ---------------------------------------------
+
+  void enter_group(Connection& connection, const PeerAddress& address) {
+    auto [found, created] = groups.try_emplace(address);
+    AddressGroup& group = found->second;
+    std::size_t size = group.line.size();
+    try {
+      if (groups_of_size.size() <= size + 1) groups_of_size.resize(size + 2, nullptr);
+      connection.in_line = group.line.insert(group.line.end(), &connection);
+    } catch (...) {
+      if (created) groups.erase(found);
+      throw;
+    }
+    group.address = address;
+    connection.group = &group;
+    resized(group, size);
+  }
+
+  // Takes the connection out of its group (closed, or protected from now on).
+  void leave_group(Connection& connection) noexcept {
+    AddressGroup* group = connection.group;
+    if (group == nullptr) return;
+    connection.group = nullptr;
+    std::size_t size = group->line.size();
+    group->line.erase(connection.in_line);
+    resized(*group, size);
+    if (group->line.empty()) {
+      PeerAddress address = group->address;  // not a reference into the node erased
+      groups.erase(address);
+    }
+  }
+
+  // Moves group from the list of its old size to that of its size now.
+  void resized(AddressGroup& group, std::size_t old_size) noexcept {
+    if (old_size > 0) {
+      AddressGroup*& first = groups_of_size[old_size];
+      if (group.previous_of_size != nullptr) {
+        group.previous_of_size->next_of_size = group.next_of_size;
+      } else {
+        first = group.next_of_size;
+      }
+      if (group.next_of_size != nullptr) {
+        group.next_of_size->previous_of_size = group.previous_of_size;
+      }
+      group.previous_of_size = nullptr;
+      group.next_of_size = nullptr;
+    }
+    std::size_t size = group.line.size();
+    if (size > 0) {
+      group.next_of_size = groups_of_size[size];
+      if (group.next_of_size != nullptr) group.next_of_size->previous_of_size = &group;
+      groups_of_size[size] = &group;
+    }
+    // Sizes change by one, so this steps down at most once.
+    largest_group = std::max(largest_group, size);
+    while (largest_group > 0 && groups_of_size[largest_group] == nullptr) --largest_group;
+  }
+
+  void protect(ConnectionId id) {
+    auto found = connections.find(id);
+    if (found == connections.end() || found->second->closed) return;
+    leave_group(*found->second);
   }
 
   // ---- reading and serving ---------------------------------------------------
@@ -500,7 +681,9 @@ struct Server::Impl {
 
   void heard_from(Connection& connection) {
     connection.last_heard = Clock::now();
-    idle_line.splice(idle_line.end(), idle_line, connection.in_line);
+    if (AddressGroup* group = connection.group) {
+      group->line.splice(group->line.end(), group->line, connection.in_line);
+    }
   }
 
   // Serving one connection must never end the event loop, and with it a
@@ -565,6 +748,10 @@ struct Server::Impl {
       }
       if (!*request) return true;
       ++counters.requests;
+      if (const std::string* key = guarded_key(**request)) {
+        refuse_write(connection, *key);
+        return false;
+      }
       Effects effects;
       spaces.handle(connection.membership, connection.id, *connection.decoder.dialect(), **request,
                     effects);
@@ -578,6 +765,26 @@ struct Server::Impl {
       }
       if (connection.closed || !within_budget(connection)) return false;
     }
+  }
+
+  // The first key that request would change and only publish() may; nullptr
+  // when there is none.
+  const std::string* guarded_key(const Request& request) const {
+    if (settings.publish_only_prefixes.empty() || !changes_keys(request.op)) return nullptr;
+    for (const std::string& key : request.keys) {
+      for (const std::string& prefix : settings.publish_only_prefixes) {
+        if (key.starts_with(prefix)) return &key;
+      }
+    }
+    return nullptr;
+  }
+
+  void refuse_write(Connection& connection, const std::string& key) {
+    ++counters.writes_refused;
+    write_refusal_log.warn(
+        "store: refused a write of {} from {}: only the rendezvous' coordinator writes it",
+        printable_key(key), connection.peer);
+    close(connection, "");
   }
 
   // Posts run_key_set for each run-wide key the request stored.
@@ -721,7 +928,7 @@ struct Server::Impl {
     }
     buffered -= connection.charged;
     connection.charged = 0;
-    idle_line.erase(connection.in_line);
+    leave_group(connection);
     connections.erase(connection.id);  // handlers still hold it until they run
   }
 
@@ -731,7 +938,9 @@ struct Server::Impl {
       connection->socket.reset();
     }
     connections.clear();
-    idle_line.clear();
+    groups.clear();
+    groups_of_size.clear();
+    largest_group = 0;
     buffered = 0;
   }
 };
@@ -768,6 +977,15 @@ void Server::begin_round(std::uint64_t round) { impl_->spaces.begin_round(round)
 std::uint64_t Server::round() const { return impl_->spaces.current_round(); }
 
 void Server::observe(ServerEvents events) { impl_->events = std::move(events); }
+
+void Server::protect(ConnectionId id) { impl_->protect(id); }
+
+void Server::disconnect(ConnectionId id, const std::string& reason) {
+  auto found = impl_->connections.find(id);
+  if (found == impl_->connections.end()) return;
+  std::shared_ptr<Connection> connection = found->second;  // close() erases it
+  impl_->close(*connection, reason);
+}
 
 void Server::publish(const std::string& key, const std::string& value) {
   impl_->publish(key, value);

@@ -15,11 +15,21 @@
 // its replies stops being read once max_pending_reply_bytes are queued for
 // it, so it can neither grow the server's memory nor stall others. What all
 // connections buffer together is held under max_buffered_bytes by closing the
-// connection that holds the most. At max_connections a newcomer replaces the
-// idle connection heard from least recently (never one with a WAIT or
-// BARRIER pending), and is refused only when none is idle. An exception
-// while serving a connection (std::bad_alloc) closes that connection; no
-// handler of the server lets one reach the io_context.
+// connection that holds the most. An exception while serving a connection
+// (std::bad_alloc) closes that connection; no handler of the server lets one
+// reach the io_context.
+//
+// Connections are counted by the peer's address (without the port; an IPv4
+// client and its IPv4-mapped IPv6 form are one address), so that one host
+// cannot take the whole table: a newcomer from an address that already holds
+// limits.max_connections_per_address is refused. At max_connections a
+// newcomer takes the place of a connection of the address that holds the
+// most: an idle one (nothing pending either way) among its
+// connections heard from least recently, else the one it heard from least
+// recently even with a WAIT or BARRIER pending, so that silent or waiting
+// sockets cannot lock clients out. It is refused only when every open
+// connection is protected (protect()): those are never reclaimed and count
+// against no per-address cap.
 //
 // Each address is listened on through enough SO_REUSEPORT queues, each with
 // the largest backlog the kernel allows, to hold twice max_connections, and
@@ -59,6 +69,14 @@ struct ServerSettings {
   // Set on every accepted connection when given (a multi-node run's store,
   // so that a cut-off agent is seen as gone).
   std::optional<KeepAlive> keep_alive;
+  // Keys only the process hosting the server writes (through publish()): a
+  // client request that would change a key starting with one of these (SET,
+  // COMPARE_SET, ADD, APPEND, MULTI_SET, DELETE_KEY, QUEUE_PUSH, QUEUE_POP,
+  // BARRIER) is not applied, and its connection is closed with a warning
+  // naming the peer and the key (rate-limited). Reading them (GET, CHECK,
+  // WAIT, MULTI_GET, ...) stays allowed. A multi-node run's store guards its
+  // coordinator's keys this way, so that no worker can forge a round's end.
+  std::vector<std::string> publish_only_prefixes;
 };
 
 // What the process hosting the server learns of it: the rendezvous of a
@@ -81,14 +99,16 @@ struct ServerStats {
   // Keys of every space: the current round, the run-wide space, and what
   // stragglers wrote into earlier rounds (key_spaces.hpp).
   std::size_t keys = 0;
-  std::size_t run_wide_keys = 0;                    // of those, run-wide ones
-  std::uint64_t round = 0;                          // the current round
-  std::size_t stored_bytes = 0;                     // against limits.max_total_bytes
-  std::size_t buffered_bytes = 0;                   // against limits.max_buffered_bytes
-  std::uint64_t requests = 0;                       // served since start
-  std::uint64_t connections_refused = 0;            // over max_connections
+  std::size_t run_wide_keys = 0;   // of those, run-wide ones
+  std::uint64_t round = 0;         // the current round
+  std::size_t stored_bytes = 0;    // against limits.max_total_bytes
+  std::size_t buffered_bytes = 0;  // against limits.max_buffered_bytes
+  std::uint64_t requests = 0;      // served since start
+  // Over max_connections with nothing to reclaim, or over the per-address cap.
+  std::uint64_t connections_refused = 0;
   std::uint64_t connections_closed_for_errors = 0;  // a limit, bad bytes, a failure
-  std::uint64_t connections_reclaimed = 0;          // idle ones closed to admit a newcomer
+  std::uint64_t connections_reclaimed = 0;          // closed to admit a newcomer
+  std::uint64_t writes_refused = 0;                 // of publish_only_prefixes' keys
 };
 
 class Server {
@@ -122,8 +142,23 @@ class Server {
   // Follows the run-wide keys and the connections (replacing earlier events).
   void observe(ServerEvents events);
   // Stores a run-wide key as a client's SET would, waking whoever waits for
-  // it; keys outside the run-wide space are ignored.
+  // it; keys outside the run-wide space are ignored. publish_only_prefixes
+  // do not apply: this is how their keys are written.
   void publish(const std::string& key, const std::string& value);
+
+  // Marks connection `id` (a node agent's link, which the rendezvous'
+  // coordinator learns from ServerEvents::run_key_set when the agent joins)
+  // as one the server never closes to admit a newcomer, and which counts
+  // against no per-address cap (it still counts against max_connections,
+  // and is still closed for breaking a limit). Lasts until the connection
+  // closes; an unknown or closed id is ignored. Call on the server's thread.
+  void protect(ConnectionId id);
+
+  // Closes connection `id` as a limit would (a warning with reason; its
+  // waits are forgotten, ServerEvents::connection_closed follows). The
+  // rendezvous drops an agent whose heartbeats stopped this way. An unknown
+  // or closed id is ignored. Call on the server's thread.
+  void disconnect(ConnectionId id, const std::string& reason);
 
  private:
   struct Impl;
