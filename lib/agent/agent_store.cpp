@@ -1,5 +1,6 @@
 #include "agent/agent_store.hpp"
 
+#include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
@@ -7,13 +8,25 @@
 namespace gangrun::agent {
 
 std::string agent_store_bind_host(const launch::LaunchPlan& plan) {
-  return plan.nnodes > 1 ? "::" : plan.master_addr;
+  if (!plan.multi_node) return plan.master_addr;
+  if (plan.options.local_addr) return *plan.options.local_addr;
+  if (plan.master_addr != "localhost" && plan.master_addr == plan.host &&
+      host::resolves_only_to_loopback(plan.master_addr)) {
+    spdlog::info(
+        "rendezvous: {} is this host's name and resolves only to loopback addresses here, "
+        "though other nodes reach it elsewhere: the store listens on every interface; give "
+        "--local_addr ADDRESS to listen on one",
+        plan.master_addr);
+    return "::";
+  }
+  return plan.master_addr;
 }
 
 Expected<std::unique_ptr<store::Server>> listen_for_workers(
     boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host,
-    std::optional<store::KeepAlive> keep_alive) {
+    std::optional<store::KeepAlive> keep_alive, std::vector<std::string> publish_only_prefixes) {
   store::ServerSettings settings;
+  settings.publish_only_prefixes = std::move(publish_only_prefixes);
   settings.host = host;
   settings.port = plan.master_port.value_or(0);
   // run() has raised gangrun's limit already, and only that way do workers

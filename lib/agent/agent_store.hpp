@@ -12,22 +12,29 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace gangrun::agent {
 
 // The address the agent store listens on: the master address on a single
-// node (loopback by default, so nothing outside the machine can reach it),
-// every interface ("::", or "0.0.0.0" where IPv6 is off) when other nodes
-// must reach it.
+// node (loopback by default, so nothing outside the machine can reach it).
+// On many nodes: --local_addr when given, else every address the master
+// address (or the c10d endpoint) resolves to, so that a loopback address
+// stays loopback and an interface's address listens on that interface
+// alone; only when the master address is this host's own name and resolves
+// only to loopback here (Debian's 127.0.1.1), every interface ("::", or
+// "0.0.0.0" where IPv6 is off), said in the log.
 std::string agent_store_bind_host(const launch::LaunchPlan& plan);
 
 // Listens on host at the plan's master port (an ephemeral one when none was
 // given), sized for the plan's workers, with keep_alive on every connection
-// when given; "::" falls back to "0.0.0.0" on a host without IPv6. The
-// store's own error, naming the address, when it cannot listen.
+// when given, and publish_only_prefixes refused to clients
+// (store::ServerSettings); "::" falls back to "0.0.0.0" on a host without
+// IPv6. The store's own error, naming the address, when it cannot listen.
 Expected<std::unique_ptr<store::Server>> listen_for_workers(
     boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host,
-    std::optional<store::KeepAlive> keep_alive = std::nullopt);
+    std::optional<store::KeepAlive> keep_alive = std::nullopt,
+    std::vector<std::string> publish_only_prefixes = {});
 
 // Starts the agent store on io (gangrun's event loop) at the plan's master
 // port, or an ephemeral port when none was given. A port that cannot be

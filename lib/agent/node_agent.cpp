@@ -146,6 +146,13 @@ class NodeAgent {
     GANGRUN_TRY_ASSIGN(hosted, host_rendezvous_store(io_, plan_));
     rendezvous::ParticipantSettings settings = participant_settings(plan_);
     agent_id_ = settings.me.id;
+    if (!plan_.job_secret) {
+      spdlog::warn(
+          "the rendezvous is not authenticated: anyone who can reach {}:{} can join, end or "
+          "steer this job; give every node the same GANGRUN_JOB_SECRET (or "
+          "GANGRUN_JOB_SECRET_FILE) to close it",
+          plan_.master_addr, master_port_text());
+    }
     store_ = std::move(*hosted);
     if (store_) {
       coordinator_ =
@@ -246,7 +253,18 @@ class NodeAgent {
     job_outcome_ = outcome;
     result_.exit_code = outcome.exit_code;
     bool mine = outcome.root_agent == agent_id_;
-    if (mine && outcome.stop_signal) result_.die_by_signal = outcome.stop_signal;
+    // Only a signal this agent was stopped by itself is raised again: a
+    // number from the network is never a signal to raise.
+    if (mine && outcome.stop_signal && outcome.stop_signal == stop_signal_) {
+      result_.die_by_signal = stop_signal_;
+    }
+    if (outcome.exit_code == 0 && !record_.attempts.empty() && last_round_failed_here()) {
+      spdlog::error(
+          "the job was reported a success, but this node's workers did not all succeed: "
+          "exiting with {}",
+          k_lost_rendezvous);
+      result_.exit_code = k_lost_rendezvous;
+    }
     if (!outcome.message.empty() && !mine) {
       spdlog::error("the job ended on another node: {} (this node exits with {})", outcome.message,
                     outcome.exit_code);
@@ -281,9 +299,22 @@ class NodeAgent {
     set_state(AgentState::done);
   }
 
+  // The store is gone: this node's own root cause, when it had one, is the
+  // job's code here (the head cannot say otherwise any more), else 3.
   void finish_lost_store() {
     result_.exit_code = k_lost_rendezvous;
+    if (!record_.attempts.empty() && failed_here_) {
+      const report::AttemptRecord& last = record_.attempts.back();
+      if (last.root_cause) result_.exit_code = last.workers.at(*last.root_cause).shell_code;
+    }
     set_state(AgentState::done);
+  }
+
+  // This node's workers failed in its last round, or were stopped by a
+  // signal to this agent (not because another node ended the round).
+  bool last_round_failed_here() const {
+    const report::AttemptRecord& last = record_.attempts.back();
+    return !stopped_for_round_end_ && (last.root_cause || last.stopped_by_signal);
   }
 
   std::string master_port_text() const {

@@ -1,7 +1,9 @@
 #include "agent/rendezvous_setup.hpp"
 
 #include "agent/agent_store.hpp"
+#include "rendezvous/keys.hpp"
 #include "util/signals.hpp"
+#include "util/strings.hpp"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -30,7 +32,13 @@ int store_port(const launch::LaunchPlan& plan) { return plan.master_port.value_o
 Expected<std::unique_ptr<store::Server>> listen_on(boost::asio::io_context& io,
                                                    const launch::LaunchPlan& plan,
                                                    const std::string& host) {
-  return listen_for_workers(io, plan, host, keep_alive_of(plan));
+  return listen_for_workers(io, plan, host, keep_alive_of(plan),
+                            rendezvous::keys::coordinator_only_prefixes());
+}
+
+// The store's endpoints for the log: "127.0.0.1:29500", "every interface".
+std::string listening_text(const store::Server& server) {
+  return strings::join(server.endpoints(), ", ");
 }
 
 }  // namespace
@@ -42,13 +50,15 @@ Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_c
   if (is_host == false) return std::unique_ptr<store::Server>();
   std::string where = fmt::format("{}:{}", plan.master_addr, store_port(plan));
   if (is_host == true) {
-    auto server = listen_on(io, plan, "::");
+    auto server = listen_on(io, plan, agent_store_bind_host(plan));
     if (!server) {
       return fail(ErrorCode::store,
                   "cannot host the rendezvous store: " + server.error().message() +
-                      "; free the port, or choose another with --master_port or --rdzv_endpoint");
+                      "; free the port, choose another with --master_port or --rdzv_endpoint, "
+                      "or give --local_addr the address of this host that other nodes reach");
     }
-    spdlog::info("rendezvous: hosting the store at {}", where);
+    spdlog::info("rendezvous: hosting the store at {} (listening on {})", where,
+                 listening_text(**server));
     return server;
   }
   // Listening on the endpoint's own address succeeds only on its host, and
@@ -58,22 +68,27 @@ Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_c
     spdlog::debug("rendezvous: not hosting the store at {} ({})", where, server.error().message());
     return std::unique_ptr<store::Server>();
   }
-  spdlog::info("rendezvous: hosting the store at {}", where);
+  spdlog::info("rendezvous: hosting the store at {} (listening on {})", where,
+               listening_text(**server));
   return server;
 }
 
 rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& plan) {
   const config::RendezvousConf& conf = plan.options.rdzv_conf;
-  return rendezvous::CoordinatorSettings{.min_nodes = plan.c10d ? plan.min_nnodes : plan.nnodes,
-                                         .max_nodes = plan.nnodes,
-                                         .static_ranks = !plan.c10d,
-                                         .max_restarts = plan.options.max_restarts,
-                                         .join_timeout = from_seconds(conf.join_timeout),
-                                         .last_call_timeout = from_seconds(conf.last_call_timeout),
-                                         .close_timeout = from_seconds(conf.close_timeout),
-                                         .run_id = plan.run_id,
-                                         .master_addr = plan.master_addr,
-                                         .master_port = std::to_string(store_port(plan))};
+  return rendezvous::CoordinatorSettings{
+      .min_nodes = plan.c10d ? plan.min_nnodes : plan.nnodes,
+      .max_nodes = plan.nnodes,
+      .static_ranks = !plan.c10d,
+      .max_restarts = plan.options.max_restarts,
+      .join_timeout = from_seconds(conf.join_timeout),
+      .last_call_timeout = from_seconds(conf.last_call_timeout),
+      .close_timeout = from_seconds(conf.close_timeout),
+      .heartbeat_interval = from_seconds(conf.keep_alive_interval),
+      .heartbeat_attempts = conf.keep_alive_max_attempt,
+      .secret = plan.job_secret,
+      .run_id = plan.run_id,
+      .master_addr = plan.master_addr,
+      .master_port = std::to_string(store_port(plan))};
 }
 
 rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& plan) {
@@ -93,6 +108,11 @@ rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& p
   settings.store.timeout = from_seconds(conf.read_timeout);
   settings.store.keep_alive = keep_alive_of(plan);
   settings.read_timeout = from_seconds(conf.read_timeout);
+  settings.heartbeat_interval = from_seconds(conf.keep_alive_interval);
+  settings.heartbeat_attempts = conf.keep_alive_max_attempt;
+  settings.secret = plan.job_secret;
+  settings.min_nodes = plan.c10d ? plan.min_nnodes : plan.nnodes;
+  settings.max_nodes = plan.nnodes;
   return settings;
 }
 

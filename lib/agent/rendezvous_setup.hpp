@@ -17,7 +17,8 @@
 namespace gangrun::agent {
 
 // Starts the store if this agent hosts the rendezvous: static, node rank 0
-// (every interface, at the master port); c10d, the agent that is_host names,
+// (at the master port, on agent_store_bind_host's address); c10d, the agent
+// that is_host names,
 // or else whichever agent can listen on the endpoint's own address (the
 // others there find the port taken and join it). nullptr when another agent
 // hosts. A host that cannot listen is ErrorCode::store, naming the address.

@@ -1,6 +1,7 @@
 #include "agent/srun_start.hpp"
 
 #include "agent/tool_start.hpp"
+#include "launch/job_secret.hpp"
 #include "launch/program.hpp"
 #include "util/strings.hpp"
 
@@ -96,7 +97,13 @@ std::string srun_dry_run_text(const std::vector<std::string>& command) {
 
 Expected<int> run_through_srun(const Options& options, const std::vector<std::string>& arguments,
                                const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
   GANGRUN_TRY_ASSIGN(srun, launch::find_executable("srun", env, "Slurm's srun"));
+  // srun --export=ALL gives every task this environment; Slurm keeps it
+  // from other users.
+  EnvMap tool_env = env;
+  tool_env.erase(std::string(launch::k_job_secret_file_variable));
+  tool_env[std::string(launch::k_job_secret_variable)] = *secret;
   std::string self = path_of_self();
   if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
   std::vector<std::string> command = srun_command(options, *srun, self, arguments);
@@ -104,9 +111,10 @@ Expected<int> run_through_srun(const Options& options, const std::vector<std::st
                options.slurm_job->job_id.value, strings::join(command, " "));
   // srun forwards TERM to every task (its own answer to one INT is only a
   // status line), and USR1/USR2 are preemption notices for the scripts.
-  GANGRUN_TRY_ASSIGN(statuses,
-                     run_tools({command}, env,
-                               ToolRun{.stop_by = StopBy::signal_term, .pass_user_signals = true}));
+  GANGRUN_TRY_ASSIGN(statuses, run_tools({command}, tool_env,
+                                         ToolRun{.stop_by = StopBy::signal_term,
+                                                 .first_stdin_line = "",
+                                                 .pass_user_signals = true}));
   return statuses->statuses.front().shell_code();
 }
 

@@ -39,12 +39,16 @@ bool replaced(const config::OptionSpec* spec) {
                                       spec->name) != k_replaced_options.end();
 }
 
-// The remote script: the copy's stdin is /dev/null, the script's stdin
-// (ssh's channel) is watched by `cat` on descriptor 3; its end sends
+// The remote script: its first line of stdin is the job's secret (ssh's
+// channel, not the command line, which every user of the host sees in ps),
+// exported for the copy alone. The copy's stdin is /dev/null; the rest of
+// the script's stdin is watched by `cat` on descriptor 3, and its end sends
 // SIGTERM to the copy. The watcher writes nowhere, so that sshd ends the
 // session as soon as the copy has.
 std::string remote_script(const std::string& cwd, const std::string& command) {
-  return "cd " + strings::shell_quote(cwd) + " || exit 2; exec 3<&0; " + command +
+  return "IFS= read -r GANGRUN_JOB_SECRET || exit 2; export GANGRUN_JOB_SECRET; "
+         "unset GANGRUN_JOB_SECRET_FILE; cd " +
+         strings::shell_quote(cwd) + " || exit 2; exec 3<&0; " + command +
          " </dev/null 3<&- & p=$!; { cat <&3; kill -TERM $p; } >/dev/null 2>&1 & w=$!; "
          "exec 3<&-; wait $p; c=$?; kill $w 2>/dev/null; exit $c";
 }
@@ -136,6 +140,8 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
   if (options.hosts.ssh_port)
     command.insert(command.end(), {"-p", std::to_string(*options.hosts.ssh_port)});
   command.insert(command.end(), options.launcher_args.begin(), options.launcher_args.end());
+  // A host name starting with '-' must not become an option of ssh.
+  command.push_back("--");
   command.push_back(host.host);
   command.push_back("sh -c " +
                     strings::shell_quote(remote_script(cwd, strings::join(quoted, " "))));
@@ -186,6 +192,7 @@ Expected<std::string> ssh_dry_run_for(const Options& options,
 
 Expected<int> run_through_ssh(const Options& options, const std::vector<std::string>& arguments,
                               const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
   GANGRUN_TRY_ASSIGN(ssh, launch::find_executable("ssh", env, "OpenSSH's ssh"));
   std::string self = path_of_self();
   if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
@@ -196,9 +203,10 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   }
   spdlog::info("starting gangrun over ssh on {} hosts (workers): {}", names.size(),
                strings::join(names, ", "));
-  GANGRUN_TRY_ASSIGN(
-      statuses, run_tools(*commands, env,
-                          ToolRun{.stop_by = StopBy::closing_stdin, .stop_rest_on_failure = true}));
+  GANGRUN_TRY_ASSIGN(statuses, run_tools(*commands, env,
+                                         ToolRun{.stop_by = StopBy::closing_stdin,
+                                                 .first_stdin_line = *secret,
+                                                 .stop_rest_on_failure = true}));
   // The job's code is the first failure's: the hosts stopped after it end
   // with SIGTERM's code.
   int job_code = exit_codes::k_success;

@@ -1,5 +1,8 @@
 #include "agent/tool_start.hpp"
 
+#include "launch/job_secret.hpp"
+#include "logmux/write_all.hpp"
+#include "rendezvous/signing.hpp"
 #include "supervise/shim_spawner.hpp"
 #include "util/exit_codes.hpp"
 #include "util/fd.hpp"
@@ -84,6 +87,12 @@ Expected<ToolsEnded> run_tools(const std::vector<std::vector<std::string>>& comm
       }
       stdin_reader = UniqueFd(ends[0]);
       tool.stdin_writer = UniqueFd(ends[1]);
+      // An empty pipe holds far more than one line: this never blocks.
+      if (!how.first_stdin_line.empty() &&
+          logmux::write_all(tool.stdin_writer.get(), how.first_stdin_line + "\n") != 0) {
+        start_error = Error(ErrorCode::internal, "cannot write to the stdin of " + commands[i][0]);
+        break;
+      }
     }
     supervise::WorkerEvents events{
         .on_running = [](pid_t) {},
@@ -163,6 +172,12 @@ Expected<ToolsEnded> run_tools(const std::vector<std::vector<std::string>>& comm
         tool.status.value_or(supervise::ExitStatus{.code = exit_codes::k_system_failure}));
   }
   return ended;
+}
+
+Expected<std::string> job_secret_for_hosts(const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(secret, launch::read_job_secret(env));
+  if (*secret) return (*secret)->value;
+  return rendezvous::new_job_secret();
 }
 
 }  // namespace gangrun::agent

@@ -26,6 +26,10 @@ enum class StopBy {
 
 struct ToolRun {
   StopBy stop_by = StopBy::signal_term;
+  // StopBy::closing_stdin: written to each tool's stdin, with a newline,
+  // before anything else: a secret the remote side reads with `read`, which
+  // the command line (seen by every user in ps) must not carry.
+  std::string first_stdin_line;
   bool pass_user_signals = false;     // USR1/USR2 to the tools as they are
   bool stop_rest_on_failure = false;  // a tool ending non-zero stops the others
 };
@@ -43,6 +47,11 @@ struct ToolsEnded {
 // the main thread.
 Expected<ToolsEnded> run_tools(const std::vector<std::vector<std::string>>& commands,
                                const EnvMap& env, const ToolRun& how);
+
+// The secret of the job this gangrun starts on other hosts: the user's
+// (launch/job_secret.hpp), else a new random one, so that a job gangrun
+// starts itself is always authenticated. Errors: the user's is unusable.
+Expected<std::string> job_secret_for_hosts(const EnvMap& env);
 
 // This gangrun's own executable (/proc/self/exe); "" when unreadable.
 std::string path_of_self();

@@ -3,6 +3,7 @@
 #include "launch/accelerate_env.hpp"
 #include "launch/core_binding.hpp"
 #include "launch/deepspeed_env.hpp"
+#include "launch/job_secret.hpp"
 #include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
 #include "placement/masks.hpp"
@@ -224,6 +225,11 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
     plan.master_port = options.rdzv_endpoint->port;
   }
   if (!plan.master_port && plan.multi_node) plan.master_port = k_default_multi_node_port;
+  remove_job_secret(plan.host_env);
+  if (plan.multi_node) {
+    GANGRUN_TRY_ASSIGN(secret, read_job_secret(host_env));
+    if (*secret) plan.job_secret = std::move((*secret)->value);
+  }
   GANGRUN_TRY(check_virtual_local_rank(plan));
 
   auto program = resolve_program(options, host_env);

@@ -59,6 +59,9 @@ struct LaunchPlan {
   std::optional<std::string> parent_error_file;  // gangrun's own TORCHELASTIC_ERROR_FILE
   std::string prefix_template;                   // console line prefix, before expansion
   std::vector<WorkerPlan> workers;
+  // Many nodes: authenticates the rendezvous (launch/job_secret.hpp). Kept
+  // out of host_env, --dry-run and the report.
+  std::optional<std::string> job_secret;
 };
 
 // What one round of the run decides for this node. One node makes its own

@@ -1,6 +1,8 @@
 #include "rendezvous/coordinator.hpp"
 
 #include "rendezvous/keys.hpp"
+#include "rendezvous/signing.hpp"
+#include "util/strings.hpp"
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -60,10 +62,13 @@ std::string describe_failure(const NodeReport& report) {
 }  // namespace
 
 struct Coordinator::Impl {
+  using Clock = std::chrono::steady_clock;
+
   struct Agent {
     AgentInfo info;
     store::ConnectionId link = 0;
     std::uint64_t order = 0;  // joins before it
+    Clock::time_point last_heard;
   };
 
   struct Round {
@@ -77,9 +82,13 @@ struct Coordinator::Impl {
   asio::io_context& io;
   store::Server& server;
   CoordinatorSettings settings;
+  Signer signer;
   std::map<std::string, Agent> agents;  // joined and still connected
   std::map<store::ConnectionId, std::string> agent_of_link;
+  std::set<std::string> welcomed;  // ids whose welcome (or refusal) is published
   std::uint64_t joins = 0;
+  std::uint64_t rejected = 0;  // messages not believed
+  std::uint64_t refusals = 0;  // agents turned away
 
   std::optional<Round> round;  // running or ending
   std::uint64_t next_number = 0;
@@ -90,6 +99,8 @@ struct Coordinator::Impl {
   asio::steady_timer last_call;
   asio::steady_timer join_deadline;
   asio::steady_timer close_deadline;
+  asio::steady_timer heartbeat_check;
+  Clock::time_point last_waiting_note = Clock::now();
   std::optional<JobOutcome> outcome;
   std::function<void()> answered;
 
@@ -97,17 +108,35 @@ struct Coordinator::Impl {
       : io(io_context),
         server(store_server),
         settings(std::move(values)),
+        signer(settings.secret, settings.run_id),
         last_call(io_context),
         join_deadline(io_context),
-        close_deadline(io_context) {
+        close_deadline(io_context),
+        heartbeat_check(io_context) {
     server.observe(store::ServerEvents{
         .run_key_set = [this](store::ConnectionId from, const std::string& key,
                               const std::string& value) { on_key(from, key, value); },
         .connection_closed = [this](store::ConnectionId link) { on_closed(link); }});
     start_forming();
+    watch_heartbeats();
   }
 
   ~Impl() { server.observe({}); }
+
+  // Every value the coordinator writes is sealed for its key.
+  void publish(const std::string& key, const std::string& message) {
+    server.publish(key, signer.seal(key, message));
+  }
+
+  // A message not believed: logged (the first few, then every 1000th, so a
+  // flood cannot fill the log) and otherwise ignored.
+  void reject(store::ConnectionId from, const std::string& why) {
+    ++rejected;
+    if (rejected <= 10 || rejected % 1000 == 0) {
+      spdlog::warn("rendezvous: ignored a message on connection {} ({} so far): {}", from, rejected,
+                   why);
+    }
+  }
 
   // ---- what the agents write ------------------------------------------------
 
@@ -115,15 +144,26 @@ struct Coordinator::Impl {
     std::string_view rest(key);
     if (!rest.starts_with(keys::k_prefix)) return;
     rest.remove_prefix(keys::k_prefix.size());
-    if (rest.starts_with("join/")) return on_join(from, value);
+    if (rest.starts_with("join/")) return on_join(from, key, rest.substr(5), value);
+    // Whatever else an agent writes counts only on the link it joined with.
+    auto link = agent_of_link.find(from);
+    if (link == agent_of_link.end()) return reject(from, key + " was written by no agent's link");
+    Agent& agent = agents.at(link->second);
+    auto message = signer.open(key, value);
+    if (!message) return reject(from, message.error().message());
+    agent.last_heard = Clock::now();
+    if (rest.starts_with("alive/")) return;
     bool failed = rest.starts_with("failed/");
     if (!failed && !rest.starts_with("result/")) return;
     auto where = split_round_and_agent(rest.substr(rest.find('/') + 1));
-    if (!where || !round || round->plan.round != where->round) return;  // a stale round's
-    auto report = node_report_from_json(value);
-    if (!report) {
-      spdlog::warn("rendezvous: {}", report.error().message());
-      return;
+    if (!where || where->agent != agent.info.id) {
+      return reject(from, key + ": an agent reports for itself only");
+    }
+    if (!round || round->plan.round != where->round) return;  // a stale round's
+    auto report = node_report_from_json(*message);
+    if (!report || report->agent != agent.info.id) {
+      return reject(from,
+                    report ? key + ": the report names another agent" : report.error().message());
     }
     if (failed) {
       if (!round->end) end_round_for(*report);
@@ -132,23 +172,47 @@ struct Coordinator::Impl {
     on_result(where->agent, *report);
   }
 
-  void on_join(store::ConnectionId from, const std::string& value) {
-    auto info = agent_info_from_json(value);
-    if (!info) {
-      spdlog::warn("rendezvous: {}", info.error().message());
-      return;
+  // Turns an agent away with the reason, once per id: an id that was
+  // answered already is left alone, so that a stranger cannot refuse a real
+  // agent by writing a join under its id.
+  // At most k_max_refusals answers: a flood of forged joins must not grow
+  // the store without bound.
+  void refuse(const std::string& id, const std::string& why) {
+    constexpr std::uint64_t k_max_refusals = 1000;
+    if (refusals >= k_max_refusals || !welcomed.insert(id).second) return;
+    ++refusals;
+    publish(keys::welcome(id), why);
+  }
+
+  void on_join(store::ConnectionId from, const std::string& key, std::string_view claimed_id,
+               const std::string& value) {
+    std::string claimed(claimed_id);
+    auto message = signer.open(key, value);
+    if (!message) {
+      reject(from, message.error().message());
+      if (auto other_job = run_id_of_other_job(key, value)) {
+        return refuse(claimed, another_job(*other_job));
+      }
+      return refuse(claimed, fmt::format("the store at {}:{} authenticates its agents with the "
+                                         "job's secret, and this agent's join {}: give every node "
+                                         "the same GANGRUN_JOB_SECRET",
+                                         settings.master_addr, settings.master_port,
+                                         value.find(':') == 64 ? "has another" : "has none"));
     }
-    if (info->run_id != settings.run_id) {
-      spdlog::warn("rendezvous: turned away an agent of job {} on {}", info->run_id, info->host);
-      server.publish(
-          keys::welcome(info->id),
-          fmt::format("the store at {}:{} belongs to the job with --rdzv_id {}, and "
-                      "this agent has --rdzv_id {}; give every node the same "
-                      "--rdzv_id, or another --rdzv_endpoint",
-                      settings.master_addr, settings.master_port, settings.run_id, info->run_id));
-      return;
+    auto info = agent_info_from_json(*message);
+    if (!info) return reject(from, info.error().message());
+    if (info->id != claimed) return reject(from, key + " holds the join of another agent");
+    if (agents.count(info->id) != 0 || agent_of_link.count(from) != 0 ||
+        welcomed.count(info->id) != 0) {
+      return reject(from, fmt::format("{} joined twice", info->id));
     }
-    server.publish(keys::welcome(info->id), "");
+    if (info->run_id != settings.run_id) return refuse(info->id, another_job(info->run_id));
+    if (auto wrong = misplaced(*info)) {
+      spdlog::warn("rendezvous: turned away the agent on {}: {}", info->host, *wrong);
+      return refuse(info->id, *wrong);
+    }
+    welcomed.insert(info->id);
+    publish(keys::welcome(info->id), "");
     if (settings.static_ranks) {
       for (const auto& [id, agent] : agents) {
         if (agent.info.node_rank != info->node_rank) continue;
@@ -159,8 +223,10 @@ struct Coordinator::Impl {
     }
     std::string id = info->id;
     spdlog::info("rendezvous: the agent on {} joined ({} now)", info->host, agents.size() + 1);
-    agents[id] = Agent{std::move(*info), from, joins++};
+    agents[id] = Agent{std::move(*info), from, joins++, Clock::now()};
     agent_of_link[from] = id;
+    // Its link must outlive any storm of strangers' connections.
+    server.protect(from);
     if (outcome) return;  // it reads the outcome and leaves
     if (forming) return try_form();
     bool can_grow = !settings.static_ranks && round && !round->end &&
@@ -171,6 +237,41 @@ struct Coordinator::Impl {
       return;
     }
     spdlog::info("rendezvous: {} waits as a spare for the next round", agents[id].info.host);
+  }
+
+  // The run id of a join that this job's secret sealed for another run id:
+  // an agent of another job sharing the secret (its MAC covers its run id).
+  std::optional<std::string> run_id_of_other_job(const std::string& key,
+                                                 const std::string& value) const {
+    std::size_t colon = value.find(':');
+    if (!signer.authenticated() || colon == std::string::npos) return std::nullopt;
+    auto info = agent_info_from_json(value.substr(colon + 1));
+    if (!info || info->run_id == settings.run_id) return std::nullopt;
+    if (!Signer(settings.secret, info->run_id).open(key, value)) return std::nullopt;
+    return info->run_id;
+  }
+
+  std::string another_job(const std::string& run_id) const {
+    spdlog::warn("rendezvous: turned away an agent of job {}", run_id);
+    return fmt::format(
+        "the store at {}:{} belongs to the job with --rdzv_id {}, and this agent "
+        "has --rdzv_id {}; give every node the same --rdzv_id, or another "
+        "--rdzv_endpoint",
+        settings.master_addr, settings.master_port, settings.run_id, run_id);
+  }
+
+  // Why a join's place in the job is impossible; nullopt when it fits.
+  std::optional<std::string> misplaced(const AgentInfo& info) const {
+    if (!settings.static_ranks) {
+      if (info.node_rank == -1) return std::nullopt;
+      return fmt::format("it brings node rank {} to a c10d rendezvous, which gives the ranks",
+                         info.node_rank);
+    }
+    if (info.node_rank >= 0 && info.node_rank < settings.max_nodes) return std::nullopt;
+    return fmt::format(
+        "node rank {} is not one of 0..{} of this job (--nnodes {}); give each "
+        "node --node_rank between 0 and {}",
+        info.node_rank, settings.max_nodes - 1, settings.max_nodes, settings.max_nodes - 1);
   }
 
   void on_result(const std::string& agent, const NodeReport& report) {
@@ -192,22 +293,92 @@ struct Coordinator::Impl {
   void on_closed(store::ConnectionId link) {
     auto found = agent_of_link.find(link);
     if (found == agent_of_link.end()) return;
-    std::string id = found->second;
-    agent_of_link.erase(found);
-    std::string host = agents[id].info.host;
+    lose_agent(found->second, "its agent died or its network is cut off");
+  }
+
+  // The agent is gone: its link closed, or its heartbeats stopped (then the
+  // link is closed here, so that the agent stops its workers if it wakes).
+  void lose_agent(std::string id, const std::string& why, bool close_link = false) {
+    Agent agent = std::move(agents.at(id));
     agents.erase(id);
+    agent_of_link.erase(agent.link);
+    if (close_link) server.disconnect(agent.link, "the rendezvous dropped its agent: " + why);
+    const std::string& host = agent.info.host;
     if (outcome) return check_answered();
     if (!round || round->answers.count(id) == 0 || round->answers[id]) {
-      spdlog::info("rendezvous: the agent on {} left", host);
+      if (close_link) {
+        spdlog::warn("rendezvous: dropped the agent on {}: {}", host, why);
+      } else {
+        spdlog::info("rendezvous: the agent on {} left", host);
+      }
       return;
     }
-    spdlog::warn("rendezvous: lost the agent on {}", host);
+    spdlog::warn("rendezvous: lost the agent on {}: {}", host, why);
     round->lost.insert(id);
     if (!round->end) {
-      end_round(EndReason::lost_node,
-                fmt::format("lost the node {} (its agent died or its network is cut off)", host));
+      end_round(EndReason::lost_node, fmt::format("lost the node {} ({})", host, why));
     }
     if (everyone_accounted_for()) after_round();
+  }
+
+  // ---- heartbeats ---------------------------------------------------------------
+
+  std::chrono::milliseconds heartbeat_timeout() const {
+    return settings.heartbeat_interval * settings.heartbeat_attempts;
+  }
+
+  void watch_heartbeats() {
+    heartbeat_check.expires_after(settings.heartbeat_interval);
+    heartbeat_check.async_wait([this](const boost::system::error_code& error) {
+      if (error) return;
+      check_heartbeats();
+      watch_heartbeats();
+    });
+  }
+
+  void check_heartbeats() {
+    Clock::time_point now = Clock::now();
+    std::vector<std::string> silent;
+    for (const auto& [id, agent] : agents) {
+      if (now - agent.last_heard > heartbeat_timeout()) silent.push_back(id);
+    }
+    for (const std::string& id : silent) {
+      lose_agent(id,
+                 fmt::format("its agent wrote no heartbeat for {} s: it is stopped, stuck or cut "
+                             "off",
+                             seconds(heartbeat_timeout())),
+                 true);
+    }
+    note_whom_we_wait_for(now);
+  }
+
+  // Every 10 s of waiting, the log says for whom.
+  void note_whom_we_wait_for(Clock::time_point now) {
+    if (now - last_waiting_note < std::chrono::seconds(10)) return;
+    last_waiting_note = now;
+    if (forming && settings.static_ranks) {
+      std::set<int> missing;
+      for (int rank = 0; rank < settings.max_nodes; ++rank) missing.insert(rank);
+      for (const auto& [id, agent] : agents) missing.erase(agent.info.node_rank);
+      if (missing.empty()) return;
+      std::vector<std::string> names;
+      for (int rank : missing) names.push_back(std::to_string(rank));
+      spdlog::warn("rendezvous: waiting for node rank{} {} to join ({} of {} joined)",
+                   missing.size() == 1 ? "" : "s", strings::join(names, ", "), agents.size(),
+                   settings.max_nodes);
+      return;
+    }
+    if (round && round->end) {
+      std::vector<std::string> hosts;
+      for (const auto& [id, answer] : round->answers) {
+        if (answer || round->lost.count(id) != 0) continue;
+        auto agent = agents.find(id);
+        hosts.push_back(agent == agents.end() ? id : agent->second.info.host);
+      }
+      if (hosts.empty()) return;
+      spdlog::warn("rendezvous: round {} is ending; waiting for the agent{} on {} to report",
+                   round->plan.round, hosts.size() == 1 ? "" : "s", strings::join(hosts, ", "));
+    }
   }
 
   // ---- rounds -----------------------------------------------------------------
@@ -225,7 +396,7 @@ struct Coordinator::Impl {
   void end_round(EndReason reason, std::string message) {
     spdlog::info("rendezvous: round {} ends: {}", round->plan.round, message);
     round->end = RoundEnd{reason, std::move(message)};
-    server.publish(keys::end(round->plan.round), to_json(*round->end));
+    publish(keys::end(round->plan.round), to_json(*round->end));
   }
 
   bool everyone_accounted_for() const {
@@ -246,7 +417,9 @@ struct Coordinator::Impl {
                                  ended.root->agent, ended.root->stop_signal));
       case EndReason::failure:
         if (!restarts_left) {
-          return finish(ended_with(ended.root->exit_code, ended.end->message, ended.root->agent));
+          // A failure is never a success, whatever code a report carries.
+          int code = ended.root->exit_code != 0 ? ended.root->exit_code : 1;
+          return finish(ended_with(code, ended.end->message, ended.root->agent));
         }
         ++restart_count;
         spdlog::warn("rendezvous: {}; restarting every node ({} of {} restarts)",
@@ -312,16 +485,15 @@ struct Coordinator::Impl {
         return a->info.node_rank < b->info.node_rank;
       });
     } else {
-      // The first MAX to join take part; their ranks follow the host names,
-      // so the same hosts get the same ranks whatever order they came in.
+      // The first MAX to join take part, ranked in the order they joined:
+      // agents stay joined across rounds, so a node keeps its ranks while
+      // the nodes before it stay, and the store's host, whose agent joins
+      // first, has rank 0. A host name, which anyone can choose, decides
+      // nothing.
       std::sort(chosen.begin(), chosen.end(),
                 [](const Agent* a, const Agent* b) { return a->order < b->order; });
       if (static_cast<int>(chosen.size()) > settings.max_nodes)
         chosen.resize(static_cast<std::size_t>(settings.max_nodes));
-      std::sort(chosen.begin(), chosen.end(), [](const Agent* a, const Agent* b) {
-        return std::tie(a->info.host, a->info.address, a->info.id) <
-               std::tie(b->info.host, b->info.address, b->info.id);
-      });
     }
     RoundPlan plan;
     plan.round = next_number++;
@@ -351,8 +523,8 @@ struct Coordinator::Impl {
                  plan.restart_count, plan.members.size(), plan.world_size, summary);
     // Workers of this round meet in a fresh key space of the store.
     server.begin_round(plan.round);
-    server.publish(keys::round(plan.round), to_json(Next{plan}));
-    server.publish(keys::latest(), std::to_string(plan.round));
+    publish(keys::round(plan.round), to_json(Next{plan}));
+    publish(keys::latest(), std::to_string(plan.round));
   }
 
   // ---- the end ------------------------------------------------------------------
@@ -368,8 +540,8 @@ struct Coordinator::Impl {
     std::uint64_t number = next_number++;
     spdlog::info("rendezvous: the job ends with exit code {}{}{}", result.exit_code,
                  result.message.empty() ? "" : ": ", result.message);
-    server.publish(keys::round(number), to_json(Next{result}));
-    server.publish(keys::latest(), std::to_string(number));
+    publish(keys::round(number), to_json(Next{result}));
+    publish(keys::latest(), std::to_string(number));
     close_deadline.expires_after(settings.close_timeout);
     close_deadline.async_wait([this](const boost::system::error_code& error) {
       if (error) return;
@@ -377,6 +549,7 @@ struct Coordinator::Impl {
         spdlog::warn("rendezvous: {} agents did not read the outcome within the close timeout",
                      agents.size());
       }
+      heartbeat_check.cancel();
       agents.clear();
       check_answered();
     });
@@ -386,6 +559,7 @@ struct Coordinator::Impl {
   void check_answered() {
     if (!outcome || !agents.empty() || !answered) return;
     close_deadline.cancel();
+    heartbeat_check.cancel();
     asio::post(io, std::move(answered));
     answered = nullptr;
   }

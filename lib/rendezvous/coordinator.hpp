@@ -7,13 +7,25 @@
 //
 //   forming ──▶ round running ──▶ round ending ──▶ forming ... ──▶ finished
 //
+// Whom it believes: a join only with a MAC of the job's secret (signing.hpp;
+// without a secret, anyone's) whose fields are in range (static: a node rank
+// 0..N-1 not yet taken; c10d: none); an agent's heartbeats, failures and
+// results only from the connection it joined on, which the store never
+// reclaims for a newcomer (store::Server::protect). The keys it writes the
+// store refuses to every client (keys::coordinator_only_prefixes()).
+//
+// An agent is lost when its link closes, or when its loop has not written a
+// heartbeat for heartbeat_interval x heartbeat_attempts (its process is
+// stopped or stuck although its kernel still answers TCP): its link is then
+// closed, so the agent, if it ever wakes, stops its workers.
+//
 // forming: static, every node rank 0..N-1 has joined; c10d, MAX agents, or
-// MIN and then last_call_timeout. Nobody in time (join_timeout): the job
-// ends with exit 3. A round ends when a node reports a failure, a node is
-// lost, an agent is told to stop by a signal, every node succeeded, or (c10d)
-// a newcomer can grow a round that has fewer than MAX nodes. Once every node
-// of the round has answered (or is gone) the coordinator publishes the next
-// round or the job's outcome: a failure restarts everyone while restarts are
+// MIN and then last_call_timeout. c10d ranks follow the order of joining
+// (first joined, first ranks), which a host name cannot game. Nobody in time (join_timeout): the
+// job ends with exit 3. A round ends when a node reports a failure, a node is lost, an agent is
+// told to stop by a signal, every node succeeded, or (c10d) a newcomer can grow a round that has
+// fewer than MAX nodes. Once every node of the round has answered (or is gone) the coordinator
+// publishes the next round or the job's outcome: a failure restarts everyone while restarts are
 // left (one per failure, not per node); a lost node shrinks a c10d job that
 // keeps at least MIN nodes (one restart), else exit 3; growing costs none.
 #pragma once
@@ -38,8 +50,11 @@ struct CoordinatorSettings {
   std::chrono::milliseconds last_call_timeout{30000};
   // After the outcome, how long the store stays up for agents still to read it.
   std::chrono::milliseconds close_timeout{30000};
-  std::string run_id;       // --rdzv_id: an agent of another job is turned away
-  std::string master_addr;  // what workers dial: the store's address and port
+  std::chrono::milliseconds heartbeat_interval{1000};
+  int heartbeat_attempts = 3;
+  std::optional<std::string> secret;  // the job's secret; nullopt: the control plane is open
+  std::string run_id;                 // --rdzv_id: an agent of another job is turned away
+  std::string master_addr;            // what workers dial: the store's address and port
   std::string master_port;
 };
 

@@ -1,11 +1,14 @@
 // The run-wide store keys of the rendezvous (store/key_spaces.hpp: they
-// survive rounds and workers never reach them). Agents write join, failed
-// and result; the coordinator writes round, end and latest.
+// survive rounds and workers never reach them). Agents write join, alive,
+// failed and result; the coordinator writes welcome, round, end and latest,
+// and the store refuses those to every client (coordinator_only_prefixes).
+// Every value is sealed with the job's secret (signing.hpp).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace gangrun::rendezvous::keys {
 
@@ -34,9 +37,20 @@ inline std::string end(std::uint64_t r) {
 inline std::string failed(std::uint64_t r, const std::string& agent) {
   return std::string(k_prefix) + "failed/" + std::to_string(r) + "/" + agent;
 }
+// An agent's heartbeat: a counter its loop writes every keep-alive
+// interval, which proves the agent (not only its kernel) is alive.
+inline std::string alive(const std::string& agent) {
+  return std::string(k_prefix) + "alive/" + agent;
+}
 // How an agent's workers ended in round r.
 inline std::string result(std::uint64_t r, const std::string& agent) {
   return std::string(k_prefix) + "result/" + std::to_string(r) + "/" + agent;
+}
+
+// The keys only the coordinator writes (through store::Server::publish).
+inline std::vector<std::string> coordinator_only_prefixes() {
+  std::string prefix(k_prefix);
+  return {prefix + "welcome/", prefix + "latest", prefix + "round/", prefix + "end/"};
 }
 
 }  // namespace gangrun::rendezvous::keys

@@ -1,5 +1,7 @@
 #include "rendezvous/messages.hpp"
 
+#include "util/strings.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace gangrun::rendezvous {
@@ -35,11 +37,66 @@ std::optional<EndReason> reason_from_name(const std::string& name) {
 
 json optional_int(const std::optional<int>& value) { return value ? json(*value) : json(nullptr); }
 
-std::optional<int> read_optional_int(const json& object, const char* name) {
+// Every field is read as what it must be and within what it can be: a
+// message comes over the network, and a float, a string or a number out of
+// range must not reach an int conversion, a signal or a rank.
+[[noreturn]] void invalid(const char* name, const std::string& why) {
+  throw std::runtime_error(std::string("\"") + name + "\" " + why);
+}
+
+int read_int(const json& object, const char* name, std::int64_t min, std::int64_t max) {
+  const json& value = object.at(name);
+  if (!value.is_number_integer()) invalid(name, "is not an integer");
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(max))
+    invalid(name, "is out of range");
+  std::int64_t number = value.get<std::int64_t>();
+  if (number < min || number > max) invalid(name, "is out of range");
+  return static_cast<int>(number);
+}
+
+std::uint64_t read_round(const json& object, const char* name) {
+  const json& value = object.at(name);
+  if (!value.is_number_unsigned() && !(value.is_number_integer() && value.get<std::int64_t>() >= 0))
+    invalid(name, "is not a round number");
+  return value.get<std::uint64_t>();
+}
+
+std::optional<int> read_optional_int(const json& object, const char* name, std::int64_t min,
+                                     std::int64_t max) {
   auto found = object.find(name);
   if (found == object.end() || found->is_null()) return std::nullopt;
-  return found->get<int>();
+  return read_int(object, name, min, max);
 }
+
+std::string read_text(const json& object, const char* name, std::size_t max_size = 4096) {
+  const json& value = object.at(name);
+  if (!value.is_string()) invalid(name, "is not a string");
+  std::string text = value.get<std::string>();
+  if (text.size() > max_size) invalid(name, "is too long");
+  // What other nodes wrote ends up in log lines and reports.
+  return strings::printable(text);
+}
+
+bool read_bool(const json& object, const char* name) {
+  const json& value = object.at(name);
+  if (!value.is_boolean()) invalid(name, "is not true or false");
+  return value.get<bool>();
+}
+
+// An agent id goes into store keys and log lines: host-name characters only.
+std::string read_agent_id(const json& object, const char* name, bool may_be_empty = false) {
+  std::string id = read_text(object, name, 256);
+  if (id.empty() && !may_be_empty) invalid(name, "is empty");
+  for (char c : id) {
+    bool fine = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '-' || c == '.' || c == '_';
+    if (!fine) invalid(name, "has a character an agent id never has");
+  }
+  return id;
+}
+
+constexpr std::int64_t k_max_signal = 64;
+constexpr std::int64_t k_max_exit_code = 255;
 
 // Parses text and hands the object to read; a malformed message is a store
 // error naming what it was meant to be.
@@ -54,6 +111,46 @@ Expected<T> parse(const std::string& text, const char* what, Read read) {
                                       " in the store is not one gangrun wrote (" + error.what() +
                                       ")");
   }
+}
+
+RoundPlan read_round_plan(const json& object) {
+  RoundPlan plan;
+  plan.round = read_round(object, "round");
+  plan.restart_count = read_int(object, "restart_count", 0, k_max_ranks);
+  plan.world_size = read_int(object, "world_size", 1, k_max_ranks);
+  plan.master_addr = read_text(object, "master_addr", 1024);
+  plan.master_port = read_text(object, "master_port", 5);
+  const json& members = object.at("members");
+  if (!members.is_array() || members.empty()) invalid("members", "is not a list of nodes");
+  int offset = 0;
+  for (const json& member : members) {
+    if (!member.is_object()) invalid("members", "is not a list of nodes");
+    Member next{
+        .id = read_agent_id(member, "id"),
+        .host = read_text(member, "host", 1024),
+        .group_rank = read_int(member, "group_rank", 0, k_max_ranks),
+        .rank_offset = read_int(member, "rank_offset", 0, k_max_ranks),
+        .local_world_size = read_int(member, "local_world_size", 1, k_max_local_world_size)};
+    // Ranks are dense, node after node: anything else is not a round the
+    // coordinator made.
+    if (next.group_rank != static_cast<int>(plan.members.size()) || next.rank_offset != offset)
+      invalid("members", "do not number their ranks one after another");
+    offset += next.local_world_size;
+    plan.members.push_back(std::move(next));
+  }
+  if (offset != plan.world_size) invalid("world_size", "is not the sum of the nodes' workers");
+  return plan;
+}
+
+JobOutcome read_outcome(const json& object) {
+  JobOutcome outcome{.exit_code = read_int(object, "exit_code", 0, k_max_exit_code),
+                     .message = read_text(object, "message"),
+                     .root_agent = read_agent_id(object, "root_agent", true),
+                     .stop_signal = read_optional_int(object, "stop_signal", 1, k_max_signal)};
+  // Success has no root cause and no signal.
+  if (outcome.exit_code == 0 && (!outcome.root_agent.empty() || outcome.stop_signal))
+    invalid("exit_code", "is 0 for a job that did not succeed");
+  return outcome;
 }
 
 }  // namespace
@@ -121,58 +218,43 @@ std::string to_json(const RoundEnd& end) {
 
 Expected<AgentInfo> agent_info_from_json(const std::string& text) {
   return parse<AgentInfo>(text, "join", [](const json& object) {
-    return AgentInfo{.id = object.at("id").get<std::string>(),
-                     .host = object.at("host").get<std::string>(),
-                     .address = object.at("address").get<std::string>(),
-                     .node_rank = object.at("node_rank").get<int>(),
-                     .local_world_size = object.at("local_world_size").get<int>(),
-                     .run_id = object.at("run_id").get<std::string>()};
+    return AgentInfo{
+        .id = read_agent_id(object, "id"),
+        .host = read_text(object, "host", 1024),
+        .address = read_text(object, "address", 1024),
+        .node_rank = read_int(object, "node_rank", -1, k_max_ranks),
+        .local_world_size = read_int(object, "local_world_size", 1, k_max_local_world_size),
+        .run_id = read_text(object, "run_id", 1024)};
   });
 }
 
 Expected<Next> next_from_json(const std::string& text) {
   return parse<Next>(text, "round", [](const json& object) -> Next {
-    if (object.at("kind").get<std::string>() == "done") {
-      return JobOutcome{.exit_code = object.at("exit_code").get<int>(),
-                        .message = object.at("message").get<std::string>(),
-                        .root_agent = object.at("root_agent").get<std::string>(),
-                        .stop_signal = read_optional_int(object, "stop_signal")};
-    }
-    RoundPlan plan;
-    plan.round = object.at("round").get<std::uint64_t>();
-    plan.restart_count = object.at("restart_count").get<int>();
-    plan.world_size = object.at("world_size").get<int>();
-    plan.master_addr = object.at("master_addr").get<std::string>();
-    plan.master_port = object.at("master_port").get<std::string>();
-    for (const json& member : object.at("members")) {
-      plan.members.push_back(Member{.id = member.at("id").get<std::string>(),
-                                    .host = member.at("host").get<std::string>(),
-                                    .group_rank = member.at("group_rank").get<int>(),
-                                    .rank_offset = member.at("rank_offset").get<int>(),
-                                    .local_world_size = member.at("local_world_size").get<int>()});
-    }
-    return plan;
+    std::string kind = read_text(object, "kind", 16);
+    if (kind == "done") return read_outcome(object);
+    if (kind != "round") invalid("kind", "is neither round nor done");
+    return read_round_plan(object);
   });
 }
 
 Expected<NodeReport> node_report_from_json(const std::string& text) {
   return parse<NodeReport>(text, "node report", [](const json& object) {
-    return NodeReport{.agent = object.at("agent").get<std::string>(),
-                      .host = object.at("host").get<std::string>(),
-                      .succeeded = object.at("succeeded").get<bool>(),
-                      .rank = read_optional_int(object, "rank"),
-                      .exit_code = object.at("exit_code").get<int>(),
-                      .what = object.at("what").get<std::string>(),
-                      .stop_signal = read_optional_int(object, "stop_signal"),
-                      .stopped_for_round_end = object.at("stopped_for_round_end").get<bool>()};
+    return NodeReport{.agent = read_agent_id(object, "agent"),
+                      .host = read_text(object, "host", 1024),
+                      .succeeded = read_bool(object, "succeeded"),
+                      .rank = read_optional_int(object, "rank", 0, k_max_ranks),
+                      .exit_code = read_int(object, "exit_code", 0, k_max_exit_code),
+                      .what = read_text(object, "what"),
+                      .stop_signal = read_optional_int(object, "stop_signal", 1, k_max_signal),
+                      .stopped_for_round_end = read_bool(object, "stopped_for_round_end")};
   });
 }
 
 Expected<RoundEnd> round_end_from_json(const std::string& text) {
   return parse<RoundEnd>(text, "round end", [](const json& object) {
-    auto reason = reason_from_name(object.at("reason").get<std::string>());
-    if (!reason) throw std::runtime_error("unknown reason");
-    return RoundEnd{.reason = *reason, .message = object.at("message").get<std::string>()};
+    auto reason = reason_from_name(read_text(object, "reason", 32));
+    if (!reason) invalid("reason", "is not a reason a round ends for");
+    return RoundEnd{.reason = *reason, .message = read_text(object, "message")};
   });
 }
 

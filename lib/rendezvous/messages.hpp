@@ -13,6 +13,11 @@
 
 namespace gangrun::rendezvous {
 
+// What a message read from the store may hold; the readers below refuse a
+// field outside these, and every integer that is not written as one.
+inline constexpr int k_max_ranks = 1 << 24;
+inline constexpr int k_max_local_world_size = 1 << 16;
+
 // An agent introducing itself when it joins.
 struct AgentInfo {
   std::string id;       // unique per agent process (host, pid, random)
@@ -82,7 +87,12 @@ std::string to_json(const NodeReport& report);
 std::string to_json(const RoundEnd& end);
 
 // Each fails with ErrorCode::store when the text is not what the other side
-// writes (another program on the port, a different gangrun).
+// writes (another program on the port, a different gangrun, a forger): a
+// missing field, a field of the wrong type or out of range (ranks and world
+// sizes within k_max_*, exit codes 0..255, signals 1..64), a round whose
+// ranks are not numbered node after node, a job that "succeeded" with a
+// root cause or a signal. Text fields come back bounded and printable
+// (control characters escaped, strings::printable), safe for a terminal.
 Expected<AgentInfo> agent_info_from_json(const std::string& text);
 Expected<Next> next_from_json(const std::string& text);
 Expected<NodeReport> node_report_from_json(const std::string& text);

@@ -1,7 +1,11 @@
 #include "rendezvous/participant.hpp"
 
 #include "rendezvous/keys.hpp"
+#include "rendezvous/signing.hpp"
+#include "util/strings.hpp"
 
+#include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <charconv>
@@ -11,7 +15,8 @@ namespace gangrun::rendezvous {
 namespace {
 
 // How long an agent waits for what only other nodes decide: as long as the
-// job runs. A dead peer or store is noticed by the keep-alive, not by this.
+// job runs. A dead or frozen store's host is noticed by the keep-alive and
+// the heartbeats, not by this.
 constexpr std::chrono::milliseconds k_as_long_as_the_job{std::chrono::hours(24 * 365)};
 
 }  // namespace
@@ -19,9 +24,13 @@ constexpr std::chrono::milliseconds k_as_long_as_the_job{std::chrono::hours(24 *
 struct Participant::Impl {
   ParticipantSettings settings;
   ParticipantEvents events;
-  // Writes, and reads of the next round; waits for a round's end.
+  Signer signer;
+  // The link: writes, heartbeats and short reads.
   store::AsyncClient writes;
+  // Waits for the next round and for a round's end.
   store::AsyncClient waits;
+  boost::asio::steady_timer heartbeat;
+  std::uint64_t beats = 0;
   std::optional<std::uint64_t> current;  // the round this agent's workers run in
   bool reported = false;                 // its result for `current` is sent
   bool over = false;                     // the job is done, or the store lost
@@ -29,8 +38,10 @@ struct Participant::Impl {
   Impl(boost::asio::io_context& io, ParticipantSettings values, ParticipantEvents handlers)
       : settings(std::move(values)),
         events(std::move(handlers)),
+        signer(settings.secret, settings.me.run_id),
         writes(io, settings.store),
-        waits(io, settings.store) {}
+        waits(io, settings.store),
+        heartbeat(io) {}
 
   // Wraps a completion: a failure is the store lost (once), unless the job
   // is already over.
@@ -49,22 +60,79 @@ struct Participant::Impl {
 
   void lose(const Error& error) {
     over = true;
+    heartbeat.cancel();
     events.store_lost(error);
   }
 
+  // Writes message under key, sealed with the job's secret.
+  void write(const std::string& key, const std::string& message, store::AsyncStore::Done<void> done,
+             std::chrono::milliseconds timeout) {
+    writes.set(key, signer.seal(key, message), std::move(done), timeout);
+  }
+
+  // The message under key (already read as value), or the store lost when
+  // the job's secret did not seal it.
+  template <typename Next>
+  void opened(const std::string& key, const std::string& value, Next next) {
+    auto message = signer.open(key, value);
+    if (!message) return lose(message.error());
+    next(std::move(*message));
+  }
+
   void join() {
-    writes.set(keys::join(settings.me.id), to_json(settings.me),
-               then<void>([this] { wait_for_welcome(); }),
-               settings.store.connect_timeout + settings.read_timeout);
+    write(keys::join(settings.me.id), to_json(settings.me),
+          then<void>([this] { wait_for_welcome(); }),
+          settings.store.connect_timeout + settings.read_timeout);
   }
 
   void wait_for_welcome() {
-    writes.get(keys::welcome(settings.me.id), then<std::string>([this](std::string refusal) {
-                 if (refusal.empty()) return find_latest();
+    std::string key = keys::welcome(settings.me.id);
+    writes.get(key, then<std::string>([this, key](std::string value) {
+                 auto answer = signer.open(key, value);
+                 if (answer && answer->empty()) {
+                   beat();
+                   return find_latest();
+                 }
                  over = true;
-                 events.refused(Error(ErrorCode::usage, refusal));
+                 // A refusal from a coordinator without this job's secret
+                 // cannot be verified; it is shown as it is, for the reason.
+                 std::string why =
+                     answer ? *answer : strings::printable(value.substr(value.find(':') + 1));
+                 events.refused(Error(ErrorCode::usage, why));
                }),
                settings.read_timeout);
+  }
+
+  // ---- heartbeats ---------------------------------------------------------------
+
+  std::chrono::milliseconds heartbeat_timeout() const {
+    return settings.heartbeat_interval * settings.heartbeat_attempts;
+  }
+
+  // Written by this loop every interval. A SET has no reply, so a CHECK of
+  // the key follows on the same connection: its answer, which the store's
+  // host sends only after it took the SET, must come within the heartbeat
+  // timeout, or its loop is not running.
+  void beat() {
+    if (over) return;
+    std::string key = keys::alive(settings.me.id);
+    write(
+        key, std::to_string(++beats), [](Expected<void>) {}, heartbeat_timeout());
+    writes.check(
+        {key},
+        [this](Expected<bool> answered) {
+          if (over || answered) return;
+          lose(Error(ErrorCode::store,
+                     fmt::format("the store's host did not take this agent's heartbeat "
+                                 "within {} s: its agent is stopped, stuck or cut off ({})",
+                                 std::chrono::duration<double>(heartbeat_timeout()).count(),
+                                 answered.error().message())));
+        },
+        heartbeat_timeout());
+    heartbeat.expires_after(settings.heartbeat_interval);
+    heartbeat.async_wait([this](const boost::system::error_code& error) {
+      if (!error) beat();
+    });
   }
 
   // An agent may join a run that is under way: it reads the latest round
@@ -72,10 +140,12 @@ struct Participant::Impl {
   void find_latest() {
     writes.check({keys::latest()}, then<bool>([this](bool exists) {
                    if (!exists) return wait_for_round(0);
-                   writes.get(keys::latest(), then<std::string>([this](std::string text) {
-                                std::uint64_t number = 0;
-                                std::from_chars(text.data(), text.data() + text.size(), number);
-                                wait_for_round(number);
+                   writes.get(keys::latest(), then<std::string>([this](std::string value) {
+                                opened(keys::latest(), value, [this](std::string text) {
+                                  std::uint64_t number = 0;
+                                  std::from_chars(text.data(), text.data() + text.size(), number);
+                                  wait_for_round(number);
+                                });
                               }),
                               settings.read_timeout);
                  }),
@@ -83,50 +153,89 @@ struct Participant::Impl {
   }
 
   void wait_for_round(std::uint64_t number) {
-    writes.get(keys::round(number), then<std::string>([this, number](std::string text) {
-                 auto next = next_from_json(text);
-                 if (!next) return lose(next.error());
-                 if (auto* outcome = std::get_if<JobOutcome>(&*next)) {
-                   over = true;
-                   return events.job_done(*outcome);
-                 }
-                 const auto& plan = std::get<RoundPlan>(*next);
-                 const Member* me = plan.member(settings.me.id);
-                 if (!me) {
-                   spdlog::info("rendezvous: round {} runs without this node; waiting for the next",
-                                number);
-                   return wait_for_round(number + 1);
-                 }
-                 current = number;
-                 reported = false;
-                 watch_round_end(number);
-                 events.round_assigned(plan, *me);
-               }),
-               k_as_long_as_the_job);
+    std::string key = keys::round(number);
+    waits.get(key, then<std::string>([this, number, key](std::string value) {
+                opened(key, value, [this, number](std::string text) { on_round(number, text); });
+              }),
+              k_as_long_as_the_job);
+  }
+
+  void on_round(std::uint64_t number, const std::string& text) {
+    auto next = next_from_json(text);
+    if (!next) return lose(next.error());
+    if (auto* outcome = std::get_if<JobOutcome>(&*next)) {
+      over = true;
+      heartbeat.cancel();
+      return events.job_done(*outcome);
+    }
+    const auto& plan = std::get<RoundPlan>(*next);
+    if (plan.round != number)
+      return lose(Error(ErrorCode::store, "round " + std::to_string(number) +
+                                              " calls itself round " + std::to_string(plan.round)));
+    const Member* me = plan.member(settings.me.id);
+    if (!me) {
+      spdlog::info("rendezvous: round {} runs without this node; waiting for the next", number);
+      return wait_for_round(number + 1);
+    }
+    if (auto misfit = does_not_fit(plan, *me)) {
+      return lose(Error(ErrorCode::store,
+                        fmt::format("round {} from the store at {}:{} does not fit this node: {}",
+                                    number, settings.store.host, settings.store.port, *misfit)));
+    }
+    current = number;
+    reported = false;
+    watch_round_end(number);
+    events.round_assigned(plan, *me);
+  }
+
+  // What this agent knows itself that a round must agree with; nullopt
+  // when it does.
+  std::optional<std::string> does_not_fit(const RoundPlan& plan, const Member& me) const {
+    const AgentInfo& mine = settings.me;
+    int nodes = static_cast<int>(plan.members.size());
+    if (me.local_world_size != mine.local_world_size) {
+      return fmt::format("it gives this node {} workers, not {}", me.local_world_size,
+                         mine.local_world_size);
+    }
+    if (mine.node_rank >= 0 && me.group_rank != mine.node_rank) {
+      return fmt::format("it makes this node {}, not node {}", me.group_rank, mine.node_rank);
+    }
+    if (nodes < settings.min_nodes || nodes > settings.max_nodes) {
+      return fmt::format("it has {} nodes, not {}..{}", nodes, settings.min_nodes,
+                         settings.max_nodes);
+    }
+    if (plan.master_addr != settings.store.host ||
+        plan.master_port != std::to_string(settings.store.port)) {
+      return fmt::format("it sends the workers to {}:{}", plan.master_addr, plan.master_port);
+    }
+    return std::nullopt;
   }
 
   void watch_round_end(std::uint64_t number) {
-    waits.get(keys::end(number), then<std::string>([this, number](std::string text) {
-                auto end = round_end_from_json(text);
-                if (!end) return lose(end.error());
-                if (current != number || reported) return;  // this node is past it
-                events.round_ending(*end);
+    std::string key = keys::end(number);
+    waits.get(key, then<std::string>([this, number, key](std::string value) {
+                opened(key, value, [this, number](std::string text) {
+                  auto end = round_end_from_json(text);
+                  if (!end) return lose(end.error());
+                  if (current != number || reported) return;  // this node is past it
+                  events.round_ending(*end);
+                });
               }),
               k_as_long_as_the_job);
   }
 
   void report_failure(const NodeReport& report) {
     if (over || !current) return;
-    writes.set(keys::failed(*current, settings.me.id), to_json(report), then<void>([] {}),
-               settings.read_timeout);
+    write(keys::failed(*current, settings.me.id), to_json(report), then<void>([] {}),
+          settings.read_timeout);
   }
 
   void report_result(const NodeReport& report) {
     if (over || !current || reported) return;
     reported = true;
     std::uint64_t number = *current;
-    writes.set(keys::result(number, settings.me.id), to_json(report),
-               then<void>([this, number] { wait_for_round(number + 1); }), settings.read_timeout);
+    write(keys::result(number, settings.me.id), to_json(report),
+          then<void>([this, number] { wait_for_round(number + 1); }), settings.read_timeout);
   }
 };
 

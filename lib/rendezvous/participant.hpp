@@ -1,11 +1,19 @@
 // An agent's side of the rendezvous: joins through the store (whoever hosts
 // it, this process included), waits for each round, follows the round's end
-// while its workers run, and reports how they ended. Two connections: one
-// for waits on what the coordinator publishes, one for this agent's own
-// writes and for reading rounds, so a report never queues behind a wait.
-// Both carry TCP keep-alive; the first one that fails (the store's host died
-// or is cut off) ends the participant with store_lost. Single-threaded, on
-// the agent's loop.
+// while its workers run, and reports how they ended. Two connections: the
+// link, which the join is written on and which carries this agent's own
+// writes (reports, a heartbeat every heartbeat_interval) and short reads;
+// and one for the long waits on what the coordinator publishes (rounds,
+// their ends), so that nothing of the link queues behind a wait. Both carry
+// TCP keep-alive; the first one that fails ends the participant with
+// store_lost, and so does a heartbeat the store's host has not taken within
+// heartbeat_interval x heartbeat_attempts (its agent is stopped or stuck:
+// its kernel still answers TCP, its loop does not).
+//
+// What it reads it checks: every message's MAC (signing.hpp), and that a
+// round fits this node (its node rank and worker count, the store's address
+// and port, the number of nodes): anything else is the store lost.
+// Single-threaded, on the agent's loop.
 #pragma once
 
 #include "rendezvous/messages.hpp"
@@ -25,6 +33,11 @@ struct ParticipantSettings {
   // first connection is retried (the join timeout: the host may start last).
   store::ClientSettings store;
   std::chrono::milliseconds read_timeout{60000};  // one write or read
+  std::chrono::milliseconds heartbeat_interval{1000};
+  int heartbeat_attempts = 3;
+  std::optional<std::string> secret;  // the job's secret; nullopt: messages are not authenticated
+  int min_nodes = 1;                  // a round has between these many nodes
+  int max_nodes = 1;
 };
 
 struct ParticipantEvents {
@@ -35,7 +48,9 @@ struct ParticipantEvents {
   std::function<void(const RoundEnd& end)> round_ending;
   // The job is over: exit with outcome.exit_code.
   std::function<void(const JobOutcome& outcome)> job_done;
-  // The store cannot be reached any more: stop the workers and exit 3.
+  // The store cannot be reached any more, its host stopped answering
+  // heartbeats, or it sent what the coordinator does not send: stop the
+  // workers and exit 3.
   std::function<void(const Error& error)> store_lost;
   // The coordinator turned this agent away (another job's store): exit 2.
   std::function<void(const Error& error)> refused;

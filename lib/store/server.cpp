@@ -4,6 +4,7 @@
 #include "store/key_spaces.hpp"
 #include "store/socket_watch.hpp"
 #include "util/fd.hpp"
+#include "util/strings.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
@@ -114,14 +115,10 @@ bool changes_keys(Op op) {
 
 // A client's key for a log line: keys are any bytes up to max_key_bytes, so
 // a long one is cut and anything unprintable shown as '?'.
+// A key for a log line: at most 200 characters, control characters escaped.
 std::string printable_key(std::string_view key) {
   constexpr std::size_t k_shown = 200;
-  std::string shown(key.substr(0, k_shown));
-  for (char& c : shown) {
-    if (c < 0x20 || c == 0x7f) c = '?';
-  }
-  if (key.size() > k_shown) shown += "...";
-  return shown;
+  return strings::printable(key.substr(0, k_shown)) + (key.size() > k_shown ? "..." : "");
 }
 
 std::string endpoint_text(const tcp::endpoint& endpoint) {

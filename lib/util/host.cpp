@@ -2,7 +2,10 @@
 
 #include "util/strings.hpp"
 
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sched.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -78,6 +81,26 @@ std::string host_name() {
   char buffer[256] = {};
   if (::gethostname(buffer, sizeof buffer - 1) != 0 || buffer[0] == '\0') return "localhost";
   return buffer;
+}
+
+bool resolves_only_to_loopback(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(name.c_str(), nullptr, &hints, &found) != 0 || found == nullptr) return false;
+  bool loopback = true;
+  for (const addrinfo* entry = found; entry != nullptr; entry = entry->ai_next) {
+    if (entry->ai_family == AF_INET) {
+      const auto* address = reinterpret_cast<const sockaddr_in*>(entry->ai_addr);
+      loopback = loopback && (ntohl(address->sin_addr.s_addr) >> 24) == 127;
+    } else if (entry->ai_family == AF_INET6) {
+      const auto* address = reinterpret_cast<const sockaddr_in6*>(entry->ai_addr);
+      loopback = loopback && IN6_IS_ADDR_LOOPBACK(&address->sin6_addr);
+    }
+  }
+  ::freeaddrinfo(found);
+  return loopback;
 }
 
 std::vector<int> usable_cpus() {

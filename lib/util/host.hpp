@@ -11,6 +11,12 @@ namespace gangrun::host {
 // is empty.
 std::string host_name();
 
+// Whether name (a host name or an address literal) resolves, and only to
+// loopback addresses (127.0.0.0/8, ::1). On some distributions a host's own
+// name does (Debian maps it to 127.0.1.1), though other hosts reach it
+// elsewhere.
+bool resolves_only_to_loopback(const std::string& name);
+
 // The CPUs this process may run on (its affinity mask), in increasing
 // order, however many the kernel supports (a fixed cpu_set_t stops at 1024);
 // every online CPU when the mask cannot be read. Never empty.

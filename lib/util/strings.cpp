@@ -93,6 +93,23 @@ std::string duration_text(std::chrono::milliseconds duration) {
   return std::string(seconds, end) + " s";
 }
 
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out.push_back(c);
+      continue;
+    }
+    constexpr std::string_view k_hex = "0123456789abcdef";
+    out += "\\x";
+    out.push_back(k_hex[byte >> 4]);
+    out.push_back(k_hex[byte & 0xf]);
+  }
+  return out;
+}
+
 std::string shell_quote(std::string_view word) {
   bool plain = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 ||

@@ -73,4 +73,9 @@ std::string quoted(std::string_view text);
 // Quotes a word for a POSIX shell only when it needs it (for printing commands).
 std::string shell_quote(std::string_view word);
 
+// text safe to print on a terminal: control characters (escape sequences,
+// NUL, newlines) as \xNN, so that text from the network cannot move the
+// cursor, clear the screen or forge a log line.
+std::string printable(std::string_view text);
+
 }  // namespace gangrun::strings

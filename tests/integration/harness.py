@@ -222,6 +222,11 @@ _LAUNCHER_NAMES = set(WORKER_VARIABLES) | {
 }
 
 
+# The job secret the multi-node tests give every agent, as users are told to
+# (GANGRUN_JOB_SECRET authenticates the rendezvous).
+TEST_JOB_SECRET = "gangrun-test-job-secret-0123456789abcdef"
+
+
 def clean_env(**extra):
     """os.environ without anything a launcher would read or set, plus EXTRA."""
     env = {k: v for k, v in os.environ.items()

@@ -51,6 +51,12 @@ def node_round_line(stderr, round_number):
 
 
 class MultiNodeCase(harness.GangrunTestCase):
+    def start(self, args, env=None):
+        """Starts an agent with the job's secret, as every node of a real job gets it."""
+        if env is None:
+            env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
+        return super().start(args, env=env)
+
     def tearDown(self):
         running = [proc for proc in self._started if proc.poll() is None]
         for proc in running:

@@ -10,6 +10,7 @@ write into its private directory.
 
 import math
 import os
+import re
 import subprocess
 
 import harness
@@ -54,7 +55,7 @@ class MultinodeTorch(GangrunTestCase):
         all at once, and waits for every one; fails with their output when one has not
         ended within JOB_TIMEOUT. Returns [(node, exit code, output)]."""
         # Run directories, and whatever torch writes to TMPDIR, stay in the test's directory.
-        env = harness.clean_env(TMPDIR=self.tmp)
+        env = harness.clean_env(TMPDIR=self.tmp, GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
         started = []
         for node, args in enumerate(agent_args, start=1):
             log_path = self.path(f"agent{node}.log")
@@ -83,10 +84,12 @@ class MultinodeTorch(GangrunTestCase):
 
     # ---- what the workers wrote
 
-    def check_results(self, workers_per_node, master_addr, master_port, outputs):
-        """Every rank of the layout WORKERS_PER_NODE (node I runs WORKERS_PER_NODE[I - 1]
-        workers, ranks contiguous in node order) wrote what its place says, the world's
-        sum and the same averaged gradients as every other rank."""
+    def check_results(self, workers_per_node, master_addr, master_port, outputs, hosts=None):
+        """Every rank of the layout WORKERS_PER_NODE (the node of group rank G, HOSTS[G],
+        node1, node2, ... by default, runs WORKERS_PER_NODE[G] workers, ranks contiguous in
+        that order) wrote what its place says, the world's sum and the same averaged
+        gradients as every other rank."""
+        hosts = hosts or [f"node{i + 1}" for i in range(len(workers_per_node))]
         where = "".join(f"\n--- agent on node {node} ---\n{output[-3000:]}" for node, _, output in outputs)
         world = sum(workers_per_node)
         names = sorted(os.listdir(self.out))
@@ -101,7 +104,7 @@ class MultinodeTorch(GangrunTestCase):
                     "host", "master_addr", "master_port", "process_group_rank", "process_group_size")}, {
                     "rank": rank, "local_rank": local_rank, "group_rank": node_rank, "world_size": world,
                     "local_world_size": local_world, "group_world_size": len(workers_per_node),
-                    "host": f"node{node_rank + 1}", "master_addr": master_addr, "master_port": master_port,
+                    "host": hosts[node_rank], "master_addr": master_addr, "master_port": master_port,
                     "process_group_rank": rank, "process_group_size": world}, f"rank {rank}" + where)
                 self.assertEqual(result["all_reduce"], sum(range(world)), f"rank {rank}'s all-reduce")
                 for got, want in zip(result["grads"], expected_grads(world), strict=True):
@@ -130,12 +133,15 @@ class MultinodeTorch(GangrunTestCase):
         self.static_job([2, 1, 3])
 
     def test_c10d_three_nodes_of_two_workers(self):
-        # Node ranks follow the host names, node1 to node3, so ranks go as in static.
+        # Node ranks follow the order the agents joined in, which node1's agent (the
+        # store's host, first) logs.
         with netns_nodes.Nodes(self, 3) as nodes:
             outputs = self.run_job(nodes, [
                 ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"node1:{RDZV_PORT}", "--rdzv_id", "job",
                  "--nnodes", 3, "--nproc_per_node", 2]] * 3)
-        self.check_results([2, 2, 2], "node1", RDZV_PORT, outputs)
+        joined = re.findall(r"rendezvous: the agent on (node\d) joined", outputs[0][2])
+        self.assertEqual(joined[0], "node1", outputs[0][2])
+        self.check_results([2, 2, 2], "node1", RDZV_PORT, outputs, hosts=joined)
 
 
 if __name__ == "__main__":

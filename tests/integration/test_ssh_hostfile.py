@@ -104,7 +104,7 @@ class SshHostfileTest(harness.GangrunTestCase):
         # The dry run prints each host's ssh command and starts nothing.
         dry = self.gangrun(["--dry-run", "-H", hostfile, "--ssh_port", servers.port, "--no_python", *worker])
         self.assertExit(dry, 0)
-        self.assertEqual(dry.stdout.count("  ssh -o BatchMode=yes -p 2222 node"), 3, dry.stdout)
+        self.assertEqual(dry.stdout.count("  ssh -o BatchMode=yes -p 2222 -- node"), 3, dry.stdout)
         self.assertIn("--node_rank 2 --master_addr node1", dry.stdout)
 
         # deepspeed's filters: node1 left out, one slot of node3.

@@ -7,6 +7,7 @@
 namespace {
 
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using gangrun::EnvMap;
 using gangrun::agent::exported_variables;
 using gangrun::agent::remote_arguments;
@@ -55,12 +56,15 @@ TEST_CASE("ssh start: one command per host, node rank and slots of that host", "
   Options options = two_hosts();
   auto first = ssh_command(options, 0, "/usr/bin/ssh", "/opt/gangrun", {"prog", "a b"}, "/w d",
                            {{"PATH", "/bin"}});
-  REQUIRE(first.size() == 9);
-  CHECK(std::vector<std::string>(first.begin(), first.begin() + 8) ==
+  REQUIRE(first.size() == 10);
+  // "--": a host whose name starts with '-' is never an option of ssh.
+  CHECK(std::vector<std::string>(first.begin(), first.begin() + 9) ==
         std::vector<std::string>{"/usr/bin/ssh", "-o", "BatchMode=yes", "-p", "2222", "-F", "/cfg",
-                                 "node1"});
+                                 "--", "node1"});
   const std::string& script = first.back();
   CHECK_THAT(script, Contains("sh -c "));
+  // The job's secret comes as the first line of stdin, never on the command line.
+  CHECK_THAT(script, StartsWith("sh -c 'IFS= read -r GANGRUN_JOB_SECRET"));
   CHECK_THAT(script, Contains("/w d"));
   CHECK_THAT(script, Contains("/opt/gangrun --launcher local --nnodes 2 --node_rank 0 "
                               "--master_addr node1 --master_port 29500 --nproc_per_node 2 prog"));

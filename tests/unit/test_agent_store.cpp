@@ -20,10 +20,20 @@ LaunchPlan plan_for(int nnodes, std::optional<int> port) {
 
 }  // namespace
 
-TEST_CASE("the agent store listens on the master address on one node, everywhere on several",
+TEST_CASE("the agent store listens on the address given: loopback stays loopback",
           "[launch][store]") {
   CHECK(agent_store_bind_host(plan_for(1, std::nullopt)) == "127.0.0.1");
-  CHECK(agent_store_bind_host(plan_for(2, 29500)) == "::");
+  auto several = plan_for(2, 29500);
+  several.multi_node = true;
+  several.host = "node0";
+  CHECK(agent_store_bind_host(several) == "127.0.0.1");
+  several.master_addr = "localhost";
+  CHECK(agent_store_bind_host(several) == "localhost");
+  several.master_addr = "10.1.2.3";
+  CHECK(agent_store_bind_host(several) == "10.1.2.3");
+  // --local_addr: the address this node is reached at, and listens on.
+  several.options.local_addr = "fd00::1";
+  CHECK(agent_store_bind_host(several) == "fd00::1");
 }
 
 TEST_CASE("the agent store takes a free port unless one is given", "[launch][store]") {

@@ -2,7 +2,10 @@
 // coordinator on one io_context, and real participants (TCP clients) on the
 // same loop, each standing for a node's agent.
 #include "rendezvous/coordinator.hpp"
+#include "rendezvous/keys.hpp"
 #include "rendezvous/participant.hpp"
+#include "rendezvous/signing.hpp"
+#include "store/async_client.hpp"
 #include "store/server.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -49,9 +52,10 @@ struct TestNode {
 
 class Cluster {
  public:
-  explicit Cluster(CoordinatorSettings settings) {
+  explicit Cluster(CoordinatorSettings settings) : settings_(settings) {
     store::ServerSettings server_settings;
     server_settings.raise_open_file_limit = false;
+    server_settings.publish_only_prefixes = keys::coordinator_only_prefixes();
     server_ = store::Server::start(io_, server_settings).value();
     settings.master_addr = "127.0.0.1";
     settings.master_port = std::to_string(server_->port());
@@ -61,6 +65,13 @@ class Cluster {
   // Joins a node named host with `workers` workers (node_rank for static).
   TestNode& join(const std::string& host, int workers, int node_rank = -1,
                  const std::string& run_id = "job") {
+    return join_with_secret(host, workers, node_rank, settings_.secret, run_id);
+  }
+
+  // As join, with this secret rather than the job's.
+  TestNode& join_with_secret(const std::string& host, int workers, int node_rank,
+                             const std::optional<std::string>& secret,
+                             const std::string& run_id = "job") {
     auto node = std::make_unique<TestNode>();
     TestNode* raw = node.get();
     ParticipantSettings settings;
@@ -73,6 +84,11 @@ class Cluster {
     settings.store.port = server_->port();
     settings.store.connect_timeout = 5s;
     settings.read_timeout = 5s;
+    settings.min_nodes = settings_.min_nodes;
+    settings.max_nodes = settings_.max_nodes;
+    settings.secret = secret;
+    settings.heartbeat_interval = settings_.heartbeat_interval;
+    settings.heartbeat_attempts = settings_.heartbeat_attempts;
     raw->participant = std::make_unique<Participant>(
         io_, settings,
         ParticipantEvents{.round_assigned =
@@ -105,7 +121,40 @@ class Cluster {
 
   void leave(TestNode& node) { node.participant.reset(); }
 
+  // A client of the store that is no agent: a stranger on the network, or
+  // a fake agent that joins and then says nothing.
+  std::unique_ptr<store::AsyncClient> stranger() {
+    store::ClientSettings settings;
+    settings.port = server_->port();
+    settings.connect_timeout = 5s;
+    return std::make_unique<store::AsyncClient>(io_, settings);
+  }
+
+  // Turns the loop until key exists in the store.
+  void wait_for_key(const std::string& key) {
+    auto client = stranger();
+    std::optional<Expected<void>> done;
+    client->wait({key}, [&](Expected<void> result) { done = std::move(result); });
+    run_until([&] { return done.has_value(); });
+    REQUIRE(*done);
+  }
+
+  // Writes key = value through client; the result once the store answered.
+  Expected<void> write(store::AsyncClient& client, const std::string& key,
+                       const std::string& value) {
+    std::optional<Expected<void>> result;
+    client.set(key, value, [&](Expected<void> done) { result = std::move(done); });
+    // A SET has no reply: a CHECK after it shows whether the store kept the
+    // connection (a refused write closes it).
+    std::optional<Expected<bool>> after;
+    client.check({key}, [&](Expected<bool> done) { after = std::move(done); });
+    run_until([&] { return after.has_value(); });
+    if (!*after) return tl::unexpected(after->error());
+    return *result;
+  }
+
  private:
+  CoordinatorSettings settings_;
   boost::asio::io_context io_;
   std::unique_ptr<store::Server> server_;
   std::unique_ptr<Coordinator> coordinator_;
@@ -326,6 +375,120 @@ TEST_CASE("a participant whose store goes away is told so", "[rendezvous]") {
   while (!lost && std::chrono::steady_clock::now() < deadline) io.run_one_for(50ms);
   REQUIRE(lost.has_value());
   CHECK(lost->message().find("127.0.0.1:1") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace gangrun::rendezvous
+
+namespace gangrun::rendezvous {
+namespace {
+
+const std::string k_secret = "a-secret-of-this-job-0123456789";
+
+CoordinatorSettings with_secret(CoordinatorSettings settings) {
+  settings.secret = k_secret;
+  return settings;
+}
+
+TEST_CASE("with a job secret, an agent without it or with another is turned away",
+          "[rendezvous][security]") {
+  Cluster cluster(with_secret(static_nodes(2)));
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& none = cluster.join_with_secret("n", 1, 1, std::nullopt);
+  TestNode& other = cluster.join_with_secret("o", 1, 1, std::string("another-secret-0123456789"));
+  cluster.run_until([&] { return none.refused && other.refused; });
+  CHECK_THAT(none.refused->message(), Catch::Contains("GANGRUN_JOB_SECRET"));
+  CHECK_THAT(other.refused->message(), Catch::Contains("GANGRUN_JOB_SECRET"));
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  CHECK(a.rounds[0].members.size() == 2);
+  a.finish_round(true);
+  b.finish_round(true);
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  CHECK(a.outcome->exit_code == 0);
+}
+
+TEST_CASE("a stranger can write none of the coordinator's keys nor report for an agent",
+          "[rendezvous][security]") {
+  Cluster cluster(static_nodes(2));  // no secret: these hold all the same
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  std::string forged_end = R"({"reason":"success","message":"forged"})";
+  for (const std::string& key :
+       {keys::end(0), keys::round(1), keys::latest(), keys::welcome("x")}) {
+    auto stranger = cluster.stranger();
+    auto written = cluster.write(*stranger, key, forged_end);
+    CHECK_FALSE(written);  // the store closed the connection
+  }
+  // Reports in the agents' names from another connection are not believed.
+  auto stranger = cluster.stranger();
+  NodeReport forged{.agent = "a-id", .host = "a", .succeeded = true};
+  CHECK(cluster.write(*stranger, keys::result(0, "a-id"), to_json(forged)));
+  CHECK(cluster.write(*stranger, keys::result(0, "b-id"), to_json(forged)));
+  forged.succeeded = false;
+  forged.exit_code = 0;
+  CHECK(cluster.write(*stranger, keys::failed(0, "b-id"), to_json(forged)));
+  // The round goes on until its real nodes end it.
+  CHECK(a.ends.empty());
+  CHECK(b.ends.empty());
+  a.finish_round(false, 7);
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  CHECK(a.outcome->exit_code == 7);
+  CHECK(b.outcome->exit_code == 7);
+}
+
+TEST_CASE("a fake agent that joins and then says nothing is lost within the heartbeat timeout",
+          "[rendezvous][security]") {
+  CoordinatorSettings settings = with_secret(static_nodes(2));
+  settings.heartbeat_interval = 50ms;
+  settings.heartbeat_attempts = 3;
+  Cluster cluster(settings);
+  TestNode& a = cluster.join("a", 1, 0);
+  // Joins as node 1 with a valid MAC, as a stopped agent would have.
+  auto silent = cluster.stranger();
+  AgentInfo info{.id = "frozen-1-00",
+                 .host = "frozen",
+                 .address = "frozen",
+                 .node_rank = 1,
+                 .local_world_size = 1,
+                 .run_id = "job"};
+  Signer signer(k_secret, "job");
+  REQUIRE(
+      cluster.write(*silent, keys::join(info.id), signer.seal(keys::join(info.id), to_json(info))));
+  cluster.run_until([&] { return a.outcome.has_value(); });
+  REQUIRE(a.rounds.size() == 1);
+  REQUIRE(a.ends.size() == 1);
+  CHECK(a.ends[0].reason == EndReason::lost_node);
+  CHECK_THAT(a.ends[0].message, Catch::Contains("frozen") && Catch::Contains("no heartbeat"));
+  CHECK(a.outcome->exit_code == 3);
+  // Its link was closed, so that it stops its workers if it ever wakes.
+  std::optional<Expected<bool>> after;
+  silent->check({keys::latest()}, [&](Expected<bool> done) { after = std::move(done); });
+  cluster.run_until([&] { return after.has_value(); });
+  CHECK_FALSE(*after);
+}
+
+TEST_CASE("a join with a node rank outside the job, or a c10d join with one, is turned away",
+          "[rendezvous][security]") {
+  Cluster cluster(static_nodes(2));
+  TestNode& far = cluster.join("far", 1, 5);
+  cluster.run_until([&] { return far.refused.has_value(); });
+  CHECK_THAT(far.refused->message(), Catch::Contains("node rank 5 is not one of 0..1"));
+  Cluster elastic(elastic_nodes(1, 2));
+  TestNode& ranked = elastic.join("ranked", 1, 0);
+  elastic.run_until([&] { return ranked.refused.has_value(); });
+  CHECK_THAT(ranked.refused->message(), Catch::Contains("c10d"));
+}
+
+TEST_CASE("c10d: ranks follow the order of joining, not host names", "[rendezvous][security]") {
+  Cluster cluster(elastic_nodes(2, 2));
+  TestNode& first = cluster.join("zzz", 1);
+  cluster.wait_for_key(keys::welcome("zzz-id"));  // its join is in before the next
+  TestNode& second = cluster.join("aaa-evil", 1);
+  cluster.run_until([&] { return first.running && second.running; });
+  CHECK(first.rounds[0].member("zzz-id")->rank_offset == 0);
+  CHECK(first.rounds[0].member("aaa-evil-id")->rank_offset == 1);
 }
 
 }  // namespace

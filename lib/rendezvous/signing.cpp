@@ -1,0 +1,94 @@
+#include "rendezvous/signing.hpp"
+
+#include <sodium.h>
+
+#include <array>
+#include <cstdlib>
+
+namespace gangrun::rendezvous {
+namespace {
+
+constexpr std::size_t k_mac_hex_size = 2 * crypto_auth_hmacsha256_BYTES;
+
+// libsodium must be initialised before use; the call is idempotent and
+// thread-safe. It fails only when no source of randomness can be opened,
+// and nothing here can be done safely without one.
+void ensure_sodium() {
+  if (sodium_init() < 0) std::abort();
+}
+
+std::string to_hex(const unsigned char* bytes, std::size_t size) {
+  std::string hex(2 * size + 1, '\0');
+  sodium_bin2hex(hex.data(), hex.size(), bytes, size);
+  hex.pop_back();
+  return hex;
+}
+
+// The bytes a MAC covers: each part's length before it, so that no two
+// different (run id, key, message) triples give the same input.
+void update(crypto_auth_hmacsha256_state& state, std::string_view part) {
+  std::array<unsigned char, 8> length{};
+  std::uint64_t size = part.size();
+  for (unsigned char& byte : length) {
+    byte = static_cast<unsigned char>(size & 0xff);
+    size >>= 8;
+  }
+  crypto_auth_hmacsha256_update(&state, length.data(), length.size());
+  crypto_auth_hmacsha256_update(&state, reinterpret_cast<const unsigned char*>(part.data()),
+                                part.size());
+}
+
+}  // namespace
+
+Signer::Signer(std::optional<std::string> secret, std::string run_id)
+    : secret_(secret.value_or("")), run_id_(std::move(run_id)) {
+  ensure_sodium();
+}
+
+std::string Signer::mac_hex(std::string_view key, std::string_view message) const {
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(secret_.data()),
+                              secret_.size());
+  update(state, run_id_);
+  update(state, key);
+  update(state, message);
+  std::array<unsigned char, crypto_auth_hmacsha256_BYTES> mac{};
+  crypto_auth_hmacsha256_final(&state, mac.data());
+  sodium_memzero(&state, sizeof state);
+  return to_hex(mac.data(), mac.size());
+}
+
+std::string Signer::seal(std::string_view key, std::string_view message) const {
+  if (!authenticated()) return std::string(message);
+  return mac_hex(key, message) + ":" + std::string(message);
+}
+
+Expected<std::string> Signer::open(std::string_view key, std::string_view value) const {
+  bool sealed = value.size() > k_mac_hex_size && value[k_mac_hex_size] == ':';
+  if (!authenticated()) return std::string(sealed ? value.substr(k_mac_hex_size + 1) : value);
+  if (!sealed) {
+    return fail(ErrorCode::store,
+                std::string(key) +
+                    " carries no MAC: its writer has no job secret "
+                    "(GANGRUN_JOB_SECRET), or is not a gangrun agent of this job");
+  }
+  std::string_view message = value.substr(k_mac_hex_size + 1);
+  std::string expected = mac_hex(key, message);
+  if (sodium_memcmp(expected.data(), value.data(), k_mac_hex_size) != 0) {
+    return fail(ErrorCode::store, std::string(key) +
+                                      " carries a MAC that this job's secret did not make: its "
+                                      "writer has another GANGRUN_JOB_SECRET, or forged it");
+  }
+  return std::string(message);
+}
+
+std::string new_job_secret() {
+  ensure_sodium();
+  std::array<unsigned char, 32> bytes{};
+  randombytes_buf(bytes.data(), bytes.size());
+  std::string hex = to_hex(bytes.data(), bytes.size());
+  sodium_memzero(bytes.data(), bytes.size());
+  return hex;
+}
+
+}  // namespace gangrun::rendezvous

@@ -1,0 +1,103 @@
+// What the rendezvous believes of a message from the store: its MAC
+// (signing.hpp) and every field's type and range (messages.hpp).
+#include "rendezvous/messages.hpp"
+#include "rendezvous/signing.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+namespace gangrun::rendezvous {
+namespace {
+
+const std::string k_secret = "0123456789abcdef0123456789abcdef";
+
+TEST_CASE("a sealed message opens only under its key, job and secret", "[rendezvous]") {
+  Signer signer(k_secret, "job");
+  std::string value = signer.seal("gangrun/run/rdzv/end/0", R"({"reason":"success"})");
+  CHECK(value.size() == 64 + 1 + 20);
+  CHECK(signer.open("gangrun/run/rdzv/end/0", value).value() == R"({"reason":"success"})");
+  // Replayed under another key, round or job, or made with another secret.
+  CHECK_FALSE(signer.open("gangrun/run/rdzv/end/1", value));
+  CHECK_FALSE(Signer(k_secret, "other-job").open("gangrun/run/rdzv/end/0", value));
+  CHECK_FALSE(Signer(k_secret + "x", "job").open("gangrun/run/rdzv/end/0", value));
+  // A changed message, or none at all.
+  std::string changed = value;
+  changed.back() = '!';
+  CHECK_FALSE(signer.open("gangrun/run/rdzv/end/0", changed));
+  auto unsigned_value = signer.open("gangrun/run/rdzv/end/0", R"({"reason":"success"})");
+  REQUIRE_FALSE(unsigned_value);
+  CHECK_THAT(unsigned_value.error().message(), Catch::Contains("no MAC"));
+}
+
+TEST_CASE("without a secret messages are stored as they are", "[rendezvous]") {
+  Signer open_signer(std::nullopt, "job");
+  CHECK_FALSE(open_signer.authenticated());
+  CHECK(open_signer.seal("k", "{}") == "{}");
+  CHECK(open_signer.open("k", "{}").value() == "{}");
+  // A sealed value from a side that has a secret: its message, unchecked.
+  CHECK(open_signer.open("k", Signer(k_secret, "job").seal("k", "{}")).value() == "{}");
+}
+
+TEST_CASE("new job secrets are long and differ", "[rendezvous]") {
+  std::string a = new_job_secret();
+  CHECK(a.size() == 64);
+  CHECK(a != new_job_secret());
+}
+
+TEST_CASE("a join's fields are integers within range", "[rendezvous]") {
+  auto join = [](const std::string& node_rank, const std::string& workers) {
+    return agent_info_from_json(R"({"id":"h-1-ab","host":"h","address":"h","node_rank":)" +
+                                node_rank + R"(,"local_world_size":)" + workers +
+                                R"(,"run_id":"job"})");
+  };
+  CHECK(join("1", "8").value().node_rank == 1);
+  CHECK_FALSE(join("99999999999999999999", "8"));
+  CHECK_FALSE(join("1.5", "8"));
+  CHECK_FALSE(join("\"1\"", "8"));
+  CHECK_FALSE(join("-2", "8"));
+  CHECK_FALSE(join("1", "0"));
+  CHECK_FALSE(join("1", "-2147483648"));
+  CHECK_FALSE(join("1", "1e9"));
+  CHECK_FALSE(agent_info_from_json(
+      R"({"id":"a/b","host":"h","address":"h","node_rank":0,"local_world_size":1,"run_id":"j"})"));
+}
+
+TEST_CASE("a round numbers its ranks node after node and adds up", "[rendezvous]") {
+  RoundPlan plan;
+  plan.round = 2;
+  plan.world_size = 3;
+  plan.master_addr = "127.0.0.1";
+  plan.master_port = "29500";
+  plan.members = {
+      {.id = "a", .host = "a", .group_rank = 0, .rank_offset = 0, .local_world_size = 2},
+      {.id = "b", .host = "b", .group_rank = 1, .rank_offset = 2, .local_world_size = 1}};
+  REQUIRE(next_from_json(to_json(Next{plan})));
+  RoundPlan wrong = plan;
+  wrong.world_size = 64;
+  CHECK_FALSE(next_from_json(to_json(Next{wrong})));
+  wrong = plan;
+  wrong.members[1].rank_offset = 37;
+  CHECK_FALSE(next_from_json(to_json(Next{wrong})));
+}
+
+TEST_CASE("an outcome's exit code and signal are in range, and success has no root cause",
+          "[rendezvous]") {
+  CHECK(next_from_json(R"({"kind":"done","exit_code":7,"message":"m","root_agent":"a",)"
+                       R"("stop_signal":null})"));
+  CHECK_FALSE(next_from_json(R"({"kind":"done","exit_code":0,"message":"","root_agent":"a",)"
+                             R"("stop_signal":null})"));
+  CHECK_FALSE(next_from_json(R"({"kind":"done","exit_code":143,"message":"","root_agent":"a",)"
+                             R"("stop_signal":99})"));
+  CHECK_FALSE(next_from_json(R"({"kind":"done","exit_code":256,"message":"","root_agent":"a",)"
+                             R"("stop_signal":null})"));
+}
+
+TEST_CASE("text from the store comes back printable", "[rendezvous]") {
+  auto end = round_end_from_json("{\"reason\":\"failure\",\"message\":\"x\\u001b[2Jy\"}");
+  REQUIRE(end);
+  CHECK(end->message == "x\\x1b[2Jy");
+}
+
+}  // namespace
+}  // namespace gangrun::rendezvous
