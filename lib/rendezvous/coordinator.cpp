@@ -101,6 +101,7 @@ struct Coordinator::Impl {
   asio::steady_timer close_deadline;
   asio::steady_timer heartbeat_check;
   Clock::time_point last_waiting_note = Clock::now();
+  Clock::time_point last_check = Clock::now();
   std::optional<JobOutcome> outcome;
   std::function<void()> answered;
 
@@ -336,8 +337,17 @@ struct Coordinator::Impl {
     });
   }
 
+  // A tick that is itself late (this host's loop was stopped or starved)
+  // judges nobody: what the agents sent meanwhile may wait unread in the
+  // sockets, so their clocks start again now.
   void check_heartbeats() {
     Clock::time_point now = Clock::now();
+    bool on_time = now - last_check <= 2 * settings.heartbeat_interval;
+    last_check = now;
+    if (!on_time) {
+      for (auto& [id, agent] : agents) agent.last_heard = now;
+      return;
+    }
     std::vector<std::string> silent;
     for (const auto& [id, agent] : agents) {
       if (now - agent.last_heard > heartbeat_timeout()) silent.push_back(id);

@@ -22,6 +22,8 @@ constexpr std::chrono::milliseconds k_as_long_as_the_job{std::chrono::hours(24 *
 }  // namespace
 
 struct Participant::Impl {
+  using Clock = std::chrono::steady_clock;
+
   ParticipantSettings settings;
   ParticipantEvents events;
   Signer signer;
@@ -31,6 +33,9 @@ struct Participant::Impl {
   store::AsyncClient waits;
   boost::asio::steady_timer heartbeat;
   std::uint64_t beats = 0;
+  bool beat_in_flight = false;  // a heartbeat's CHECK is not answered yet
+  Clock::time_point last_tick = Clock::now();
+  Clock::time_point last_answer = Clock::now();
   std::optional<std::uint64_t> current;  // the round this agent's workers run in
   bool reported = false;                 // its result for `current` is sent
   bool over = false;                     // the job is done, or the store lost
@@ -90,6 +95,7 @@ struct Participant::Impl {
     writes.get(key, then<std::string>([this, key](std::string value) {
                  auto answer = signer.open(key, value);
                  if (answer && answer->empty()) {
+                   last_tick = last_answer = Clock::now();
                    beat();
                    return find_latest();
                  }
@@ -110,25 +116,33 @@ struct Participant::Impl {
   }
 
   // Written by this loop every interval. A SET has no reply, so a CHECK of
-  // the key follows on the same connection: its answer, which the store's
-  // host sends only after it took the SET, must come within the heartbeat
-  // timeout, or its loop is not running.
+  // the key follows on the same connection: its answer comes only once the
+  // store's host has taken the SET. The timer judges: no answer for the
+  // heartbeat timeout means the host's loop is not running. A tick that is
+  // itself late (this agent's own loop was stopped or starved) judges
+  // nobody, since the answers may be waiting unread in the socket.
   void beat() {
     if (over) return;
-    std::string key = keys::alive(settings.me.id);
-    write(
-        key, std::to_string(++beats), [](Expected<void>) {}, heartbeat_timeout());
-    writes.check(
-        {key},
-        [this](Expected<bool> answered) {
-          if (over || answered) return;
-          lose(Error(ErrorCode::store,
-                     fmt::format("the store's host did not take this agent's heartbeat "
-                                 "within {} s: its agent is stopped, stuck or cut off ({})",
-                                 std::chrono::duration<double>(heartbeat_timeout()).count(),
-                                 answered.error().message())));
-        },
-        heartbeat_timeout());
+    Clock::time_point now = Clock::now();
+    if (now - last_tick > 2 * settings.heartbeat_interval) last_answer = now;
+    last_tick = now;
+    if (now - last_answer > heartbeat_timeout()) {
+      return lose(Error(ErrorCode::store,
+                        fmt::format("the store's host did not take this agent's heartbeat within "
+                                    "{} s: its agent is stopped, stuck or cut off",
+                                    std::chrono::duration<double>(heartbeat_timeout()).count())));
+    }
+    if (!beat_in_flight) {
+      beat_in_flight = true;
+      std::string key = keys::alive(settings.me.id);
+      write(
+          key, std::to_string(++beats), [](Expected<void>) {}, settings.read_timeout);
+      writes.check({key}, then<bool>([this](bool) {
+                     beat_in_flight = false;
+                     last_answer = Clock::now();
+                   }),
+                   settings.read_timeout);
+    }
     heartbeat.expires_after(settings.heartbeat_interval);
     heartbeat.async_wait([this](const boost::system::error_code& error) {
       if (!error) beat();
