@@ -362,33 +362,43 @@ struct Coordinator::Impl {
     note_whom_we_wait_for(now);
   }
 
-  // Every 10 s of waiting, the log says for whom.
+  // Every 10 s of waiting, the log says for whom, and so does the waiting
+  // key, which agents that wait for the next round read and log.
   void note_whom_we_wait_for(Clock::time_point now) {
     if (now - last_waiting_note < std::chrono::seconds(10)) return;
     last_waiting_note = now;
+    std::string whom = whom_we_wait_for();
+    if (!whom.empty()) spdlog::warn("rendezvous: waiting for {}", whom);
+    publish(keys::waiting(), whom);
+  }
+
+  // "node ranks 1, 2 to join (1 of 3 joined)", "the agent on node2 to report
+  // how round 0 ended"; empty when nothing is awaited.
+  std::string whom_we_wait_for() const {
     if (forming && settings.static_ranks) {
       std::set<int> missing;
       for (int rank = 0; rank < settings.max_nodes; ++rank) missing.insert(rank);
       for (const auto& [id, agent] : agents) missing.erase(agent.info.node_rank);
-      if (missing.empty()) return;
+      if (missing.empty()) return "";
       std::vector<std::string> names;
       for (int rank : missing) names.push_back(std::to_string(rank));
-      spdlog::warn("rendezvous: waiting for node rank{} {} to join ({} of {} joined)",
-                   missing.size() == 1 ? "" : "s", strings::join(names, ", "), agents.size(),
-                   settings.max_nodes);
-      return;
+      return fmt::format("node rank{} {} to join ({} of {} joined)", missing.size() == 1 ? "" : "s",
+                         strings::join(names, ", "), agents.size(), settings.max_nodes);
     }
-    if (round && round->end) {
-      std::vector<std::string> hosts;
-      for (const auto& [id, answer] : round->answers) {
-        if (answer || round->lost.count(id) != 0) continue;
-        auto agent = agents.find(id);
-        hosts.push_back(agent == agents.end() ? id : agent->second.info.host);
-      }
-      if (hosts.empty()) return;
-      spdlog::warn("rendezvous: round {} is ending; waiting for the agent{} on {} to report",
-                   round->plan.round, hosts.size() == 1 ? "" : "s", strings::join(hosts, ", "));
+    if (forming) {
+      return fmt::format("at least {} nodes to join ({} joined)", settings.min_nodes,
+                         agents.size());
     }
+    if (!round || !round->end) return "";
+    std::vector<std::string> hosts;
+    for (const auto& [id, answer] : round->answers) {
+      if (answer || round->lost.count(id) != 0) continue;
+      auto agent = agents.find(id);
+      hosts.push_back(agent == agents.end() ? id : agent->second.info.host);
+    }
+    if (hosts.empty()) return "";
+    return fmt::format("the agent{} on {} to report how round {} ended",
+                       hosts.size() == 1 ? "" : "s", strings::join(hosts, ", "), round->plan.round);
   }
 
   // ---- rounds -----------------------------------------------------------------

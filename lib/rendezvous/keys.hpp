@@ -1,6 +1,7 @@
 // The run-wide store keys of the rendezvous (store/key_spaces.hpp: they
 // survive rounds and workers never reach them). Agents write join, alive,
-// failed and result; the coordinator writes welcome, round, end and latest,
+// failed and result; the coordinator writes welcome, round, end, latest and
+// waiting,
 // and the store refuses those to every client (coordinator_only_prefixes).
 // Every value is sealed with the job's secret (signing.hpp).
 #pragma once
@@ -42,6 +43,9 @@ inline std::string failed(std::uint64_t r, const std::string& agent) {
 inline std::string alive(const std::string& agent) {
   return std::string(k_prefix) + "alive/" + agent;
 }
+// What the coordinator waits for ("node rank 2 to join ..."), rewritten
+// every 10 s; empty when it waits for nothing.
+inline std::string waiting() { return std::string(k_prefix) + "waiting"; }
 // How an agent's workers ended in round r.
 inline std::string result(std::uint64_t r, const std::string& agent) {
   return std::string(k_prefix) + "result/" + std::to_string(r) + "/" + agent;
@@ -50,7 +54,8 @@ inline std::string result(std::uint64_t r, const std::string& agent) {
 // The keys only the coordinator writes (through store::Server::publish).
 inline std::vector<std::string> coordinator_only_prefixes() {
   std::string prefix(k_prefix);
-  return {prefix + "welcome/", prefix + "latest", prefix + "round/", prefix + "end/"};
+  return {prefix + "welcome/", prefix + "latest", prefix + "round/", prefix + "end/",
+          prefix + "waiting"};
 }
 
 }  // namespace gangrun::rendezvous::keys

@@ -19,6 +19,9 @@ namespace {
 // the heartbeats, not by this.
 constexpr std::chrono::milliseconds k_as_long_as_the_job{std::chrono::hours(24 * 365)};
 
+// How often an agent that waits for a round says what the coordinator waits for.
+constexpr std::chrono::seconds k_waiting_note{10};
+
 }  // namespace
 
 struct Participant::Impl {
@@ -34,6 +37,9 @@ struct Participant::Impl {
   boost::asio::steady_timer heartbeat;
   std::uint64_t beats = 0;
   bool beat_in_flight = false;  // a heartbeat's CHECK is not answered yet
+  // Since when this agent waits for a round (not running one); nullopt while it runs one.
+  std::optional<Clock::time_point> waiting_since;
+  Clock::time_point last_waiting_note;
   Clock::time_point last_tick = Clock::now();
   Clock::time_point last_answer = Clock::now();
   std::optional<std::uint64_t> current;  // the round this agent's workers run in
@@ -132,6 +138,11 @@ struct Participant::Impl {
                                     "{} s: its agent is stopped, stuck or cut off",
                                     std::chrono::duration<double>(heartbeat_timeout()).count())));
     }
+    if (waiting_since && now - *waiting_since >= k_waiting_note &&
+        now - last_waiting_note >= k_waiting_note) {
+      last_waiting_note = now;
+      say_whom_the_rendezvous_waits_for(now - *waiting_since);
+    }
     if (!beat_in_flight) {
       beat_in_flight = true;
       std::string key = keys::alive(settings.me.id);
@@ -147,6 +158,27 @@ struct Participant::Impl {
     heartbeat.async_wait([this](const boost::system::error_code& error) {
       if (!error) beat();
     });
+  }
+
+  // Logs what the coordinator waits for (keys::waiting), read without
+  // waiting: a key not written yet says nothing.
+  void say_whom_the_rendezvous_waits_for(Clock::duration waited) {
+    std::string key = keys::waiting();
+    double seconds = std::chrono::duration<double>(waited).count();
+    writes.check({key}, then<bool>([this, key, seconds](bool exists) {
+                   if (!exists) return;
+                   writes.get(key, then<std::string>([this, key, seconds](std::string value) {
+                                auto whom = signer.open(key, value);
+                                if (!whom || whom->empty() || !waiting_since) return;
+                                spdlog::warn(
+                                    "rendezvous: this node has waited {:.0f} s; the "
+                                    "coordinator at {}:{} waits for {}",
+                                    seconds, settings.store.host, settings.store.port,
+                                    strings::printable(*whom));
+                              }),
+                              settings.read_timeout);
+                 }),
+                 settings.read_timeout);
   }
 
   // An agent may join a run that is under way: it reads the latest round
@@ -167,6 +199,7 @@ struct Participant::Impl {
   }
 
   void wait_for_round(std::uint64_t number) {
+    if (!waiting_since) waiting_since = Clock::now();
     std::string key = keys::round(number);
     waits.get(key, then<std::string>([this, number, key](std::string value) {
                 opened(key, value, [this, number](std::string text) { on_round(number, text); });
@@ -198,6 +231,7 @@ struct Participant::Impl {
     }
     current = number;
     reported = false;
+    waiting_since.reset();
     watch_round_end(number);
     events.round_assigned(plan, *me);
   }

@@ -265,6 +265,25 @@ class ConnectionStorm(ControlPlaneCase):
         self.assertNotIn("lost the", self.stderr_of(head))
 
 
+class Waiting(ControlPlaneCase):
+    def test_waiting_agents_say_whom_the_rendezvous_waits_for(self):
+        worker = self.worker()
+
+        def args(rank):
+            return ["--nnodes", 3, "--node_rank", rank, "--master_addr", LOOPBACK, "--master_port", self.port,
+                    "--nproc_per_node", 1, *worker]
+
+        head = self.start(args(0), env=self.env())
+        last = self.start(args(2), env=self.env())
+        # Every 10 s the coordinator logs what it waits for, and the agents that wait read it.
+        self.wait_stderr(head, "rendezvous: waiting for node rank 1 to join (2 of 3 joined)")
+        self.wait_stderr(last, f"the coordinator at {LOOPBACK}:{self.port} waits for node rank 1 to join "
+                               "(2 of 3 joined)")
+        middle = self.start(args(1), env=self.env())
+        for proc in (head, middle, last):
+            self.assertExit(self.finish(proc), 0)
+
+
 class Listening(ControlPlaneCase):
     def test_the_head_listens_on_the_master_address_alone(self):
         head, other = self.two_nodes(self.worker("--wait-file", self.path("go"), 300))
