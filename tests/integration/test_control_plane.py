@@ -297,6 +297,40 @@ class Listening(ControlPlaneCase):
         for proc in (head, other):
             self.assertExit(self.finish(proc), 0)
 
+    def listeners(self):
+        shown = subprocess.run(["ss", "-Hltn", f"sport = :{self.port}"], capture_output=True, text=True,
+                               timeout=30, check=True).stdout.split()
+        return {word for word in shown if word.endswith(f":{self.port}")}
+
+    def test_local_addr_chooses_the_one_address_the_head_listens_on(self):
+        # This host's own name, resolving to loopback only (as Debian maps it to 127.0.1.1),
+        # makes the head listen everywhere so that other hosts reach it; --local_addr
+        # chooses one address instead.
+        host = socket.gethostname()
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        if not addresses or not all(a.startswith("127.") or a == "::1" for a in addresses):
+            self.skipTest(f"{host} resolves to {sorted(addresses)}, not to loopback alone")
+        for local_addr, expected in ((None, "every interface"), (LOOPBACK, f"{LOOPBACK}:{self.port}")):
+            with self.subTest(local_addr=local_addr):
+                go = self.path(f"go.{local_addr}")
+                worker = self.worker("--wait-file", go, 300)
+                extra = ["--local_addr", local_addr] if local_addr else []
+                nodes = [self.start(["--nnodes", 2, "--node_rank", rank, "--master_addr", host, "--master_port",
+                                     self.port, "--nproc_per_node", 1, *(extra if rank == 0 else []), *worker],
+                                    env=self.env())
+                         for rank in (0, 1)]
+                self.wait_stderr(nodes[1], "round 0:")
+                listening = self.listeners()
+                if local_addr:
+                    self.assertEqual(listening, {expected})
+                else:
+                    self.assertTrue(listening <= {f"*:{self.port}", f"[::]:{self.port}", f"0.0.0.0:{self.port}"}
+                                    and listening, listening)
+                    self.assertIn("resolves only to loopback addresses here", self.stderr_of(nodes[0]))
+                self.release(os.path.basename(go))
+                for proc in nodes:
+                    self.assertExit(self.finish(proc), 0)
+
 
 class Secrets(ControlPlaneCase):
     def test_the_secret_is_in_no_dry_run_log_report_or_worker_environment(self):
