@@ -94,6 +94,10 @@ struct Participant::Impl {
     write(keys::join(settings.me.id), to_json(settings.me),
           then<void>([this] { wait_for_welcome(); }),
           settings.store.connect_timeout + settings.read_timeout);
+    // The second connection is made now, beside the join, so that the wait
+    // for the first round does not begin with a connection.
+    waits.check({keys::latest()}, then<bool>([](bool) {}),
+                settings.store.connect_timeout + settings.read_timeout);
   }
 
   void wait_for_welcome() {
@@ -101,8 +105,10 @@ struct Participant::Impl {
     writes.get(key, then<std::string>([this, key](std::string value) {
                  auto answer = signer.open(key, value);
                  if (answer && answer->empty()) {
+                   // The first heartbeat one interval from now: reading the
+                   // round comes first on the link.
                    last_tick = last_answer = Clock::now();
-                   beat();
+                   next_beat();
                    return find_latest();
                  }
                  over = true;
@@ -154,6 +160,10 @@ struct Participant::Impl {
                    }),
                    settings.read_timeout);
     }
+    next_beat();
+  }
+
+  void next_beat() {
     heartbeat.expires_after(settings.heartbeat_interval);
     heartbeat.async_wait([this](const boost::system::error_code& error) {
       if (!error) beat();
