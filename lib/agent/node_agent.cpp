@@ -155,8 +155,8 @@ class NodeAgent {
     }
     store_ = std::move(*hosted);
     if (store_) {
-      coordinator_ =
-          std::make_unique<rendezvous::Coordinator>(io_, *store_, coordinator_settings(plan_));
+      coordinator_ = std::make_unique<rendezvous::Coordinator>(
+          io_, *store_, coordinator_settings(plan_, agent_id_));
     }
     participant_ = std::make_unique<rendezvous::Participant>(
         io_, std::move(settings),

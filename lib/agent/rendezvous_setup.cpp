@@ -73,7 +73,8 @@ Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_c
   return server;
 }
 
-rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& plan) {
+rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& plan,
+                                                     const std::string& host_agent_id) {
   const config::RendezvousConf& conf = plan.options.rdzv_conf;
   return rendezvous::CoordinatorSettings{
       .min_nodes = plan.c10d ? plan.min_nnodes : plan.nnodes,
@@ -86,6 +87,7 @@ rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& p
       .heartbeat_interval = from_seconds(conf.keep_alive_interval),
       .heartbeat_attempts = conf.keep_alive_max_attempt,
       .secret = plan.job_secret,
+      .host_agent_id = host_agent_id,
       .run_id = plan.run_id,
       .master_addr = plan.master_addr,
       .master_port = std::to_string(store_port(plan))};

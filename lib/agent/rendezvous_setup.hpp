@@ -25,7 +25,9 @@ namespace gangrun::agent {
 Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_context& io,
                                                                const launch::LaunchPlan& plan);
 
-rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& plan);
+// host_agent_id: the agent hosting the store, which a c10d round ranks first.
+rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& plan,
+                                                     const std::string& host_agent_id);
 
 // This agent's introduction (a fresh id) and how it reaches the store.
 rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& plan);

@@ -505,13 +505,14 @@ struct Coordinator::Impl {
         return a->info.node_rank < b->info.node_rank;
       });
     } else {
-      // The first MAX to join take part, ranked in the order they joined:
-      // agents stay joined across rounds, so a node keeps its ranks while
-      // the nodes before it stay, and the store's host, whose agent joins
-      // first, has rank 0. A host name, which anyone can choose, decides
-      // nothing.
-      std::sort(chosen.begin(), chosen.end(),
-                [](const Agent* a, const Agent* b) { return a->order < b->order; });
+      // The store's host's own agent and then the first to join take part,
+      // ranked in that order: agents stay joined across rounds, so a node
+      // keeps its ranks while the nodes before it stay. A host name, which
+      // anyone can choose, decides nothing.
+      std::sort(chosen.begin(), chosen.end(), [this](const Agent* a, const Agent* b) {
+        return std::pair(a->info.id != settings.host_agent_id, a->order) <
+               std::pair(b->info.id != settings.host_agent_id, b->order);
+      });
       if (static_cast<int>(chosen.size()) > settings.max_nodes)
         chosen.resize(static_cast<std::size_t>(settings.max_nodes));
     }

@@ -20,8 +20,9 @@
 // closed, so the agent, if it ever wakes, stops its workers.
 //
 // forming: static, every node rank 0..N-1 has joined; c10d, MAX agents, or
-// MIN and then last_call_timeout. c10d ranks follow the order of joining
-// (first joined, first ranks), which a host name cannot game. Nobody in time (join_timeout): the
+// MIN and then last_call_timeout. c10d ranks: the store's host's own agent
+// first, then the others in the order they joined, which a host name cannot
+// game. Nobody in time (join_timeout): the
 // job ends with exit 3. A round ends when a node reports a failure, a node is lost, an agent is
 // told to stop by a signal, every node succeeded, or (c10d) a newcomer can grow a round that has
 // fewer than MAX nodes. Once every node of the round has answered (or is gone) the coordinator
@@ -53,8 +54,10 @@ struct CoordinatorSettings {
   std::chrono::milliseconds heartbeat_interval{1000};
   int heartbeat_attempts = 3;
   std::optional<std::string> secret;  // the job's secret; nullopt: the control plane is open
-  std::string run_id;                 // --rdzv_id: an agent of another job is turned away
-  std::string master_addr;            // what workers dial: the store's address and port
+  // The agent of the store's own host: rank 0 in a c10d round it takes part in.
+  std::string host_agent_id;
+  std::string run_id;       // --rdzv_id: an agent of another job is turned away
+  std::string master_addr;  // what workers dial: the store's address and port
   std::string master_port;
 };
 

@@ -133,15 +133,16 @@ class MultinodeTorch(GangrunTestCase):
         self.static_job([2, 1, 3])
 
     def test_c10d_three_nodes_of_two_workers(self):
-        # Node ranks follow the order the agents joined in, which node1's agent (the
-        # store's host, first) logs.
+        # The store's host (node1) is node rank 0; the others follow the order they
+        # joined in, which node1's agent logs.
         with netns_nodes.Nodes(self, 3) as nodes:
             outputs = self.run_job(nodes, [
                 ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"node1:{RDZV_PORT}", "--rdzv_id", "job",
                  "--nnodes", 3, "--nproc_per_node", 2]] * 3)
         joined = re.findall(r"rendezvous: the agent on (node\d) joined", outputs[0][2])
-        self.assertEqual(joined[0], "node1", outputs[0][2])
-        self.check_results([2, 2, 2], "node1", RDZV_PORT, outputs, hosts=joined)
+        self.assertEqual(sorted(joined), ["node1", "node2", "node3"], outputs[0][2])
+        hosts = ["node1", *(host for host in joined if host != "node1")]
+        self.check_results([2, 2, 2], "node1", RDZV_PORT, outputs, hosts=hosts)
 
 
 if __name__ == "__main__":

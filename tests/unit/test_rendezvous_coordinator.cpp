@@ -482,14 +482,21 @@ TEST_CASE("a join with a node rank outside the job, or a c10d join with one, is 
   CHECK_THAT(ranked.refused->message(), Catch::Contains("c10d"));
 }
 
-TEST_CASE("c10d: ranks follow the order of joining, not host names", "[rendezvous][security]") {
-  Cluster cluster(elastic_nodes(2, 2));
+TEST_CASE("c10d: the store's host's agent is rank 0, the others follow the order of joining",
+          "[rendezvous][security]") {
+  CoordinatorSettings settings = elastic_nodes(3, 3);
+  settings.host_agent_id = "host-id";
+  Cluster cluster(settings);
   TestNode& first = cluster.join("zzz", 1);
   cluster.wait_for_key(keys::welcome("zzz-id"));  // its join is in before the next
   TestNode& second = cluster.join("aaa-evil", 1);
-  cluster.run_until([&] { return first.running && second.running; });
-  CHECK(first.rounds[0].member("zzz-id")->rank_offset == 0);
-  CHECK(first.rounds[0].member("aaa-evil-id")->rank_offset == 1);
+  cluster.wait_for_key(keys::welcome("aaa-evil-id"));
+  TestNode& host = cluster.join("host", 1);
+  cluster.run_until([&] { return first.running && second.running && host.running; });
+  const RoundPlan& plan = first.rounds[0];
+  CHECK(plan.member("host-id")->rank_offset == 0);
+  CHECK(plan.member("zzz-id")->rank_offset == 1);
+  CHECK(plan.member("aaa-evil-id")->rank_offset == 2);
 }
 
 }  // namespace
