@@ -1,49 +1,26 @@
 #include "launch/job_secret.hpp"
 
-#include "util/fd.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <array>
-#include <cerrno>
-#include <cstring>
+#include "config/config_file.hpp"
 
 namespace gangrun::launch {
 namespace {
 
-constexpr std::size_t k_max_secret_file_size = 4096;
+constexpr config::UserFileKind k_secret_file{
+    .name = "the job secret file",
+    .reads =
+        "GANGRUN_JOB_SECRET_FILE names a file that holds the job's secret; write it into a "
+        "file readable only by you (chmod 600)",
+    .max_bytes = 4096,
+    .holds = "a secret is one line"};
 
-// The file's bytes: a regular file only (a FIFO would block, a device
-// never end), read whole up to the limit.
+// The file's text without its trailing white space.
 Expected<std::string> read_secret_file(const std::string& path) {
-  std::string what = std::string(k_job_secret_file_variable) + "=" + path;
-  UniqueFd file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!file.valid()) return fail_usage(what + ": cannot open it: " + std::strerror(errno));
-  struct stat facts {};
-  if (::fstat(file.get(), &facts) != 0 || !S_ISREG(facts.st_mode)) {
-    return fail_usage(what +
-                      ": not a regular file; write the secret into a file readable only "
-                      "by you (chmod 600)");
+  GANGRUN_TRY_ASSIGN(text, config::read_user_file(path, k_secret_file));
+  while (!text->empty() && (text->back() == '\n' || text->back() == '\r' || text->back() == ' ' ||
+                            text->back() == '\t')) {
+    text->pop_back();
   }
-  std::string text;
-  std::array<char, 1024> chunk{};
-  while (true) {
-    ssize_t got = ::read(file.get(), chunk.data(), chunk.size());
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return fail_usage(what + ": cannot read it: " + std::strerror(errno));
-    if (got == 0) break;
-    text.append(chunk.data(), static_cast<std::size_t>(got));
-    if (text.size() > k_max_secret_file_size) {
-      return fail_usage(what + ": larger than 4 KiB; a secret is one line");
-    }
-  }
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
-                           text.back() == '\t')) {
-    text.pop_back();
-  }
-  return text;
+  return std::move(*text);
 }
 
 }  // namespace

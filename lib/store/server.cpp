@@ -114,8 +114,7 @@ bool changes_keys(Op op) {
 }
 
 // A client's key for a log line: keys are any bytes up to max_key_bytes, so
-// a long one is cut and anything unprintable shown as '?'.
-// A key for a log line: at most 200 characters, control characters escaped.
+// a long one is cut to 200 characters and control characters are escaped.
 std::string printable_key(std::string_view key) {
   constexpr std::size_t k_shown = 200;
   return strings::printable(key.substr(0, k_shown)) + (key.size() > k_shown ? "..." : "");
