@@ -211,14 +211,15 @@ _gangrun()
                     | --duplicate-stderr-filters | --logs_specs | --logs-specs \
                     | --event_log_handler | --event-log-handler | --log_prefix | --log-prefix \
                     | --output | --term_timeout | --term-timeout | --shutdown_timeout \
-                    | --shutdown-timeout | --numa_binding | --numa-binding \
-                    | --signals_to_handle | --signals-to-handle | --report | --config_file \
-                    | --config-file | --mixed_precision | --mixed-precision \
-                    | --num_cpu_threads_per_process | --num-cpu-threads-per-process \
-                    | --dynamo_backend | --dynamo-backend | --dynamo_mode | --dynamo-mode \
-                    | --main_training_function | --main-training-function | --vm | --env \
-                    | --mpirun_hostfile | --mpirun-hostfile | --aws_access_key_id \
-                    | --aws-access-key-id | --aws_secret_access_key | --aws-secret-access-key \
+                    | --shutdown-timeout | --failure_window | --failure-window \
+                    | --numa_binding | --numa-binding | --signals_to_handle \
+                    | --signals-to-handle | --report | --config_file | --config-file \
+                    | --mixed_precision | --mixed-precision | --num_cpu_threads_per_process \
+                    | --num-cpu-threads-per-process | --dynamo_backend | --dynamo-backend \
+                    | --dynamo_mode | --dynamo-mode | --main_training_function \
+                    | --main-training-function | --vm | --env | --mpirun_hostfile \
+                    | --mpirun-hostfile | --aws_access_key_id | --aws-access-key-id \
+                    | --aws_secret_access_key | --aws-secret-access-key \
                     | --deepspeed_config_file | --deepspeed-config-file | --zero_stage \
                     | --zero-stage | --offload_optimizer_device | --offload-optimizer-device \
                     | --offload_param_device | --offload-param-device \
@@ -350,13 +351,13 @@ _gangrun()
                 --duplicate_stdout_filters --duplicate-stdout-filters --duplicate_stderr_filters
                 --duplicate-stderr-filters --logs_specs --logs-specs --event_log_handler
                 --event-log-handler --log_prefix --log-prefix --output --term_timeout
-                --term-timeout --shutdown_timeout --shutdown-timeout --numa_binding
-                --numa-binding --signals_to_handle --signals-to-handle --dry_run --dry-run
-                --json --report --config_file --config-file --multi_gpu --multi-gpu
-                --use_deepspeed --use-deepspeed --use_fsdp --use-fsdp --use_megatron_lm
-                --use-megatron-lm --use_parallelism_config --use-parallelism-config --cpu
-                --use_cpu --use-cpu --mixed_precision --mixed-precision
-                --num_cpu_threads_per_process --num-cpu-threads-per-process
+                --term-timeout --shutdown_timeout --shutdown-timeout --failure_window
+                --failure-window --numa_binding --numa-binding --signals_to_handle
+                --signals-to-handle --dry_run --dry-run --json --report --config_file
+                --config-file --multi_gpu --multi-gpu --use_deepspeed --use-deepspeed --use_fsdp
+                --use-fsdp --use_megatron_lm --use-megatron-lm --use_parallelism_config
+                --use-parallelism-config --cpu --use_cpu --use-cpu --mixed_precision
+                --mixed-precision --num_cpu_threads_per_process --num-cpu-threads-per-process
                 --enable_cpu_affinity --enable-cpu-affinity --dynamo_backend --dynamo-backend
                 --dynamo_mode --dynamo-mode --dynamo_use_fullgraph --dynamo-use-fullgraph
                 --dynamo_use_dynamic --dynamo-use-dynamic --dynamo_use_regional_compilation

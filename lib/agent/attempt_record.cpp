@@ -18,6 +18,8 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
   report::AttemptRecord record;
   record.attempt = attempt;
   record.root_cause = outcome.root_cause;
+  record.first_failure = outcome.first_failure;
+  if (outcome.blame) record.blame = report::describe(*outcome.blame);
   record.stopped_by_signal = outcome.stopped_by_signal;
   record.teardown_latency_ms = outcome.teardown_latency_ms;
   record.incomplete_logs = outcome.incomplete_logs;
@@ -42,7 +44,7 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
     entry.last_lines = worker.last_lines;
     std::string error_file =
         launch::worker_dir(run_dir.path(), attempt, worker.local_rank) + "/error.json";
-    if (outcome.root_cause == i) {
+    if (outcome.root_cause == i || outcome.first_failure == i) {
       auto read = report::read_worker_error(error_file);
       if (read) {
         entry.error = std::move(*read);
@@ -81,8 +83,8 @@ constexpr int k_not_found = 3;
 }  // namespace
 
 void probe_unimportable_module(const launch::LaunchPlan& plan, report::AttemptRecord& attempt) {
-  if (!attempt.root_cause || !plan.program.interpreter) return;
-  report::WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
+  if (!attempt.first_failure || !plan.program.interpreter) return;
+  report::WorkerRecord& root = attempt.workers.at(*attempt.first_failure);
   if (!root.last_lines.empty() || root.spawn_error || root.exit_code != 1) return;
   auto script = read_script_head(plan.program.entrypoint);
   if (!script) return;
@@ -103,13 +105,17 @@ void probe_unimportable_module(const launch::LaunchPlan& plan, report::AttemptRe
 
 void report_failure(const launch::LaunchPlan& plan, const report::RunRecord& run,
                     const report::AttemptRecord& attempt) {
-  const report::WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
-  std::string summary = report::format_failure(run, attempt, root.error);
+  std::string summary =
+      report::format_failure(run, attempt, attempt.workers.at(*attempt.root_cause).error);
   std::fflush(stdout);
   std::fputs(summary.c_str(), stderr);
-  if (plan.parent_error_file && root.error) {
+  // The error a parent launcher reads is the first failure's: its code is
+  // the attempt's.
+  const report::WorkerRecord& first =
+      attempt.workers.at(attempt.first_failure.value_or(*attempt.root_cause));
+  if (plan.parent_error_file && first.error) {
     auto written =
-        report::write_parent_error(*plan.parent_error_file, *root.error, root.shell_code);
+        report::write_parent_error(*plan.parent_error_file, *first.error, first.shell_code);
     if (!written) spdlog::warn("{}", written.error().describe());
   }
 }

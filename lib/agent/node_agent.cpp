@@ -9,6 +9,7 @@
 #include "launch/files.hpp"
 #include "launch/logging.hpp"
 #include "logmux/console.hpp"
+#include "report/blame.hpp"
 #include "report/run_report.hpp"
 #include "supervise/gang.hpp"
 #include "supervise/shim_spawner.hpp"
@@ -47,10 +48,21 @@ const char* to_string(AgentState state) {
 
 namespace {
 
+std::chrono::milliseconds milliseconds_of(double seconds) {
+  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
+}
+
 supervise::GangSettings gang_settings(const launch::LaunchPlan& plan) {
   supervise::GangSettings settings;
-  settings.term_timeout =
-      std::chrono::milliseconds(static_cast<long>(plan.options.term_timeout * 1000));
+  settings.term_timeout = milliseconds_of(plan.options.term_timeout);
+  settings.failure_window = milliseconds_of(plan.options.failure_window);
+  if (plan.multi_node && settings.failure_window.count() > 0) {
+    // The coordinator closes the window for every node at once (the round's
+    // end); this node closes it by itself only if that word never comes.
+    const config::RendezvousConf& conf = plan.options.rdzv_conf;
+    settings.failure_window +=
+        milliseconds_of(conf.keep_alive_interval * conf.keep_alive_max_attempt);
+  }
   return settings;
 }
 
@@ -127,9 +139,9 @@ class NodeAgent {
     logging_through_console_.emplace(console_);
     supervise::GangSettings settings = gang_settings(plan_);
     if (participant_) {
-      settings.on_root_cause = [this](const supervise::WorkerOutcome& root) {
+      settings.on_failure = [this](const supervise::AttemptOutcome& so_far) {
         failed_here_ = true;
-        if (participant_) participant_->report_failure(failure_report(participant_->me(), root));
+        if (participant_) participant_->report_failure(failure_report(participant_->me(), so_far));
       };
     }
     gang_.emplace(io_, console_, *spawner_, settings);
@@ -224,8 +236,11 @@ class NodeAgent {
       return;
     }
     const supervise::WorkerOutcome& root = outcome.workers.at(*outcome.root_cause);
-    spdlog::warn("rank {} failed ({}); restarting the gang ({} of {} restarts)", root.rank,
-                 root.status.describe(), restart_count + 1, plan_.options.max_restarts);
+    std::string what = outcome.blame
+                           ? report::describe(*outcome.blame)
+                           : fmt::format("rank {} failed ({})", root.rank, root.status.describe());
+    spdlog::warn("{}; restarting the gang ({} of {} restarts)", what, restart_count + 1,
+                 plan_.options.max_restarts);
     set_state(AgentState::restarting);
     asio::post(io_, [this, next = restart_count + 1] { begin_round(next); });
   }
@@ -240,8 +255,11 @@ class NodeAgent {
   }
 
   void on_round_ending(const rendezvous::RoundEnd& end) {
-    // Already ending by itself: its own failure, or a signal.
-    if (!gang_->running() || failed_here_ || state_ == AgentState::stopping) return;
+    // Its own failure: the coordinator has gathered every node's, and the
+    // workers still running here are stopped now.
+    if (failed_here_) return gang_->close_failure_window();
+    // Already ending by itself: a signal.
+    if (!gang_->running() || state_ == AgentState::stopping) return;
     if (end.reason != rendezvous::EndReason::success) {
       spdlog::warn("stopping this node's workers: {}", end.message);
     }
@@ -265,6 +283,7 @@ class NodeAgent {
           k_lost_rendezvous);
       result_.exit_code = k_lost_rendezvous;
     }
+    if (!record_.attempts.empty()) blame_as_told(outcome, record_.attempts.back());
     if (!outcome.message.empty() && !mine) {
       spdlog::error("the job ended on another node: {} (this node exits with {})", outcome.message,
                     outcome.exit_code);
@@ -274,6 +293,22 @@ class NodeAgent {
     if (!coordinator_) return set_state(AgentState::done);
     // The store stays up until every agent has read the outcome.
     coordinator_->when_everyone_answered([this] { set_state(AgentState::done); });
+  }
+
+  // On many nodes the coordinator, which heard every node, decides whom a
+  // failure is blamed on; a node's own judgement of its part is dropped.
+  // When the blamed ranks ran here, the summary this node prints names the
+  // first of them.
+  static void blame_as_told(const rendezvous::JobOutcome& outcome, report::AttemptRecord& attempt) {
+    attempt.blame.reset();
+    attempt.root_cause = attempt.first_failure;
+    if (outcome.waited_for.empty()) return;
+    for (std::size_t i = 0; i < attempt.workers.size(); ++i) {
+      if (attempt.workers[i].rank != outcome.waited_for.front()) continue;
+      attempt.root_cause = i;
+      attempt.blame = outcome.message;
+      return;
+    }
   }
 
   void on_store_lost(const Error& error) {
@@ -305,7 +340,7 @@ class NodeAgent {
     result_.exit_code = k_lost_rendezvous;
     if (!record_.attempts.empty() && failed_here_) {
       const report::AttemptRecord& last = record_.attempts.back();
-      if (last.root_cause) result_.exit_code = last.workers.at(*last.root_cause).shell_code;
+      if (last.first_failure) result_.exit_code = last.workers.at(*last.first_failure).shell_code;
     }
     set_state(AgentState::done);
   }
@@ -326,8 +361,8 @@ class NodeAgent {
     if (last.stopped_by_signal) {
       result_.die_by_signal = last.stopped_by_signal;
       result_.exit_code = exit_codes::for_signal(*last.stopped_by_signal);
-    } else if (last.root_cause) {
-      result_.exit_code = last.workers.at(*last.root_cause).shell_code;
+    } else if (last.first_failure) {
+      result_.exit_code = last.workers.at(*last.first_failure).shell_code;
     }
     set_state(AgentState::done);
   }
@@ -341,7 +376,8 @@ class NodeAgent {
     const report::AttemptRecord& last = record_.attempts.back();
     // On many nodes the full summary belongs to the node of the root cause.
     bool root_here = !job_outcome_ || job_outcome_->root_agent == agent_id_;
-    if (last.root_cause && root_here && !stopped_for_round_end_) {
+    bool blamed_here = last.blame && root_here;
+    if (last.root_cause && root_here && (!stopped_for_round_end_ || blamed_here)) {
       report_failure(plan_, record_, last);
     }
     write_report();

@@ -10,6 +10,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <random>
 
 namespace gangrun::agent {
@@ -86,6 +88,7 @@ rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& p
       .close_timeout = from_seconds(conf.close_timeout),
       .heartbeat_interval = from_seconds(conf.keep_alive_interval),
       .heartbeat_attempts = conf.keep_alive_max_attempt,
+      .failure_window = from_seconds(plan.options.failure_window),
       .secret = plan.job_secret,
       .host_agent_id = host_agent_id,
       .run_id = plan.run_id,
@@ -130,28 +133,48 @@ launch::RoundAssignment assignment_from(const rendezvous::RoundPlan& round,
                                  .master_port = round.master_port};
 }
 
-rendezvous::NodeReport failure_report(const rendezvous::AgentInfo& me,
-                                      const supervise::WorkerOutcome& root) {
-  rendezvous::NodeReport report;
-  report.agent = me.id;
-  report.host = me.host;
+namespace {
+
+// The workers that ended by themselves, with how long ago.
+std::vector<rendezvous::RankEnd> ended_by_themselves(const supervise::AttemptOutcome& outcome) {
+  auto now = std::chrono::system_clock::now();
+  std::vector<rendezvous::RankEnd> ended;
+  for (const supervise::WorkerOutcome& worker : outcome.workers) {
+    bool ended_itself = worker.started && worker.pid >= 0 && !worker.stopped_by_gangrun &&
+                        worker.ended_at != std::chrono::system_clock::time_point{};
+    if (!ended_itself && !worker.spawn_error) continue;
+    auto age = std::chrono::duration_cast<std::chrono::milliseconds>(now - worker.ended_at);
+    ended.push_back(
+        rendezvous::RankEnd{.rank = worker.rank,
+                            .failed = !worker.status.success() || worker.spawn_error,
+                            .ms_ago = std::clamp<std::int64_t>(age.count(), 0, 1 << 30)});
+  }
+  return ended;
+}
+
+void describe_root(rendezvous::NodeReport& report, const supervise::WorkerOutcome& root) {
   report.rank = root.rank;
   report.exit_code = root.status.shell_code();
   report.what =
       root.spawn_error ? "could not be started: " + *root.spawn_error : root.status.describe();
+}
+
+}  // namespace
+
+rendezvous::NodeReport failure_report(const rendezvous::AgentInfo& me,
+                                      const supervise::AttemptOutcome& so_far) {
+  rendezvous::NodeReport report;
+  report.agent = me.id;
+  report.host = me.host;
+  if (so_far.first_failure) describe_root(report, so_far.workers.at(*so_far.first_failure));
+  report.ended = ended_by_themselves(so_far);
   return report;
 }
 
 rendezvous::NodeReport round_report(const rendezvous::AgentInfo& me,
                                     const supervise::AttemptOutcome& outcome,
                                     bool stopped_for_round_end) {
-  rendezvous::NodeReport report;
-  if (outcome.root_cause) {
-    report = failure_report(me, outcome.workers.at(*outcome.root_cause));
-  } else {
-    report.agent = me.id;
-    report.host = me.host;
-  }
+  rendezvous::NodeReport report = failure_report(me, outcome);
   report.stopped_for_round_end = stopped_for_round_end;
   report.succeeded = outcome.succeeded();
   if (outcome.stopped_by_signal && !stopped_for_round_end) {

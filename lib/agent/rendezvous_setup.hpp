@@ -37,9 +37,10 @@ rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& p
 launch::RoundAssignment assignment_from(const rendezvous::RoundPlan& round,
                                         const rendezvous::Member& me, int attempt);
 
-// What this node reports of a worker that failed first, or of a round's end.
+// What this node reports of its workers' failures so far (its first failure,
+// and every worker that ended by itself), or of a round's end.
 rendezvous::NodeReport failure_report(const rendezvous::AgentInfo& me,
-                                      const supervise::WorkerOutcome& root);
+                                      const supervise::AttemptOutcome& so_far);
 rendezvous::NodeReport round_report(const rendezvous::AgentInfo& me,
                                     const supervise::AttemptOutcome& outcome,
                                     bool stopped_for_round_end);

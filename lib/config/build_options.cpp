@@ -66,6 +66,7 @@ Expected<Options> type_each_value(const LayeredValues& values) {
   typer.set("log_prefix", any_text, o.log_prefix);
   typer.set("output", parse_output_mode, o.output);
   typer.set("term_timeout", parse_non_negative_seconds, o.term_timeout);
+  typer.set("failure_window", parse_non_negative_seconds, o.failure_window);
   typer.set("signals_to_handle", parse_signals, o.signals_to_handle);
   typer.set("dry_run", parse_bool, o.dry_run);
   typer.set("json", parse_bool, o.json);

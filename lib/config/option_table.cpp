@@ -279,6 +279,14 @@ std::vector<OptionSpec> make_table() {
        .default_text = "30",
        .help = "grace from SIGTERM to SIGKILL when workers are stopped",
        .shown = Spelling::dash},
+      {.name = "failure_window",
+       .group = G::supervision,
+       .metavar = "SECONDS",
+       .default_text = "1",
+       .help = "after the first worker fails, how long the others may go on and fail by "
+               "themselves before they are stopped, so that the rank they waited for (one still "
+               "running when the rest timed out) is named as the root cause; 0: stop them at once",
+       .shown = Spelling::dash},
       {.name = "numa_binding",
        .group = G::supervision,
        .metavar = "MODE",

@@ -138,7 +138,10 @@ struct Options {
   OutputMode output = OutputMode::automatic;
 
   // ---- supervision
-  double term_timeout = 30.0;          // seconds from SIGTERM to SIGKILL, >= 0
+  double term_timeout = 30.0;  // seconds from SIGTERM to SIGKILL, >= 0
+  // Seconds the other workers may go on after the first failure, so that
+  // the rank they waited for can be named (supervise/gang.hpp), >= 0.
+  double failure_window = 1.0;
   std::vector<int> signals_to_handle;  // signal numbers; default TERM, INT, HUP, QUIT
 
   // ---- each tool's own flags

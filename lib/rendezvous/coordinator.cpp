@@ -2,6 +2,7 @@
 
 #include "rendezvous/keys.hpp"
 #include "rendezvous/signing.hpp"
+#include "report/blame.hpp"
 #include "util/strings.hpp"
 
 #include <boost/asio/post.hpp>
@@ -36,11 +37,13 @@ std::optional<RoundAndAgent> split_round_and_agent(std::string_view rest) {
 }
 
 JobOutcome ended_with(int exit_code, std::string message, std::string root_agent = "",
-                      std::optional<int> stop_signal = std::nullopt) {
+                      std::optional<int> stop_signal = std::nullopt,
+                      std::vector<int> waited_for = {}) {
   return JobOutcome{.exit_code = exit_code,
                     .message = std::move(message),
                     .root_agent = std::move(root_agent),
-                    .stop_signal = stop_signal};
+                    .stop_signal = stop_signal,
+                    .waited_for = std::move(waited_for)};
 }
 
 // "rank 4", "ranks 4-7".
@@ -71,12 +74,21 @@ struct Coordinator::Impl {
     Clock::time_point last_heard;
   };
 
+  // A node's latest word on its workers, and when it was read.
+  struct Heard {
+    NodeReport report;
+    std::chrono::system_clock::time_point at;
+  };
+
   struct Round {
     RoundPlan plan;
     std::map<std::string, std::optional<NodeReport>> answers;  // one per member
+    std::map<std::string, Heard> heard;                        // failures and answers
     std::set<std::string> lost;
     std::optional<RoundEnd> end;
     std::optional<NodeReport> root;  // the report that ended it, if a node's
+    std::vector<int> waited_for;     // whom its failure is blamed on
+    bool judging = false;            // a failure came; the others' are gathered
   };
 
   asio::io_context& io;
@@ -100,6 +112,7 @@ struct Coordinator::Impl {
   asio::steady_timer join_deadline;
   asio::steady_timer close_deadline;
   asio::steady_timer heartbeat_check;
+  asio::steady_timer failure_window;
   Clock::time_point last_waiting_note = Clock::now();
   Clock::time_point last_check = Clock::now();
   std::optional<JobOutcome> outcome;
@@ -113,7 +126,8 @@ struct Coordinator::Impl {
         last_call(io_context),
         join_deadline(io_context),
         close_deadline(io_context),
-        heartbeat_check(io_context) {
+        heartbeat_check(io_context),
+        failure_window(io_context) {
     server.observe(store::ServerEvents{
         .run_key_set = [this](store::ConnectionId from, const std::string& key,
                               const std::string& value) { on_key(from, key, value); },
@@ -166,8 +180,10 @@ struct Coordinator::Impl {
       return reject(from,
                     report ? key + ": the report names another agent" : report.error().message());
     }
+    if (round->answers.count(where->agent) == 0) return;  // a spare has no workers to report
+    round->heard[where->agent] = Heard{*report, std::chrono::system_clock::now()};
     if (failed) {
-      if (!round->end) end_round_for(*report);
+      if (!round->end) on_failure(*report);
       return;
     }
     on_result(where->agent, *report);
@@ -281,12 +297,14 @@ struct Coordinator::Impl {
     answer->second = report;
     if (!round->end) {
       if (!report.succeeded) {
-        end_round_for(report);
+        on_failure(report);
       } else if (std::all_of(round->answers.begin(), round->answers.end(), [](const auto& entry) {
                    return entry.second && entry.second->succeeded;
                  })) {
         end_round(EndReason::success, "every node's workers succeeded");
       }
+      // Every node has answered: no failure is left to gather.
+      if (round->judging && everyone_accounted_for()) judge_failures();
     }
     if (everyone_accounted_for()) after_round();
   }
@@ -403,14 +421,76 @@ struct Coordinator::Impl {
 
   // ---- rounds -----------------------------------------------------------------
 
-  void end_round_for(const NodeReport& report) {
-    round->root = report;
+  // A node's workers failed: a signal ends the round at once; a failure
+  // opens the window in which the other nodes' failures are gathered.
+  void on_failure(const NodeReport& report) {
     if (report.stop_signal) {
+      round->root = report;
       end_round(EndReason::signal,
                 fmt::format("the agent on {} was told to stop ({})", report.host, report.what));
-    } else {
-      end_round(EndReason::failure, describe_failure(report));
+      return;
     }
+    if (round->judging) return;
+    round->judging = true;
+    round->root = report;  // until judge_failures finds the first failure of all
+    if (settings.failure_window.count() == 0) return judge_failures();
+    failure_window.expires_after(settings.failure_window);
+    failure_window.async_wait(
+        [this, number = round->plan.round](const boost::system::error_code& error) {
+          if (!error && round && round->plan.round == number) judge_failures();
+        });
+  }
+
+  // Ends the round for the failures heard: the job's code is the first
+  // failure's, and the failure is blamed on the ranks the failed ones waited
+  // for when the reports single them out (report/blame.hpp).
+  void judge_failures() {
+    if (round->end) return;
+    failure_window.cancel();
+    std::vector<report::RankFate> fates;
+    std::map<int, const Member*> node_of_rank;
+    const Heard* first = nullptr;
+    std::chrono::system_clock::time_point first_at;
+    for (const Member& member : round->plan.members) {
+      std::size_t from = fates.size();
+      for (int i = 0; i < member.local_world_size; ++i) {
+        fates.push_back(report::RankFate{.rank = member.rank_offset + i,
+                                         .state = report::RankFate::State::running,
+                                         .ended_at = {}});
+        node_of_rank[member.rank_offset + i] = &member;
+      }
+      auto heard = round->heard.find(member.id);
+      if (heard == round->heard.end()) continue;
+      for (const RankEnd& end : heard->second.report.ended) {
+        int local = end.rank - member.rank_offset;
+        if (local < 0 || local >= member.local_world_size) continue;  // not its rank
+        report::RankFate& fate = fates[from + static_cast<std::size_t>(local)];
+        fate.state =
+            end.failed ? report::RankFate::State::failed : report::RankFate::State::succeeded;
+        fate.ended_at = heard->second.at - std::chrono::milliseconds(end.ms_ago);
+        if (end.failed && (!first || fate.ended_at < first_at)) {
+          first = &heard->second;
+          first_at = fate.ended_at;
+        }
+      }
+    }
+    // Without a failed worker listed (a node that could not start one),
+    // the report that opened the window stands.
+    NodeReport root = first ? first->report : *round->root;
+    std::string message = describe_failure(root);
+    auto blame = report::find_waited_for(fates);
+    if (blame) {
+      const Member* blamed = node_of_rank.at(blame->waited_for.front());
+      std::set<std::string> hosts;
+      for (int rank : blame->waited_for) hosts.insert(node_of_rank.at(rank)->host);
+      std::vector<std::string> names(hosts.begin(), hosts.end());
+      message = report::describe(*blame, strings::join(names, ", "));
+      root.agent = blamed->id;
+      root.host = blamed->host;
+      round->waited_for = blame->waited_for;
+    }
+    round->root = root;
+    end_round(EndReason::failure, message);
   }
 
   void end_round(EndReason reason, std::string message) {
@@ -439,7 +519,8 @@ struct Coordinator::Impl {
         if (!restarts_left) {
           // A failure is never a success, whatever code a report carries.
           int code = ended.root->exit_code != 0 ? ended.root->exit_code : 1;
-          return finish(ended_with(code, ended.end->message, ended.root->agent));
+          return finish(ended_with(code, ended.end->message, ended.root->agent, std::nullopt,
+                                   ended.waited_for));
         }
         ++restart_count;
         spdlog::warn("rendezvous: {}; restarting every node ({} of {} restarts)",

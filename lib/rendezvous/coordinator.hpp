@@ -53,6 +53,11 @@ struct CoordinatorSettings {
   std::chrono::milliseconds close_timeout{30000};
   std::chrono::milliseconds heartbeat_interval{1000};
   int heartbeat_attempts = 3;
+  // After a node's first failure report, how long the coordinator gathers
+  // the others' before it ends the round and decides whom the failure is
+  // blamed on (report/blame.hpp); 0: at once. Ends early when every node
+  // has answered.
+  std::chrono::milliseconds failure_window{0};
   std::optional<std::string> secret;  // the job's secret; nullopt: the control plane is open
   // The agent of the store's own host: rank 0 in a c10d round it takes part in.
   std::string host_agent_id;

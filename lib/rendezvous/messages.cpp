@@ -95,6 +95,37 @@ std::string read_agent_id(const json& object, const char* name, bool may_be_empt
   return id;
 }
 
+// A list of integers within min..max, at most max_count of them.
+std::vector<int> read_int_list(const json& object, const char* name, std::int64_t min,
+                               std::int64_t max, std::size_t max_count) {
+  auto found = object.find(name);
+  if (found == object.end()) return {};
+  if (!found->is_array() || found->size() > max_count) invalid(name, "is not a list of ranks");
+  std::vector<int> values;
+  for (const json& value : *found) {
+    json wrapped{{name, value}};
+    values.push_back(read_int(wrapped, name, min, max));
+  }
+  return values;
+}
+
+// [[rank, failed, ms_ago], ...]: compact, since a node may hold 8 or more.
+std::vector<RankEnd> read_rank_ends(const json& object) {
+  auto found = object.find("ended");
+  if (found == object.end()) return {};
+  if (!found->is_array() || found->size() > static_cast<std::size_t>(k_max_local_world_size))
+    invalid("ended", "is not a list of workers");
+  std::vector<RankEnd> ends;
+  for (const json& entry : *found) {
+    if (!entry.is_array() || entry.size() != 3) invalid("ended", "is not a list of workers");
+    json fields{{"rank", entry[0]}, {"failed", entry[1]}, {"ms_ago", entry[2]}};
+    ends.push_back(RankEnd{.rank = read_int(fields, "rank", 0, k_max_ranks),
+                           .failed = read_bool(fields, "failed"),
+                           .ms_ago = read_int(fields, "ms_ago", 0, 1 << 30)});
+  }
+  return ends;
+}
+
 constexpr std::int64_t k_max_signal = 64;
 constexpr std::int64_t k_max_exit_code = 255;
 
@@ -143,12 +174,15 @@ RoundPlan read_round_plan(const json& object) {
 }
 
 JobOutcome read_outcome(const json& object) {
-  JobOutcome outcome{.exit_code = read_int(object, "exit_code", 0, k_max_exit_code),
-                     .message = read_text(object, "message"),
-                     .root_agent = read_agent_id(object, "root_agent", true),
-                     .stop_signal = read_optional_int(object, "stop_signal", 1, k_max_signal)};
+  JobOutcome outcome{
+      .exit_code = read_int(object, "exit_code", 0, k_max_exit_code),
+      .message = read_text(object, "message"),
+      .root_agent = read_agent_id(object, "root_agent", true),
+      .stop_signal = read_optional_int(object, "stop_signal", 1, k_max_signal),
+      .waited_for = read_int_list(object, "waited_for", 0, k_max_ranks, k_max_ranks)};
   // Success has no root cause and no signal.
-  if (outcome.exit_code == 0 && (!outcome.root_agent.empty() || outcome.stop_signal))
+  if (outcome.exit_code == 0 &&
+      (!outcome.root_agent.empty() || outcome.stop_signal || !outcome.waited_for.empty()))
     invalid("exit_code", "is 0 for a job that did not succeed");
   return outcome;
 }
@@ -196,11 +230,14 @@ std::string to_json(const Next& next) {
               {"exit_code", outcome.exit_code},
               {"message", outcome.message},
               {"root_agent", outcome.root_agent},
-              {"stop_signal", optional_int(outcome.stop_signal)}}
+              {"stop_signal", optional_int(outcome.stop_signal)},
+              {"waited_for", outcome.waited_for}}
       .dump();
 }
 
 std::string to_json(const NodeReport& report) {
+  json ended = json::array();
+  for (const RankEnd& end : report.ended) ended.push_back({end.rank, end.failed, end.ms_ago});
   return json{{"agent", report.agent},
               {"host", report.host},
               {"succeeded", report.succeeded},
@@ -208,7 +245,8 @@ std::string to_json(const NodeReport& report) {
               {"exit_code", report.exit_code},
               {"what", report.what},
               {"stop_signal", optional_int(report.stop_signal)},
-              {"stopped_for_round_end", report.stopped_for_round_end}}
+              {"stopped_for_round_end", report.stopped_for_round_end},
+              {"ended", ended}}
       .dump();
 }
 
@@ -246,7 +284,8 @@ Expected<NodeReport> node_report_from_json(const std::string& text) {
                       .exit_code = read_int(object, "exit_code", 0, k_max_exit_code),
                       .what = read_text(object, "what"),
                       .stop_signal = read_optional_int(object, "stop_signal", 1, k_max_signal),
-                      .stopped_for_round_end = read_bool(object, "stopped_for_round_end")};
+                      .stopped_for_round_end = read_bool(object, "stopped_for_round_end"),
+                      .ended = read_rank_ends(object)};
   });
 }
 

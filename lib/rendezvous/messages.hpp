@@ -56,12 +56,22 @@ struct JobOutcome {
   std::string message;             // "rank 3 on node2 exited with code 1"; empty on success
   std::string root_agent;          // the agent whose node had the root cause; empty if none
   std::optional<int> stop_signal;  // an agent was told to stop by this signal
+  // The ranks the failed ones were waiting for (report/blame.hpp), which the
+  // job's failure is blamed on; empty when none was singled out.
+  std::vector<int> waited_for;
 };
 
 // What follows a round: the next round, or the end of the job.
 using Next = std::variant<RoundPlan, JobOutcome>;
 
-// How a node's workers ended in a round, or how its first worker failed.
+// A worker that ended by itself, as its node saw it.
+struct RankEnd {
+  int rank = 0;
+  bool failed = false;      // else it exited 0
+  std::int64_t ms_ago = 0;  // how long before the report was written
+};
+
+// How a node's workers ended in a round, or how its workers failed so far.
 struct NodeReport {
   std::string agent;
   std::string host;
@@ -71,6 +81,11 @@ struct NodeReport {
   std::string what;                    // "exited with code 3", "was killed by SIGKILL"
   std::optional<int> stop_signal;      // the agent was told to stop by this signal
   bool stopped_for_round_end = false;  // its workers were stopped because the round ended
+  // Its workers that ended by themselves so far; the others of the node are
+  // still running (or were stopped by gangrun). Ages, not times: the nodes'
+  // clocks need not agree, and the reader subtracts them from the time it
+  // read the report.
+  std::vector<RankEnd> ended;
 };
 
 enum class EndReason { success, failure, signal, lost_node, scale_up, shutdown };
@@ -89,7 +104,8 @@ std::string to_json(const RoundEnd& end);
 // Each fails with ErrorCode::store when the text is not what the other side
 // writes (another program on the port, a different gangrun, a forger): a
 // missing field, a field of the wrong type or out of range (ranks and world
-// sizes within k_max_*, exit codes 0..255, signals 1..64), a round whose
+// sizes within k_max_*, exit codes 0..255, signals 1..64, rank lists no
+// longer than k_max_local_world_size or k_max_ranks), a round whose
 // ranks are not numbered node after node, a job that "succeeded" with a
 // root cause or a signal. Text fields come back bounded and printable
 // (control characters escaped, strings::printable), safe for a terminal.

@@ -2,6 +2,7 @@
 
 #include <sodium.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 
@@ -64,7 +65,13 @@ std::string Signer::seal(std::string_view key, std::string_view message) const {
 }
 
 Expected<std::string> Signer::open(std::string_view key, std::string_view value) const {
-  bool sealed = value.size() > k_mac_hex_size && value[k_mac_hex_size] == ':';
+  // Sealed: 64 hex digits and a colon. A message is JSON and starts with
+  // '{', so one without a MAC is never taken for sealed, wherever its own
+  // colons fall.
+  bool sealed = value.size() > k_mac_hex_size && value[k_mac_hex_size] == ':' &&
+                std::all_of(value.begin(), value.begin() + k_mac_hex_size, [](char c) {
+                  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                });
   if (!authenticated()) return std::string(sealed ? value.substr(k_mac_hex_size + 1) : value);
   if (!sealed) {
     return fail(ErrorCode::store,

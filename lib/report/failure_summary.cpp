@@ -41,40 +41,77 @@ std::optional<std::string> incomplete_logs_note(const AttemptRecord& attempt) {
          strings::join(attempt.incomplete_logs, ", ");
 }
 
-std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
-                           const std::optional<WorkerError>& root_error) {
-  const WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
-  std::string out;
-  out += fmt::format("{}\n{} FAILED (attempt {})\n", k_rule, run.entrypoint, attempt.attempt);
-  out += "Root cause (first observed failure):\n";
-  out += fmt::format("  rank:       {} (local_rank: {})\n", root.rank, root.local_rank);
-  out += fmt::format("  host:       {}\n", run.host);
-  out += fmt::format("  pid:        {}\n", root.pid);
-  out += fmt::format("  exit:       {}\n", describe_end(root));
-  out += fmt::format("  time:       {} (after {:.3f} s)\n", format_time(root.ended_at),
-                     seconds_between(root.started_at, root.ended_at));
-  if (run.interpreter && !root.spawn_error) {
-    out += fmt::format("  python:     {} (chosen by {})\n", run.interpreter->path,
-                       run.interpreter->origin);
-  }
-  if (root_error) {
-    out += fmt::format("  error:      {}\n", root_error->message);
-    if (root_error->traceback) {
+namespace {
+
+// The error a worker wrote to its error file, and what it wrote last.
+void append_error_and_output(std::string& out, const WorkerRecord& worker,
+                             const std::optional<WorkerError>& error) {
+  if (error) {
+    out += fmt::format("  error:      {}\n", error->message);
+    if (error->traceback) {
       out += "  traceback:\n";
-      append_indented(out, *root_error->traceback, "    ");
+      append_indented(out, *error->traceback, "    ");
     }
-  } else if (!root.spawn_error) {
+  } else if (!worker.spawn_error) {
     out +=
         "  error:      not recorded (a Python entry point decorated with torch.distributed."
         "elastic.multiprocessing.errors.record reports its exception here)\n";
   }
-  if (!root.last_lines.empty()) {
+  if (!worker.last_lines.empty()) {
     out += "  last output:\n";
-    for (const std::string& line : root.last_lines) out += "    " + line + "\n";
+    for (const std::string& line : worker.last_lines) out += "    " + line + "\n";
+  }
+}
+
+}  // namespace
+
+std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
+                           const std::optional<WorkerError>& root_error) {
+  const WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
+  std::optional<std::size_t> first = attempt.first_failure;
+  bool blamed = attempt.blame && first && *first != *attempt.root_cause;
+  std::string out;
+  out += fmt::format("{}\n{} FAILED (attempt {})\n", k_rule, run.entrypoint, attempt.attempt);
+  if (blamed) {
+    out += *attempt.blame + "\n";
+    out += "Root cause (the rank the failed ranks waited for):\n";
+  } else {
+    out += "Root cause (first observed failure):\n";
+  }
+  out += fmt::format("  rank:       {} (local_rank: {})\n", root.rank, root.local_rank);
+  out += fmt::format("  host:       {}\n", run.host);
+  out += fmt::format("  pid:        {}\n", root.pid);
+  if (blamed) {
+    out += fmt::format("  state:      still running when the others failed; then {}\n",
+                       describe_worker_end(root, attempt));
+  } else {
+    out += fmt::format("  exit:       {}\n", describe_end(root));
+    out += fmt::format("  time:       {} (after {:.3f} s)\n", format_time(root.ended_at),
+                       seconds_between(root.started_at, root.ended_at));
+  }
+  if (run.interpreter && !root.spawn_error) {
+    out += fmt::format("  python:     {} (chosen by {})\n", run.interpreter->path,
+                       run.interpreter->origin);
+  }
+  const WorkerRecord& failed = blamed ? attempt.workers.at(*first) : root;
+  if (blamed) {
+    if (!root.last_lines.empty()) {
+      out += "  last output:\n";
+      for (const std::string& line : root.last_lines) out += "    " + line + "\n";
+    }
+    out += "First failure (the job exits with its code):\n";
+    out += fmt::format("  rank:       {} (local_rank: {}, pid {})\n", failed.rank,
+                       failed.local_rank, failed.pid);
+    out += fmt::format("  exit:       {}\n", describe_end(failed));
+    out += fmt::format("  time:       {} (after {:.3f} s)\n", format_time(failed.ended_at),
+                       seconds_between(failed.started_at, failed.ended_at));
+    append_error_and_output(out, failed, failed.error);
+  } else {
+    append_error_and_output(out, root, root_error);
   }
   if (run.interpreter) {
-    auto module = missing_launcher_module(root.last_lines, root_error);
-    if (!module) module = root.unimportable_module;
+    auto module = missing_launcher_module(failed.last_lines, blamed ? failed.error : root_error);
+    if (!module) module = failed.unimportable_module;
     if (module) {
       out += fmt::format("  hint:       {}\n", interpreter_hint(*run.interpreter, *module));
     }
@@ -82,7 +119,7 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
   out += "Other workers:\n";
   bool any_other = false;
   for (std::size_t i = 0; i < attempt.workers.size(); ++i) {
-    if (i == *attempt.root_cause) continue;
+    if (i == *attempt.root_cause || (blamed && i == *first)) continue;
     const WorkerRecord& worker = attempt.workers[i];
     any_other = true;
     std::string how = describe_worker_end(worker, attempt);

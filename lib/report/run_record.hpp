@@ -35,7 +35,7 @@ struct WorkerRecord {
   // is deleted when gangrun ends.
   std::optional<std::string> error_file;
   // What the worker wrote to its error file (torch's @record), read once when
-  // the attempt ended; filled for the root cause only.
+  // the attempt ended; filled for the root cause and the first failure only.
   std::optional<WorkerError> error;
   std::optional<std::string> spawn_error;  // why it never started
   // A launcher package its script imports that its interpreter cannot find,
@@ -49,7 +49,15 @@ struct WorkerRecord {
 struct AttemptRecord {
   int attempt = 0;  // TORCHELASTIC_RESTART_COUNT of this attempt
   std::vector<WorkerRecord> workers;
-  std::optional<std::size_t> root_cause;  // index into workers
+  // Index into workers of the worker the failure is blamed on: the one the
+  // failed workers waited for (blame says so), else the first failure.
+  std::optional<std::size_t> root_cause;
+  // Index of the first worker that failed: its code is the attempt's code.
+  std::optional<std::size_t> first_failure;
+  // "rank 2 never reached the collective; ranks 0, 1, 3 timed out waiting"
+  // (report/blame.hpp) when the failure is blamed on a rank that did not
+  // fail first; on many nodes, as the coordinator said it for the job.
+  std::optional<std::string> blame;
   std::optional<int> stopped_by_signal;
   std::optional<double> teardown_latency_ms;
   // Log files whose writes failed (a full disk, an I/O error): what they

@@ -88,6 +88,11 @@ nlohmann::json to_json(const RunRecord& run) {
       workers.push_back(worker_json(run, worker, attempt));
     }
     nlohmann::json attempt_root = nullptr;
+    nlohmann::json first_failure = nullptr;
+    if (attempt.first_failure) {
+      const WorkerRecord& first = attempt.workers.at(*attempt.first_failure);
+      first_failure = {{"rank", first.rank}, {"local_rank", first.local_rank}};
+    }
     if (attempt.root_cause) {
       const WorkerRecord& root = attempt.workers.at(*attempt.root_cause);
       attempt_root = {{"rank", root.rank}, {"local_rank", root.local_rank}};
@@ -99,6 +104,8 @@ nlohmann::json to_json(const RunRecord& run) {
     attempts.push_back({
         {"attempt", attempt.attempt},
         {"root_cause", attempt_root},
+        {"first_failure", first_failure},
+        {"blame", attempt.blame ? nlohmann::json(*attempt.blame) : nlohmann::json()},
         {"stopped_by_signal", optional_signal(attempt.stopped_by_signal)},
         {"teardown_latency_ms", attempt.teardown_latency_ms
                                     ? nlohmann::json(*attempt.teardown_latency_ms)

@@ -17,6 +17,8 @@ namespace gangrun::report {
 //  "exit_code", "gangrun_signal": name|null, "restarts": attempts - 1,
 //  "plan": {...},
 //  "attempts": [{"attempt", "root_cause": {"rank", "local_rank"}|null,
+//                "first_failure": {"rank", "local_rank"}|null,
+//                "blame": "rank 2 never reached the collective; ..."|null,
 //                "stopped_by_signal": name|null, "teardown_latency_ms": x|null,
 //                "incomplete_logs": [path, ...],
 //                "workers": [{"rank", "local_rank", "pid", "exit_code"|null,

@@ -37,6 +37,7 @@ struct Gang::Impl {
   GangSettings settings;
   asio::steady_timer kill_timer;
   asio::steady_timer drain_timer;
+  asio::steady_timer failure_window_timer;
 
   // Per attempt. `attempt` changes with every start(), so a handler posted
   // for one attempt does nothing in the next.
@@ -53,7 +54,8 @@ struct Gang::Impl {
   bool spawning = false;
   bool tearing_down = false;
   bool all_exited = false;
-  Clock::time_point root_cause_exit;
+  bool window_open = false;  // a worker failed; the others may still end by themselves
+  Clock::time_point first_failure_exit;
 
   Impl(asio::io_context& io_context, logmux::Console& console_sink, Spawner& process_spawner,
        GangSettings gang_settings)
@@ -62,7 +64,8 @@ struct Gang::Impl {
         spawner(process_spawner),
         settings(gang_settings),
         kill_timer(io_context),
-        drain_timer(io_context) {}
+        drain_timer(io_context),
+        failure_window_timer(io_context) {}
 
   // ---- the attempt ----------------------------------------------------------
 
@@ -86,6 +89,7 @@ struct Gang::Impl {
     spawning = true;
     tearing_down = false;
     all_exited = false;
+    window_open = false;
     post([this] { start_next(0); });
   }
 
@@ -247,22 +251,75 @@ struct Gang::Impl {
     --alive_count;
     spdlog::debug("rank {} (pid {}) ended: {}", worker.rank, worker.pid, worker.status.describe());
 
-    if (!worker.status.success() && !slot.signalled) on_failure(index, now);
+    if (!worker.status.success() && !slot.signalled) {
+      on_failure(index, now);
+    } else if (window_open && alive_count == 0) {
+      close_failure_window();
+    }
     if (alive_count == 0 && !spawning) on_all_exited();
   }
 
+  // A worker failed by itself. The first failure opens the window in which
+  // the others may end by themselves (a failure at start, or while the gang
+  // is still being started, closes it at once: nobody waits for anyone).
   void on_failure(std::size_t index, Clock::time_point exited_at) {
-    if (outcome.root_cause || tearing_down) return;
-    outcome.root_cause = index;
-    root_cause_exit = exited_at;
+    if (tearing_down) return;
     const WorkerOutcome& worker = outcome.workers[index];
-    spdlog::debug("rank {} failed ({}); stopping the others", worker.rank,
-                  worker.status.describe());
+    if (!outcome.first_failure) {
+      outcome.first_failure = index;
+      first_failure_exit = exited_at;
+      spdlog::debug("rank {} failed ({})", worker.rank, worker.status.describe());
+    }
+    if (settings.on_failure) settings.on_failure(outcome);
+    if (window_open) {
+      if (alive_count == 0) close_failure_window();
+      return;
+    }
+    bool worth_waiting =
+        settings.failure_window.count() > 0 && alive_count > 0 && !spawning && !worker.spawn_error;
+    if (!worth_waiting) return close_failure_window(true);
+    window_open = true;
+    failure_window_timer.expires_after(settings.failure_window);
+    failure_window_timer.async_wait(
+        [this, for_attempt = attempt](const boost::system::error_code& error) {
+          if (!error && active && for_attempt == attempt) close_failure_window();
+        });
+  }
+
+  // Decides the root cause (report/blame.hpp) and stops the others.
+  void close_failure_window(bool force = false) {
+    if ((!window_open && !force) || tearing_down || !outcome.first_failure) return;
+    window_open = false;
+    failure_window_timer.cancel();
+    outcome.blame = report::find_waited_for(fates());
+    outcome.root_cause = outcome.first_failure;
+    if (outcome.blame) {
+      for (std::size_t i = 0; i < outcome.workers.size(); ++i) {
+        if (outcome.workers[i].rank == outcome.blame->waited_for.front()) outcome.root_cause = i;
+      }
+      spdlog::debug("{}", report::describe(*outcome.blame));
+    }
     start_teardown(SIGTERM);
     if (alive_count > 0) {
-      outcome.teardown_latency_ms = milliseconds_between(root_cause_exit, Clock::now());
+      outcome.teardown_latency_ms = milliseconds_between(first_failure_exit, Clock::now());
     }
-    if (settings.on_root_cause) settings.on_root_cause(worker);
+  }
+
+  std::vector<report::RankFate> fates() const {
+    std::vector<report::RankFate> all;
+    for (std::size_t i = 0; i < outcome.workers.size(); ++i) {
+      const WorkerOutcome& worker = outcome.workers[i];
+      if (!running[i].process && !worker.spawn_error) continue;  // not started (yet)
+      report::RankFate fate{.rank = worker.rank,
+                            .state = report::RankFate::State::running,
+                            .ended_at = worker.ended_at};
+      if (!running[i].alive && worker.started && !running[i].signalled) {
+        fate.state = worker.status.success() ? report::RankFate::State::succeeded
+                                             : report::RankFate::State::failed;
+      }
+      all.push_back(fate);
+    }
+    return all;
   }
 
   void start_teardown(int stop_with) {
@@ -343,6 +400,11 @@ struct Gang::Impl {
     if (!active) return;
     if (!outcome.stopped_by_signal) {
       outcome.stopped_by_signal = signal_number;
+      if (window_open) {
+        window_open = false;
+        failure_window_timer.cancel();
+        outcome.root_cause = outcome.first_failure;
+      }
       start_teardown(signal_number);  // also stops a spawning in progress
       return;
     }
@@ -370,6 +432,8 @@ void Gang::start(std::vector<WorkerLaunch> workers, DoneHandler on_done) {
 }
 
 void Gang::stop(int signal_number) { impl_->stop(signal_number); }
+
+void Gang::close_failure_window() { impl_->close_failure_window(); }
 
 void Gang::forward(int signal_number) { impl_->signal_workers(signal_number, false); }
 

@@ -7,6 +7,7 @@
 
 #include "logmux/console.hpp"
 #include "logmux/output_mux.hpp"
+#include "report/blame.hpp"
 #include "supervise/exit_status.hpp"
 #include "supervise/process.hpp"
 #include "supervise/spawner.hpp"
@@ -49,9 +50,15 @@ struct WorkerOutcome {
 };
 
 struct AttemptOutcome {
-  std::vector<WorkerOutcome> workers;     // in launch order
-  std::optional<std::size_t> root_cause;  // index of the first worker that failed
-  std::optional<int> stopped_by_signal;   // gangrun was told to stop by this signal
+  std::vector<WorkerOutcome> workers;  // in launch order
+  // Index of the worker the failure is blamed on: the one the failed ranks
+  // were waiting for (blame), else the first that failed.
+  std::optional<std::size_t> root_cause;
+  // Index of the first worker that failed: its code is the attempt's code.
+  std::optional<std::size_t> first_failure;
+  // Set when the failed workers were waiting for others (report/blame.hpp).
+  std::optional<report::Blame> blame;
+  std::optional<int> stopped_by_signal;  // gangrun was told to stop by this signal
   // Milliseconds from the root cause's exit to the stop request reaching the
   // last other worker's shim; nullopt if there was no teardown.
   std::optional<double> teardown_latency_ms;
@@ -69,10 +76,17 @@ struct GangSettings {
   // ended; a pipe some unkillable process still holds open is cut off after
   // this long.
   std::chrono::milliseconds drain_limit{2000};
-  // Called once per attempt the moment its root cause is known, right
-  // after the other workers were told to stop and long before on_done: on
-  // many nodes the agent tells the others at once. Not for a stop().
-  std::function<void(const WorkerOutcome& root_cause)> on_root_cause;
+  // After the first failure, how long the other workers may go on and end
+  // by themselves before they are stopped: a collective that timed out
+  // fails on every rank that reached it within moments, and the rank still
+  // running then is the one they waited for (report/blame.hpp). The window
+  // closes early when every worker has ended. 0: stop them at once.
+  std::chrono::milliseconds failure_window{0};
+  // Called each time a worker fails by itself, from the first failure until
+  // the teardown begins, with the outcome so far (root_cause not yet
+  // decided): on many nodes the agent tells the coordinator at once. Not
+  // for a stop().
+  std::function<void(const AttemptOutcome& so_far)> on_failure;
 };
 
 // One attempt of the local workers, supervised as a unit: a component of
@@ -92,12 +106,13 @@ class Gang {
 
   // Starts an attempt and returns at once. The workers start one per turn
   // of the loop (so a failure or a stop() ends the spawning at once; the
-  // rest are reported as not started). The first worker that fails is the
-  // root cause: the others get SIGTERM to their groups, SIGKILL after
-  // term_timeout. When every worker has ended, each supervisor kills what
-  // is left of its tree, the output is drained, and on_done gets the
-  // outcome (from a handler, never inside start). Only when no attempt is
-  // running. A worker that cannot be started is the root cause.
+  // rest are reported as not started). When a worker fails, the others
+  // may end by themselves for failure_window; then the root cause is
+  // decided (the rank they waited for, else the first failure) and the
+  // rest get SIGTERM to their groups, SIGKILL after term_timeout. When every worker has ended, each
+  // supervisor kills what is left of its tree, the output is drained, and on_done gets the outcome
+  // (from a handler, never inside start). Only when no attempt is running. A worker that cannot be
+  // started is the root cause.
   void start(std::vector<WorkerLaunch> workers, DoneHandler on_done);
 
   // Tears the running attempt down because gangrun was told to stop by
@@ -105,6 +120,11 @@ class Gang {
   // after term_timeout, and the outcome says stopped_by_signal. Called
   // again while a teardown is under way, it kills every worker at once.
   void stop(int signal_number);
+
+  // Closes the failure window now (the coordinator decided for every
+  // node): the root cause is decided and the rest are stopped. Does
+  // nothing when no window is open.
+  void close_failure_window();
 
   // Delivers signal_number to every live worker's group without a
   // teardown (USR1, USR2, SIGSTOP, SIGCONT).

@@ -27,10 +27,12 @@ class Teardown(GangrunTestCase):
         self.assertEqual(len(sessions), 3)
         self.assertNotIn(os.getsid(0), sessions)
 
-    def test_failure_sends_sigterm_to_every_other_worker_promptly(self):
+    def failing_rank_2(self, *window):
+        """Rank 2 fails once every worker is up; the others would sleep 30 s. Returns the time
+        rank 2 failed and {rank: time SIGTERM reached it} for ranks 0, 1, 3."""
         go = self.path("go")
         fail_time = self.path("fail-time")
-        proc = self.start(["--nproc_per_node", 4, "--term-timeout", 10, *self.fake(
+        proc = self.start(["--nproc_per_node", 4, "--term-timeout", 10, *window, *self.fake(
             "--on-term", self.path("term.{rank}"),
             "--touch", self.ready_file(),
             "--only-rank", 2, "--wait-file", go, 300,
@@ -43,14 +45,29 @@ class Teardown(GangrunTestCase):
             pass
         result = self.finish(proc)
         self.assertExit(result, 1)
+        self.assertIn("Root cause (first observed failure):", result.stderr)
         with open(fail_time) as f:
             failed_at = float(f.read())
+        terms = {}
         for rank in (0, 1, 3):
             record = read_signal_record(self.path(f"term.{rank}"))
             self.assertEqual([label for label, _ in record], ["term"], f"rank {rank}")
-            latency = record[0][1] - failed_at
-            self.assertLess(latency, 1.0, f"SIGTERM reached rank {rank} {latency:.3f}s after the failure")
+            terms[rank] = record[0][1]
         self.assert_dead(pids.values(), what="workers")
+        return failed_at, terms
+
+    def test_failure_sends_sigterm_to_every_other_worker_promptly(self):
+        failed_at, terms = self.failing_rank_2("--failure_window", 0)
+        for rank, term_at in terms.items():
+            latency = term_at - failed_at
+            self.assertLess(latency, 1.0, f"SIGTERM reached rank {rank} {latency:.3f}s after the failure")
+
+    def test_by_default_the_others_may_fail_by_themselves_for_the_failure_window(self):
+        # One failure with three ranks running blames nobody else: after the window (1 s,
+        # which the others' SIGTERM can only come after) rank 2 is the root cause.
+        failed_at, terms = self.failing_rank_2()
+        for rank, term_at in terms.items():
+            self.assertGreaterEqual(term_at - failed_at, 1.0, f"SIGTERM reached rank {rank} within the window")
 
     def test_workers_ignoring_sigterm_are_killed_after_term_timeout(self):
         go = self.path("go")

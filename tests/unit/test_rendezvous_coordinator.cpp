@@ -48,6 +48,21 @@ struct TestNode {
     running = false;
     participant->report_result(report);
   }
+
+  // Its workers failed: ended lists those that ended by themselves (the
+  // others are still running); final: all of its workers have ended.
+  void report_failures(std::vector<RankEnd> ended, int exit_code, bool final) {
+    NodeReport report;
+    report.agent = participant->me().id;
+    report.host = participant->me().host;
+    report.exit_code = exit_code;
+    report.rank = ended.front().rank;
+    report.what = "exit code " + std::to_string(exit_code);
+    report.ended = std::move(ended);
+    if (!final) return participant->report_failure(report);
+    running = false;
+    participant->report_result(report);
+  }
 };
 
 class Cluster {
@@ -497,6 +512,64 @@ TEST_CASE("c10d: the store's host's agent is rank 0, the others follow the order
   CHECK(plan.member("host-id")->rank_offset == 0);
   CHECK(plan.member("zzz-id")->rank_offset == 1);
   CHECK(plan.member("aaa-evil-id")->rank_offset == 2);
+}
+
+TEST_CASE("a failure is blamed on the rank the failed ranks of every node waited for",
+          "[rendezvous][blame]") {
+  CoordinatorSettings settings = static_nodes(2);
+  settings.failure_window = 10min;  // the answers close it here
+  Cluster cluster(settings);
+  TestNode& a = cluster.join("a", 2, 0);
+  TestNode& b = cluster.join("b", 2, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  // b's rank 3 timed out first, 50 ms before a's ranks; its rank 2 runs on.
+  b.report_failures({{.rank = 3, .failed = true, .ms_ago = 50}}, 1, false);
+  a.report_failures(
+      {{.rank = 0, .failed = true, .ms_ago = 0}, {.rank = 1, .failed = true, .ms_ago = 0}}, 6,
+      true);
+  b.report_failures({{.rank = 3, .failed = true, .ms_ago = 60}}, 1, true);
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  // Both answered before the round's end: the outcome says it.
+  CHECK(a.outcome->message ==
+        "rank 2 (on b) never reached the collective; ranks 0, 1, 3 timed out waiting");
+  CHECK(a.outcome->waited_for == std::vector<int>{2});
+  CHECK(a.outcome->root_agent == "b-id");
+  // The job's code is the first failure's: b's rank 3.
+  CHECK(a.outcome->exit_code == 1);
+  CHECK(b.outcome->exit_code == 1);
+}
+
+TEST_CASE("without a rank left behind the first failure of all nodes is the root cause",
+          "[rendezvous][blame]") {
+  CoordinatorSettings settings = static_nodes(2);
+  settings.failure_window = 10min;
+  Cluster cluster(settings);
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  a.report_failures({{.rank = 0, .failed = true, .ms_ago = 0}}, 6, true);
+  b.report_failures({{.rank = 1, .failed = true, .ms_ago = 40}}, 9, true);
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  CHECK(a.outcome->message == "rank 1 on b failed (exit code 9)");
+  CHECK(a.outcome->waited_for.empty());
+  CHECK(a.outcome->exit_code == 9);
+  CHECK(a.outcome->root_agent == "b-id");
+}
+
+TEST_CASE("in the failure window, a node that succeeded and one that failed end the job failed",
+          "[rendezvous][blame]") {
+  CoordinatorSettings settings = static_nodes(2);
+  settings.failure_window = 10min;  // the answers close it
+  Cluster cluster(settings);
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  a.report_failures({{.rank = 0, .failed = true, .ms_ago = 0}}, 7, true);
+  b.finish_round(true);
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  CHECK(a.outcome->exit_code == 7);
+  CHECK(a.outcome->message == "rank 0 on a failed (exit code 7)");
+  CHECK(b.outcome->exit_code == 7);
 }
 
 }  // namespace

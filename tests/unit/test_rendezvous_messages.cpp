@@ -37,6 +37,45 @@ TEST_CASE("without a secret messages are stored as they are", "[rendezvous]") {
   CHECK(open_signer.open("k", "{}").value() == "{}");
   // A sealed value from a side that has a secret: its message, unchecked.
   CHECK(open_signer.open("k", Signer(k_secret, "job").seal("k", "{}")).value() == "{}");
+  // A message whose own colon falls where a MAC's would end is read whole.
+  std::string message = "{\"agent\":\"" + std::string(53, 'a') + "\":1}";
+  REQUIRE(message[64] == ':');
+  CHECK(open_signer.open("k", message).value() == message);
+}
+
+TEST_CASE("a node report and an outcome carry the ranks that ended and the blamed ones",
+          "[rendezvous][blame]") {
+  NodeReport report{.agent = "a-1",
+                    .host = "a",
+                    .succeeded = false,
+                    .rank = 3,
+                    .exit_code = 1,
+                    .what = "exit code 1",
+                    .stop_signal = std::nullopt,
+                    .stopped_for_round_end = false,
+                    .ended = {{.rank = 3, .failed = true, .ms_ago = 12},
+                              {.rank = 2, .failed = false, .ms_ago = 0}}};
+  auto read = node_report_from_json(to_json(report));
+  REQUIRE(read);
+  REQUIRE(read->ended.size() == 2);
+  CHECK(read->ended[0].rank == 3);
+  CHECK(read->ended[0].failed);
+  CHECK(read->ended[0].ms_ago == 12);
+  CHECK_FALSE(read->ended[1].failed);
+  CHECK_FALSE(node_report_from_json(R"({"agent":"a","host":"a","succeeded":false,"rank":null,)"
+                                    R"("exit_code":1,"what":"","stop_signal":null,)"
+                                    R"("stopped_for_round_end":false,"ended":[[1.5,true,0]]})"));
+  JobOutcome outcome{.exit_code = 1,
+                     .message = "m",
+                     .root_agent = "a-1",
+                     .stop_signal = std::nullopt,
+                     .waited_for = {2}};
+  auto next = next_from_json(to_json(Next{outcome}));
+  REQUIRE(next);
+  CHECK(std::get<JobOutcome>(*next).waited_for == std::vector<int>{2});
+  // Success blames nobody.
+  CHECK_FALSE(next_from_json(R"({"kind":"done","exit_code":0,"message":"","root_agent":"",)"
+                             R"("stop_signal":null,"waited_for":[2]})"));
 }
 
 TEST_CASE("new job secrets are long and differ", "[rendezvous]") {

@@ -274,3 +274,78 @@ TEST_CASE("gang: the same gang runs the next attempt from the done handler", "[s
   CHECK(attempts[1].workers[0].pid == 1002);
   CHECK_FALSE(attempts[1].workers[0].stopped_by_gangrun);
 }
+
+TEST_CASE("gang: in the failure window, the rank still running when the others failed is blamed",
+          "[supervise][gang]") {
+  GangSettings settings = patient();
+  settings.failure_window = std::chrono::minutes(10);  // closed by the test
+  std::vector<std::size_t> failures_seen;
+  settings.on_failure = [&](const AttemptOutcome& so_far) {
+    std::size_t failed = 0;
+    for (const auto& worker : so_far.workers) failed += worker.status.success() ? 0 : 1;
+    failures_seen.push_back(failed);
+  };
+  Rig rig(settings);
+  rig.start(4);
+  rig.run_until([&] { return rig.spawner.started() == 4; });
+  rig.spawner.exit(0, ExitStatus::exited_with(1));
+  rig.run_until([&] { return failures_seen.size() == 1; });
+  // The others are not stopped while the window is open.
+  CHECK(rig.entries("signal").empty());
+  rig.spawner.exit(1, ExitStatus::exited_with(1));
+  rig.spawner.exit(3, ExitStatus::exited_with(1));
+  rig.run_until([&] { return failures_seen.size() == 3; });
+  CHECK(rig.entries("signal").empty());
+  rig.gang.close_failure_window();
+  AttemptOutcome outcome = rig.finish();
+  CHECK(failures_seen == std::vector<std::size_t>{1, 2, 3});
+  REQUIRE(outcome.blame);
+  CHECK(outcome.blame->waited_for == std::vector<int>{12});
+  CHECK(outcome.blame->waiting == std::vector<int>{10, 11, 13});
+  CHECK(outcome.root_cause == 2u);
+  CHECK(outcome.first_failure == 0u);
+  CHECK(outcome.workers[2].stopped_by_gangrun);
+  CHECK(rig.entries("signal") == Journal{"signal 2 SIGTERM"});
+  CHECK_FALSE(outcome.succeeded());
+}
+
+TEST_CASE("gang: the failure window closes when every worker has ended", "[supervise][gang]") {
+  GangSettings settings = patient();
+  settings.failure_window = std::chrono::minutes(10);  // never reached
+  Rig rig(settings);
+  rig.start(4);
+  rig.run_until([&] { return rig.spawner.started() == 4; });
+  SECTION("a rank that exited before anyone failed is the one the others waited for") {
+    // Handled in this order (the loop idles between turns only when it has
+    // nothing left to do).
+    rig.spawner.exit(2, ExitStatus::exited_with(0));
+    for (std::size_t i : {0u, 1u, 3u}) rig.spawner.exit(i, ExitStatus::exited_with(1));
+    AttemptOutcome outcome = rig.finish();
+    REQUIRE(outcome.blame);
+    CHECK_FALSE(outcome.blame->never_exited);
+    CHECK(outcome.root_cause == 2u);
+    CHECK(outcome.first_failure == 0u);
+  }
+  SECTION("everyone failed: the first failure is the root cause") {
+    for (std::size_t i = 0; i < 4; ++i) rig.spawner.exit(i, ExitStatus::exited_with(2));
+    AttemptOutcome outcome = rig.finish();
+    CHECK_FALSE(outcome.blame);
+    CHECK(outcome.root_cause == outcome.first_failure);
+  }
+  CHECK(rig.entries("signal").empty());
+}
+
+TEST_CASE("gang: when the failure window runs out the first failure stops the rest",
+          "[supervise][gang]") {
+  GangSettings settings = patient();
+  settings.failure_window = std::chrono::milliseconds(1);
+  Rig rig(settings);
+  rig.start(3);
+  rig.run_until([&] { return rig.spawner.started() == 3; });
+  rig.spawner.exit(1, ExitStatus::exited_with(4));
+  AttemptOutcome outcome = rig.finish();
+  CHECK_FALSE(outcome.blame);
+  CHECK(outcome.root_cause == 1u);
+  CHECK(outcome.first_failure == 1u);
+  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 2 SIGTERM"});
+}
