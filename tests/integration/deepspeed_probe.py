@@ -2,6 +2,7 @@
 and gangrun in test_deepspeed_parity. --init: deepspeed.init_distributed(gloo) and its
 rank and world size; --fail-rank R: that rank exits 3 after printing."""
 
+import fcntl
 import json
 import os
 import sys
@@ -40,7 +41,13 @@ def main():
         deepspeed.init_distributed(dist_backend="gloo")
         seen["dist"] = [dist.get_rank(), dist.get_world_size()]
         dist.destroy_process_group()
-    print("DEEPSPEED_PROBE " + json.dumps(seen), flush=True)
+    # Under deepspeed the ranks share one stdout pipe, and a record (the whole environment)
+    # may pass the pipe's atomic write size: ranks take turns through a lock in the working
+    # directory (the test's), so that records never interleave.
+    with open("deepspeed-probe.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        sys.stdout.write("DEEPSPEED_PROBE " + json.dumps(seen) + "\n")
+        sys.stdout.flush()
     # Rank 0 says it has printed (in the working directory, by run: the port is each
     # run's own), so that the failing rank cannot end the run before rank 0 printed.
     done = f"probe-{os.environ.get('MASTER_PORT')}-printed"

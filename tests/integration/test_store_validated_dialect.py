@@ -129,14 +129,24 @@ class ValidatedDialect(GangrunTestCase):
             self.assertEqual((c.i64(), c.blob()), (2, b"a"))
             c.op("QUEUE_POP", blob("/q"))
             self.assertEqual((c.i64(), c.blob()), (1, b"b"))
-            # Blocking pop: two poppers wait on the key; one push releases exactly one.
+            # Blocking pop: two poppers wait on the key; one push releases exactly one. A
+            # connection's requests are served in order, so a PING's answer proves that what
+            # was sent before it has been served, and that any wake-up due is written before it.
             pop1.op("WAIT", u64(1) + blob("/jobs"))
             pop2.op("WAIT", u64(1) + blob("/jobs"))
-            time.sleep(0.1)
+            for popper in (pop1, pop2):
+                self.assertEqual(popper.ping(0x5A5A5A5A), 0x5A5A5A5A)  # its WAIT is registered
             c.op("QUEUE_PUSH", blob("/jobs") + blob("job1"))
-            released = [p for p in (pop1, pop2) if not p.nothing_within(0.3)]
+            self.assertEqual(c.ping(1), 1)  # the push is served, its wake-up written
+            released = []
+            for popper in (pop1, pop2):
+                popper.op("PING", u32(0x5A5A5A5A))
+                first = popper.u8()
+                if first == STOP_WAITING:
+                    released.append(popper)
+                    first = popper.u8()
+                self.assertEqual(bytes([first]) + popper.recv_exact(3), u32(0x5A5A5A5A))
             self.assertEqual(len(released), 1, "one push should release exactly one waiting popper")
-            self.assertEqual(released[0].u8(), STOP_WAITING)
             released[0].op("QUEUE_POP", blob("/jobs"))
             self.assertEqual((released[0].i64(), released[0].blob()), (1, b"job1"))
 
