@@ -1,9 +1,9 @@
 // Our own declarations of the few CUDA driver API entry points gangrun calls
 // through dlopen("libcuda.so.1"). NVIDIA's cuda.h is non-free and not
 // installed on the build machines, so the types are written out here:
-// values and signatures as in cuda.h 12.6 (reference/devices.md sections
-// 1.2-1.4). Where a toolkit is present at build time,
-// tests/unit/test_accel_cuda_api_matches_cuda_h.cpp checks them against it.
+// values and signatures as in cuda.h 12.6. Where a toolkit is present at
+// build time, tests/unit/test_accel_cuda_api_matches_cuda_h.cpp checks them
+// against it.
 //
 // ABI note: cuda.h's CUresult and CUdevice_attribute are unscoped enums whose
 // values all fit in 32 bits; on the Linux ABIs (x86-64, aarch64, ppc64le)

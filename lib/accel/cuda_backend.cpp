@@ -139,7 +139,7 @@ Expected<Device> read_device(const CudaDriver& driver, int ordinal) {
   // MIG instance; so is one named "<board> MIG <profile>" ("NVIDIA
   // A100-SXM4-40GB MIG 1g.5gb"), in case v1 also returns the MIG UUID.
   // Without _v2 there is no MIG UUID to print, so nothing is called MIG.
-  // Neither rule has been checked on MIG hardware (reference/devices.md §8).
+  // Neither rule has been checked on MIG hardware yet.
   cu::CUuuid uuid = {};
   auto* get_uuid =
       driver.device_get_uuid_v2 != nullptr ? driver.device_get_uuid_v2 : driver.device_get_uuid_v1;

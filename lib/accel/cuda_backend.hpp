@@ -2,12 +2,11 @@
 //
 // The driver reads CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER from the
 // process environment once, at cuInit, and a process can never see a second
-// view (reference/devices.md sections 0 and 1.5). So gangrun probes in a
-// short-lived child (launch/probe_runner.hpp): gangrun re-executed with the
-// given environment runs probe_cuda() and sends the report back as JSON. The
-// launcher itself never initialises CUDA, and can ask for both the as-user
-// view and the unfiltered view (the same environment without
-// CUDA_VISIBLE_DEVICES).
+// view. So gangrun probes in a short-lived child (launch/probe_runner.hpp):
+// gangrun re-executed with the given environment runs probe_cuda() and sends
+// the report back as JSON. The launcher itself never initialises CUDA, and
+// can ask for both the as-user view and the unfiltered view (the same
+// environment without CUDA_VISIBLE_DEVICES).
 //
 // Nothing here fails: a missing library, a missing entry point, a failed
 // cuInit (including CUDA_VISIBLE_DEVICES="" or no GPU, both code 100) all

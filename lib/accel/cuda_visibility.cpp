@@ -20,7 +20,7 @@ bool all_digits(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), is_digit);
 }
 
-// PyTorch's _strtoul, which the reference says matches the driver: an
+// PyTorch's _strtoul, checked against a real driver (pytorch/pytorch#84879): an
 // optional sign, then the leading decimal digits; the rest is ignored. nullopt
 // when there are no digits or the number is negative ("-0" is 0). Saturates,
 // since anything that large is past the end anyway.

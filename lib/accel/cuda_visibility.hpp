@@ -1,6 +1,7 @@
-// CUDA_VISIBLE_DEVICES, read the way the CUDA runtime reads it
-// (reference/devices.md §2), and gangrun's strict reading of it, which refuses
-// what the runtime would silently drop.
+// CUDA_VISIBLE_DEVICES, read the way the CUDA runtime reads it (indices in
+// CUDA_DEVICE_ORDER, or GPU-/MIG- UUID prefixes; devices in the order listed;
+// the first invalid entry ends the list), and gangrun's strict reading of it,
+// which refuses what the runtime would silently drop.
 //
 // Pure functions: no environment access, no driver. The caller passes the
 // variable's value (nullopt when unset) and the devices in the unfiltered
@@ -9,8 +10,8 @@
 // vector is the index an integer entry names.
 //
 // Where drivers were never measured (duplicates, MIG lists, spaces around a
-// UUID), the emulation follows PyTorch's (torch/cuda/__init__.py), which the
-// reference takes as its test oracle.
+// UUID), the emulation follows PyTorch's (torch/cuda/__init__.py and its
+// tests).
 #pragma once
 
 #include "accel/device.hpp"

@@ -1,7 +1,7 @@
 // ROCR_VISIBLE_DEVICES and then HIP_VISIBLE_DEVICES (or, when that is unset
-// or empty, CUDA_VISIBLE_DEVICES), read the way ROCr and HIP read them
-// (reference/devices.md §4.1), and gangrun's strict reading, which refuses
-// what either would silently drop, skip or truncate.
+// or empty, CUDA_VISIBLE_DEVICES), read the way ROCr and HIP read them (ROCr
+// filters first; HIP's entries index what ROCr left), and gangrun's strict
+// reading, which refuses what either would silently drop, skip or truncate.
 //
 // Pure functions: no environment access, no sysfs. The caller passes the
 // variables' values (nullopt when unset) and the GPUs in ROCr's unfiltered

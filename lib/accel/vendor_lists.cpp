@@ -130,7 +130,7 @@ Problem number_problem(NumberFault fault, std::string_view number, const VendorT
 }
 
 // The Ascend runtime stops reading the value at the first space and the list
-// at the first invalid ID (reference/devices.md §5): what it would use.
+// at the first invalid ID: what it would use.
 std::string ascend_reading(std::string_view value) {
   auto space = std::find_if(value.begin(), value.end(), is_space);
   std::string_view read = value.substr(0, static_cast<std::size_t>(space - value.begin()));

@@ -1,9 +1,9 @@
-// HABANA_VISIBLE_MODULES, ASCEND_RT_VISIBLE_DEVICES and NEURON_RT_VISIBLE_CORES
-// (reference/devices.md §5), for the accelerators gangrun does not
-// enumerate: Habana Gaudi (--accelerator hpu), Ascend NPUs (npu) and AWS
-// NeuronCores (neuron). gangrun loads none of their runtimes; the value the
-// user's variable holds is the node's device list, which gangrun splits among
-// the workers and writes back, one mask per worker.
+// HABANA_VISIBLE_MODULES, ASCEND_RT_VISIBLE_DEVICES and NEURON_RT_VISIBLE_CORES,
+// each vendor's list of the devices a process may use, for the accelerators
+// gangrun does not enumerate: Habana Gaudi (--accelerator hpu), Ascend NPUs
+// (npu) and AWS NeuronCores (neuron). gangrun loads none of their runtimes;
+// the value the user's variable holds is the node's device list, which
+// gangrun splits among the workers and writes back, one mask per worker.
 //
 // Pure functions: no environment access. The caller passes the variable's
 // value (nullopt when unset).

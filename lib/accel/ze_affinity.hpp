@@ -1,7 +1,7 @@
 // ZE_AFFINITY_MASK and ZE_FLAT_DEVICE_HIERARCHY, read the way Intel's Level
-// Zero driver (compute-runtime parseAffinityMask) reads them
-// (reference/devices.md §3.3-3.5), and gangrun's strict reading, which
-// refuses what the driver would silently skip, ignore or reorder.
+// Zero driver (compute-runtime parseAffinityMask) reads them, after it has
+// ordered the devices, and gangrun's strict reading, which refuses what the
+// driver would silently skip, ignore or reorder.
 //
 // Pure functions: no environment access, no driver. The caller passes the
 // cards (root devices) in the driver's order with the mask unset (the order

@@ -13,7 +13,7 @@ using K = OptionKind;
 
 std::vector<OptionSpec> make_table() {
   return {
-      // ---- process counts: three spellings, three meanings (DESIGN.md section 1)
+      // ---- process counts: three spellings, three meanings (torchrun, accelerate, deepspeed)
       {.name = "nproc_per_node",
        .group = G::process_counts,
        .metavar = "N|auto|gpu|xpu|cpu",
@@ -32,7 +32,7 @@ std::vector<OptionSpec> make_table() {
        .metavar = "N",
        .help = "workers per node (deepspeed), using the first N visible devices"},
 
-      // ---- devices (DESIGN.md section 6)
+      // ---- devices (README.md, "Accelerators")
       {.name = "accelerator",
        .group = G::devices,
        .metavar = "KIND",

@@ -37,7 +37,7 @@ enum class OutputMode { automatic, prefix, inherit };
 enum class Accelerator { automatic, cuda, xpu, rocm, cpu, hpu, npu, neuron };
 const char* to_string(Accelerator accelerator);
 
-// --visible-devices and --mask-format (DESIGN.md section 6).
+// --visible-devices and --mask-format (README.md, "Accelerators").
 enum class VisibleDevices { shared, per_rank };
 enum class MaskFormat { index, uuid };
 enum class ColorMode { automatic, always, never };
@@ -82,7 +82,7 @@ struct RendezvousConf {
 };
 
 struct Options {
-  // ---- process counts: three spellings, three meanings (DESIGN.md section 1)
+  // ---- process counts: three spellings, three meanings (torchrun, accelerate, deepspeed)
   std::optional<ProcCount> nproc_per_node;  // workers per node (torchrun)
   std::optional<int> num_processes;         // total over all nodes (accelerate), >= 1
   std::optional<int> num_gpus;              // per node + first N devices (deepspeed), >= 1
@@ -114,7 +114,7 @@ struct Options {
   bool worker_per_task = false;  // in a step with several tasks per node, each task is one worker
   std::optional<slurm::Job> slurm_job;  // the job gangrun runs in, unless --launcher local
 
-  // ---- devices (DESIGN.md section 6)
+  // ---- devices (README.md, "Accelerators")
   Accelerator accelerator = Accelerator::automatic;
   std::optional<std::vector<int>> gpu_ids;  // --gpu_ids 0,2; nullopt: not given, or "all"
   std::optional<std::string> include;       // --include NODE_SPEC (deepspeed)

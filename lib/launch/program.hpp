@@ -1,5 +1,5 @@
-// Program resolution (DESIGN.md section 1): what exactly each worker will
-// execute, decided before anything starts.
+// Program resolution (README.md, "Command line": which program runs): what
+// exactly each worker will execute, decided before anything starts.
 #pragma once
 
 #include "config/options.hpp"

@@ -1,4 +1,5 @@
-// The visibility mask each local worker gets (DESIGN.md section 6). Pure.
+// Pure: the visibility mask each local worker gets (README.md,
+// "Accelerators").
 #pragma once
 
 #include "placement/selection.hpp"

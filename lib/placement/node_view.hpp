@@ -1,7 +1,8 @@
 // One kind of accelerator as this node's workers would see it, given the
 // devices a probe found in the unfiltered view and the visibility variables
-// gangrun inherited (DESIGN.md section 6). Pure: the caller probes and passes
-// the environment; nothing here reads the process environment or a driver.
+// gangrun inherited (README.md, "Accelerators"). Pure: the caller probes and
+// passes the environment; nothing here reads the process environment or a
+// driver.
 //
 // Every view is read strictly (accel/*_visibility.hpp): a variable the
 // runtime would silently truncate, empty or misread is an ErrorCode::usage

@@ -3,7 +3,7 @@
 // gangrun uses, with the signatures declared in accel/cuda_api.hpp, and
 // describes a scripted machine. It links no gangrun code: it plays the
 // driver, so its CUDA_VISIBLE_DEVICES handling is written independently of
-// lib/accel (reference/devices.md sections 1.5, 2.1, 2.3).
+// lib/accel, from what NVIDIA documents and what drivers were seen to do.
 //
 // Environment, read at cuInit as the driver reads it:
 //   FAKE_CUDA_MACHINE     JSON file:

@@ -4,8 +4,8 @@
 // zeDriverGetProperties), with the signatures of Debian's
 // <level_zero/ze_api.h>, and describes a scripted machine. It links no
 // gangrun code: it plays the driver, so its ordering, hierarchy and
-// ZE_AFFINITY_MASK handling is written independently of lib/accel, from the
-// description of compute-runtime in reference/devices.md sections 3.1-3.5.
+// ZE_AFFINITY_MASK handling is written independently of lib/accel, after
+// Intel's compute-runtime (sortNeoDevices, parseAffinityMask).
 //
 // Environment, read once, at the first zeInit, as the driver reads it:
 //   FAKE_ZE_MACHINE    JSON file:

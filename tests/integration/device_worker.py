@@ -1,5 +1,5 @@
 """A real worker for test_devices.py: launched by gangrun, it reports which devices its own
-vendor runtime shows it, independently of gangrun (DESIGN.md section 6).
+vendor runtime shows it, independently of gangrun (README.md, "Accelerators").
 
     device_worker.py OUT_DIR [--cuda] [--ze] [--torch] [--expect-torch-mask]
 
@@ -99,7 +99,7 @@ def cuda_view():
 
 # ---- Level Zero --------------------------------------------------------------------
 # ze_device_properties_t as in Debian's <level_zero/ze_api.h> (1.8.12): 368 bytes on x86-64,
-# uuid at offset 96, name at 112 (reference/devices.md section 3.2).
+# uuid at offset 96, name at 112.
 
 ZE_STRUCTURE_TYPE_DEVICE_PROPERTIES = 0x3
 ZE_DEVICE_PROPERTY_FLAG_SUBDEVICE = 0x2

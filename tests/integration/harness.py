@@ -110,8 +110,8 @@ def main():
 # SCHEMA: what the tests assume about gangrun's JSON documents. Change it here.
 # ============================================================================
 
-# The variables gangrun sets for every worker (DESIGN.md section 2), besides the
-# accelerator visibility variables of section 6.
+# The variables gangrun sets for every worker (README.md, "What each worker gets"),
+# besides the accelerator visibility variables (README.md, "Accelerators").
 WORKER_VARIABLES = (
     "LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
     "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
@@ -121,11 +121,11 @@ WORKER_VARIABLES = (
 )
 # Set only in some cases (OMP_NUM_THREADS: unset in gangrun's env and >1 local worker).
 CONDITIONAL_WORKER_VARIABLES = ("OMP_NUM_THREADS",)
-# Visibility variables gangrun may set (section 6); no test here selects devices.
+# Visibility variables gangrun may set; no test here selects devices.
 VISIBILITY_VARIABLES = (
     "CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
 )
-# gangrun hosts the store its workers meet through (DESIGN.md section 7).
+# gangrun hosts the store its workers meet through (README.md, "The TCP store").
 EXPECTED_USE_AGENT_STORE = "True"
 
 # --dry-run --json: {"workers": [{"rank", "local_rank", "argv": [...], "env": {...}}, ...]}
@@ -496,7 +496,7 @@ def option_named(text, option):
 
 
 # ============================================================================
-# the worker environment contract (DESIGN.md section 2), shared by the fake-worker
+# the worker environment contract (README.md, "What each worker gets"), shared by the fake-worker
 # and the real-torch tests
 # ============================================================================
 

@@ -1,4 +1,4 @@
-"""Accelerators and visibility masks (DESIGN.md section 6; reference/devices.md sections 2-4).
+"""Accelerators and visibility masks (README.md, "Accelerators").
 
 Each worker is device_worker.py, a real program that asks its own vendor runtime (the fake
 libcuda.so.1 or the fake libze_loader.so.1, through ctypes) which devices it sees, so the
@@ -64,7 +64,7 @@ def mig_uuid(seed):
     return "MIG-" + uuid_of(seed)
 
 
-# Four identical GPUs; 0 and 1 share the UUID prefix GPU-8932f937 (the reference's example).
+# Four identical GPUs; 0 and 1 share the UUID prefix GPU-8932f937 (NVIDIA's example of a prefix).
 FOUR = [
     gpu("g0", "0000:1a:00.0", uuid="8932f937-d72c-4106-c12f-20bd9faed9f6"),
     gpu("g1", "0000:3d:00.0", uuid="8932f937-5b0e-4a3d-9a61-7c4f2b1e0a11"),

@@ -1,5 +1,5 @@
 """--dry-run (and --dry-run --json) print the plan: per rank the command and every variable
-gangrun sets; nothing starts, no port opens (DESIGN.md sections 1, 2; STYLE.md point 2).
+gangrun sets; nothing starts, no port opens: everything is validated before anything is done.
 The JSON schema the tests assume is in harness.py (SCHEMA)."""
 
 import json

@@ -1,4 +1,4 @@
-"""Every row of the exit-code table (DESIGN.md section 3, lib/util/exit_codes.hpp).
+"""Every row of the exit-code table (README.md, "Exit codes"; lib/util/exit_codes.hpp).
 
 The row "gangrun stopped by signal S" is covered by test_signals.py.
 """
@@ -102,7 +102,7 @@ class LauncherOutcomes(GangrunTestCase):
         self.assertIn(python, result.stderr)
 
     def test_store_port_in_use_is_3_and_starts_nothing(self):
-        # gangrun hosts the store on MASTER_ADDR:MASTER_PORT (DESIGN.md section 7); a port
+        # gangrun hosts the store on MASTER_ADDR:MASTER_PORT; a port
         # that is already taken on loopback is a store failure.
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
             busy.bind(("127.0.0.1", 0))

@@ -1,4 +1,4 @@
-"""Per-worker log files, redirects, tee and the console filter (DESIGN.md section 4).
+"""Per-worker log files, redirects, tee and the console filter (README.md, "Output").
 
 Assumption (torchrun's behaviour): the log files hold the worker's raw output, without the
 console prefix.

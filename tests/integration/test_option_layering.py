@@ -1,6 +1,6 @@
-"""Where option values come from (DESIGN.md section 1): command line > GANGRUN_<OPTION> >
-PET_<OPTION> > --config FILE > defaults; and the three process-count spellings. Observed
-through --dry-run --json (schema in harness.py)."""
+"""Where option values come from (README.md, the section of that name): command line >
+GANGRUN_<OPTION> > PET_<OPTION> > --config FILE > defaults; and the three process-count
+spellings. Observed through --dry-run --json (schema in harness.py)."""
 
 import json
 import os
@@ -80,7 +80,7 @@ class Aliases(GangrunTestCase):
         self.assertEqual(len(workers), 2)
 
     def test_static_rdzv_backend_accepted(self):
-        # DESIGN.md section 1 lists --rdzv_backend static|c10d; static is torchrun's default.
+        # --rdzv_backend takes static or c10d; static is torchrun's default.
         workers = self.dry_run(["--nproc_per_node", 2, "--rdzv_backend", "static", *self.fake("--exit", 0)])
         self.assertEqual(len(workers), 2)
 

@@ -1,4 +1,4 @@
-"""Prefix mode under load (DESIGN.md section 4): lines of different ranks never mix, no
+"""Prefix mode under load (README.md, "Output"): lines of different ranks never mix, no
 line is lost or duplicated, and each rank's lines keep their order."""
 
 import os

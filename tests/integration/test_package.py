@@ -1,7 +1,7 @@
-"""The Debian package (STYLE.md point 12: install rules): `cpack -G DEB` in the build directory
-GANGRUN_BIN lives in gives one gangrun_<version>_<arch>.deb that holds the binary, the manual
-page generated from the option table, the shell completions and the documents, and nothing of
-the tests; its Depends name the package of every library the binary links.
+"""The Debian package (CMakeLists.txt's install rules; README.md, "Installing"): `cpack -G DEB`
+in the build directory GANGRUN_BIN lives in gives one gangrun_<version>_<arch>.deb that holds the
+binary, the manual page generated from the option table, the shell completions and the documents,
+and nothing of the tests; its Depends name the package of every library the binary links.
 
 Without installing anything, the tests read the package with dpkg-deb and format its manual
 page with man. Run as root with a usable dpkg, InstalledPackage also installs it system-wide

@@ -1,4 +1,4 @@
-"""--max_restarts: a failure restarts the whole local gang (DESIGN.md section 3)."""
+"""--max_restarts: a failure restarts the whole local gang (README.md, "Supervision")."""
 
 import os
 import re

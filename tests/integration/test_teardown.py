@@ -1,4 +1,4 @@
-"""Gang supervision when a worker fails (DESIGN.md section 3): sessions, SIGTERM to every
+"""Gang supervision when a worker fails (README.md, "Supervision"): sessions, SIGTERM to every
 other worker's group, SIGKILL after --term-timeout, grandchildren, the subreaper."""
 
 import os

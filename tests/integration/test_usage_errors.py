@@ -1,5 +1,5 @@
 """Bad input is exit 2 with a message naming the option and the problem, and nothing is
-started (DESIGN.md section 1; STYLE.md point 2: validate everything, then act)."""
+started: gangrun validates everything before it acts."""
 
 import json
 import os

@@ -74,7 +74,8 @@ std::string strict_error(std::string_view value, std::size_t count = 4) {
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
-TEST_CASE("CUDA_VISIBLE_DEVICES parse: the reference's test vectors (§2.2)", "[accel]") {
+TEST_CASE("CUDA_VISIBLE_DEVICES parse: vectors from NVIDIA's docs, PyTorch and drivers",
+          "[accel]") {
   CHECK(indices("").empty());                             // "" gives none
   CHECK(indices("0,2,-1,1") == Indices{0, 2});            // 0,2,-1,1 gives [0,2]
   CHECK(indices("2,1") == Indices{2, 1});                 // 2,1 gives [2,1]

@@ -105,7 +105,7 @@ TEST_CASE("ASCEND_RT_VISIBLE_DEVICES: distinct IDs in ascending order", "[accel]
 TEST_CASE("ASCEND_RT_VISIBLE_DEVICES: a space, and what the runtime would read",
           "[accel][vendor]") {
   auto error = [](std::string_view value) { return error_of(VendorList::ascend, value); };
-  // reference/devices.md §5: "1, 2,3" is read as "1".
+  // The Ascend runtime stops at the first space: "1, 2,3" is read as "1".
   CHECK(error("1, 2,3") ==
         "ASCEND_RT_VISIBLE_DEVICES=1, 2,3: entry ' 2' contains a space, where the Ascend "
         "runtime stops reading: the runtime would read only '1'; remove the spaces: "
