@@ -4,6 +4,7 @@
 #include "util/strings.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace gangrun::launch {
 namespace {
@@ -52,6 +53,8 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
         {"argv", worker.argv},
         {"env", worker_variables(plan, worker, first_round, run_dir)},
         {"prefix", worker_prefix(plan, worker, first_round)},
+        // The CPUs it is pinned to (--bind_cores_to_rank); null: not pinned.
+        {"cpus", worker.cpus.empty() ? nlohmann::json() : nlohmann::json(worker.cpus)},
     });
   }
   nlohmann::json options = nlohmann::json::object();
@@ -147,6 +150,9 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
     out +=
         fmt::format("rank {} (local_rank {}):\n", first_round.rank_of(worker), worker.local_rank);
     out += fmt::format("  command: {}\n", quoted_command(worker.argv));
+    if (!worker.cpus.empty()) {
+      out += fmt::format("  cpus:    {} (--bind_cores_to_rank)\n", fmt::join(worker.cpus, ","));
+    }
     for (const auto& [name, value] : worker_variables(plan, worker, first_round, run_dir)) {
       out += fmt::format("  {}={}\n", name, value);
     }

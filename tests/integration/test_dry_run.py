@@ -82,6 +82,23 @@ class DryRunText(GangrunTestCase):
         self.assert_nothing_started()
 
 
+    def test_each_workers_cpus_under_bind_cores_to_rank(self):
+        def plan(*binding, json_output=True):
+            args = ["--dry-run", *(["--json"] if json_output else []), "--nproc_per_node", 2, *binding,
+                    "--no_python", "/bin/true"]
+            result = self.gangrun(args, timeout=30)
+            self.assertExit(result, 0)
+            return result.stdout
+        binding = ("--bind_cores_to_rank", "--bind_core_list", "0,1")
+        doc = json.loads(plan(*binding))
+        self.assertEqual([w["cpus"] for w in doc["workers"]], [[0], [1]])
+        self.assertEqual([w["cpus"] for w in json.loads(plan())["workers"]], [None, None])
+        text = plan(*binding, json_output=False)
+        self.assertIn("cpus:    0 (--bind_cores_to_rank)", text)
+        self.assertIn("cpus:    1 (--bind_cores_to_rank)", text)
+        self.assert_nothing_started()
+
+
 class DryRunOpensNoPort(GangrunTestCase):
     def test_no_bind_or_listen(self):
         strace = shutil.which("strace")
