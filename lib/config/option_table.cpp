@@ -32,7 +32,7 @@ std::vector<OptionSpec> make_table() {
        .metavar = "N",
        .help = "workers per node (deepspeed), using the first N visible devices"},
 
-      // ---- devices (README.md, "Accelerators")
+      // ---- devices (docs/devices.md, "Accelerators")
       {.name = "accelerator",
        .group = G::devices,
        .metavar = "KIND",

@@ -37,7 +37,7 @@ enum class OutputMode { automatic, prefix, inherit };
 enum class Accelerator { automatic, cuda, xpu, rocm, cpu, hpu, npu, neuron };
 const char* to_string(Accelerator accelerator);
 
-// --visible-devices and --mask-format (README.md, "Accelerators").
+// --visible-devices and --mask-format (docs/devices.md, "Accelerators").
 enum class VisibleDevices { shared, per_rank };
 enum class MaskFormat { index, uuid };
 enum class ColorMode { automatic, always, never };
@@ -114,7 +114,7 @@ struct Options {
   bool worker_per_task = false;  // in a step with several tasks per node, each task is one worker
   std::optional<slurm::Job> slurm_job;  // the job gangrun runs in, unless --launcher local
 
-  // ---- devices (README.md, "Accelerators")
+  // ---- devices (docs/devices.md, "Accelerators")
   Accelerator accelerator = Accelerator::automatic;
   std::optional<std::vector<int>> gpu_ids;  // --gpu_ids 0,2; nullopt: not given, or "all"
   std::optional<std::string> include;       // --include NODE_SPEC (deepspeed)

@@ -2,7 +2,7 @@
 // (each vendor runtime in a short-lived child, launch/probe_runner.hpp; sysfs
 // for ROCm), the kind of device the launch uses, how the inherited visibility
 // variables show it to workers, and the devices the selection flags pick
-// (README.md, "Accelerators").
+// (docs/devices.md, "Accelerators").
 //
 // A launch that neither counts nor selects devices nor writes masks probes
 // nothing (with no selection flag, shared mode passes the inherited

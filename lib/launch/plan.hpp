@@ -114,7 +114,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 std::string virtual_local_device(const EnvMap& host_env, int local_rank);
 
 // The variables gangrun sets for worker in the given round, with its files
-// in run_dir (README.md, "What each worker gets"). Inherited values of
+// in run_dir (docs/environment.md, "What each worker gets"). Inherited values of
 // NCCL_ASYNC_ERROR_HANDLING, TORCH_NCCL_ASYNC_ERROR_HANDLING and
 // OMP_NUM_THREADS are kept; the worker's device_env is added.
 EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,

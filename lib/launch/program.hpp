@@ -1,4 +1,4 @@
-// Program resolution (README.md, "Command line": which program runs): what
+// Program resolution (docs/flags.md, "Command line": which program runs): what
 // exactly each worker will execute, decided before anything starts.
 #pragma once
 

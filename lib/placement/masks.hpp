@@ -1,4 +1,4 @@
-// Pure: the visibility mask each local worker gets (README.md,
+// Pure: the visibility mask each local worker gets (docs/devices.md,
 // "Accelerators").
 #pragma once
 

@@ -1,6 +1,6 @@
 // One kind of accelerator as this node's workers would see it, given the
 // devices a probe found in the unfiltered view and the visibility variables
-// gangrun inherited (README.md, "Accelerators"). Pure: the caller probes and
+// gangrun inherited (docs/devices.md, "Accelerators"). Pure: the caller probes and
 // passes the environment; nothing here reads the process environment or a
 // driver.
 //

@@ -1,5 +1,5 @@
-// The one table of gangrun's exit codes, documented in README.md's "Exit
-// codes". Every row is exercised by tests/integration/test_exit_codes.py.
+// The one table of gangrun's exit codes, documented in docs/supervision.md's
+// "Exit codes". Every row is exercised by tests/integration/test_exit_codes.py.
 #pragma once
 
 namespace gangrun::exit_codes {

@@ -1,5 +1,5 @@
 """A real worker for test_devices.py: launched by gangrun, it reports which devices its own
-vendor runtime shows it, independently of gangrun (README.md, "Accelerators").
+vendor runtime shows it, independently of gangrun (docs/devices.md, "Accelerators").
 
     device_worker.py OUT_DIR [--cuda] [--ze] [--torch] [--expect-torch-mask]
 

@@ -110,8 +110,8 @@ def main():
 # SCHEMA: what the tests assume about gangrun's JSON documents. Change it here.
 # ============================================================================
 
-# The variables gangrun sets for every worker (README.md, "What each worker gets"),
-# besides the accelerator visibility variables (README.md, "Accelerators").
+# The variables gangrun sets for every worker (docs/environment.md, "What each worker gets"),
+# besides the accelerator visibility variables (docs/devices.md, "Accelerators").
 WORKER_VARIABLES = (
     "LOCAL_RANK", "RANK", "GROUP_RANK", "ROLE_RANK", "ROLE_NAME", "LOCAL_WORLD_SIZE",
     "WORLD_SIZE", "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
@@ -125,7 +125,7 @@ CONDITIONAL_WORKER_VARIABLES = ("OMP_NUM_THREADS",)
 VISIBILITY_VARIABLES = (
     "CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
 )
-# gangrun hosts the store its workers meet through (README.md, "The TCP store").
+# gangrun hosts the store its workers meet through (docs/store.md, "The TCP store").
 EXPECTED_USE_AGENT_STORE = "True"
 
 # --dry-run --json: {"workers": [{"rank", "local_rank", "argv": [...], "env": {...}}, ...]}
@@ -496,7 +496,7 @@ def option_named(text, option):
 
 
 # ============================================================================
-# the worker environment contract (README.md, "What each worker gets"), shared by the fake-worker
+# the worker environment contract (docs/environment.md, "What each worker gets"), shared by the fake-worker
 # and the real-torch tests
 # ============================================================================
 

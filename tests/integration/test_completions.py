@@ -1,4 +1,4 @@
-"""`gangrun completion bash|zsh|fish` (README.md, "Installing"): the checked-in scripts under
+"""`gangrun completion bash|zsh|fish` (docs/building.md, "Installing"): the checked-in scripts under
 completions/ are exactly what the binary prints, and each script, loaded into the real
 shell, completes options, their values, directories, the program, the program's own
 arguments and the subcommands.

@@ -1,4 +1,4 @@
-"""A console that stops reading never delays supervision (README "Output").
+"""A console that stops reading never delays supervision (docs/supervision.md, "Output").
 
 gangrun's stdout is a pipe this test holds and, for a while, does not read, as a pager or
 `| (sleep 600; cat)` would. One worker floods it. While nothing is read, a failure must

@@ -1,5 +1,5 @@
 """Containment: nothing of the job survives gangrun, gangrun signals nothing outside the job, and a gang
-that cannot be started is a normal failure (README.md, "Supervision": every worker runs under a
+that cannot be started is a normal failure (docs/supervision.md, "Supervision": every worker runs under a
 shim that outlives gangrun just long enough to kill its tree)."""
 
 import os

@@ -1,4 +1,4 @@
-"""Accelerators and visibility masks (README.md, "Accelerators").
+"""Accelerators and visibility masks (docs/devices.md, "Accelerators").
 
 Each worker is device_worker.py, a real program that asks its own vendor runtime (the fake
 libcuda.so.1 or the fake libze_loader.so.1, through ctypes) which devices it sees, so the

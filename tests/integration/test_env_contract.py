@@ -1,4 +1,4 @@
-"""The worker environment contract (README.md, "What each worker gets"), observed by fake workers.
+"""The worker environment contract (docs/environment.md, "What each worker gets"), observed by fake workers.
 The same contract under real PyTorch DDP is test_torch_ddp.py."""
 
 import os

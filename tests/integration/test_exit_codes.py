@@ -1,4 +1,4 @@
-"""Every row of the exit-code table (README.md, "Exit codes"; lib/util/exit_codes.hpp).
+"""Every row of the exit-code table (docs/supervision.md, "Exit codes"; lib/util/exit_codes.hpp).
 
 The row "gangrun stopped by signal S" is covered by test_signals.py.
 """

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""README's flag table ("Every flag of torchrun, accelerate launch and deepspeed"): each row's
-claim is run, and the table is checked to name every flag the real tools define.
+"""The flag table (docs/flags.md, "Every flag of torchrun, accelerate launch and deepspeed"):
+each row's claim is run, and the table is checked to name every flag the real tools define.
 
 A row is `| TOOL | FLAGS | GANGRUN | CHECK |`: TOOL is torchrun, accelerate or deepspeed; FLAGS
 the tool's spellings of one option, each in backticks; GANGRUN starts with what gangrun does
@@ -29,8 +29,9 @@ import unittest
 
 import harness
 
-README = os.path.join(harness.REPO, "README.md")
-TABLE_HEADING = "### Every flag of torchrun, accelerate launch and deepspeed"
+TABLE_FILE = "docs/flags.md"
+TABLE_PATH = os.path.join(harness.REPO, TABLE_FILE)
+TABLE_HEADING = "## Every flag of torchrun, accelerate launch and deepspeed"
 TOOLS = ("torchrun", "accelerate", "deepspeed")
 VERDICTS = ("same", "mapped", "accepted", "refused")
 
@@ -69,8 +70,8 @@ def split_row(line):
 
 
 def read_table():
-    """[(line_number, tool, [flags], verdict, args, [expectations])] of the README's table."""
-    with open(README, encoding="utf-8") as f:
+    """[(line_number, tool, [flags], verdict, args, [expectations])] of the table in TABLE_FILE."""
+    with open(TABLE_PATH, encoding="utf-8") as f:
         lines = f.read().splitlines()
     start = lines.index(TABLE_HEADING)
     rows = []
@@ -86,12 +87,12 @@ def read_table():
         cells = split_row(line)
         if cells[0] in ("Tool", "---") or set(cells[0]) <= {"-", " "}:
             continue
-        assert len(cells) == 4, f"README.md:{number}: {len(cells)} cells, want 4: {line}"
+        assert len(cells) == 4, f"{TABLE_FILE}:{number}: {len(cells)} cells, want 4: {line}"
         tool, flags_cell, gangrun_cell, check_cell = cells
         flags = re.findall(r"`([^`]+)`", flags_cell)
         verdict = gangrun_cell.split(":")[0].split()[0].strip("*").lower() if gangrun_cell else ""
         match = re.fullmatch(r"`([^`]*)`\s*→\s*(.+)", check_cell)
-        assert match, f"README.md:{number}: the check cell is not `ARGS` → WHAT: {check_cell!r}"
+        assert match, f"{TABLE_FILE}:{number}: the check cell is not `ARGS` → WHAT: {check_cell!r}"
         expectations = [part.strip() for part in match.group(2).split(";") if part.strip()]
         rows.append((number, tool, flags, verdict, match.group(1), expectations))
     return rows
@@ -120,7 +121,7 @@ class FlagTable(harness.GangrunTestCase):
         self.assertGreater(len(self.rows), 100, "the table is missing or cut short")
         seen = set()
         for number, tool, flags, verdict, args, expectations in self.rows:
-            where = f"README.md:{number}"
+            where = f"{TABLE_FILE}:{number}"
             self.assertIn(tool, TOOLS, where)
             self.assertTrue(flags, f"{where}: no flag in backticks")
             self.assertIn(verdict, VERDICTS, f"{where}: the gangrun cell starts with {verdict!r}")
@@ -183,7 +184,7 @@ class FlagTable(harness.GangrunTestCase):
 
     def test_each_row_holds(self):
         for number, tool, flags, verdict, args, expectations in self.rows:
-            where = f"README.md:{number} ({tool} {flags[0] if flags else '?'}: `{args}`)"
+            where = f"{TABLE_FILE}:{number} ({tool} {flags[0] if flags else '?'}: `{args}`)"
             with self.subTest(row=number):
                 refused = expectations and expectations[0].startswith("exit")
                 result = self.run_row(args, refused)
@@ -201,9 +202,10 @@ class FlagTable(harness.GangrunTestCase):
                 self.assertEqual(result.returncode, 0, result.stderr[-2000:])
                 defined = {flag for strings in json.loads(result.stdout) for flag in strings}
                 missing = sorted(flag for flag in defined if (tool, flag) not in listed)
-                self.assertEqual(missing, [], f"{tool} flags missing from README's table")
+                self.assertEqual(missing, [], f"{tool} flags missing from {TABLE_FILE}'s table")
                 extra = sorted(flag for (t, flag) in listed if t == tool and flag not in defined)
-                self.assertEqual(extra, [], f"README's table lists flags {tool} does not have")
+                self.assertEqual(extra, [],
+                                 f"{TABLE_FILE}'s table lists flags {tool} does not have")
 
 
 if __name__ == "__main__":

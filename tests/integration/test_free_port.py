@@ -1,5 +1,5 @@
 """Without --master_port a single-node job gets a free port, not a fixed 29500, so two jobs
-on one machine do not collide (README.md, "What each worker gets": MASTER_PORT)."""
+on one machine do not collide (docs/environment.md, "What each worker gets": MASTER_PORT)."""
 
 import os
 

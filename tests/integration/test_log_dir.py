@@ -1,4 +1,4 @@
-"""Per-worker log files, redirects, tee and the console filter (README.md, "Output").
+"""Per-worker log files, redirects, tee and the console filter (docs/supervision.md, "Output").
 
 Assumption (torchrun's behaviour): the log files hold the worker's raw output, without the
 console prefix.

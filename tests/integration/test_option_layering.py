@@ -1,4 +1,4 @@
-"""Where option values come from (README.md, the section of that name): command line >
+"""Where option values come from (docs/flags.md, the section of that name): command line >
 GANGRUN_<OPTION> > PET_<OPTION> > --config FILE > defaults; and the three process-count
 spellings. Observed through --dry-run --json (schema in harness.py)."""
 

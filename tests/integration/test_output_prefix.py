@@ -1,4 +1,4 @@
-"""Console output modes (README.md, "Output"): prefix (default with >1 worker), templates,
+"""Console output modes (docs/supervision.md, "Output"): prefix (default with >1 worker), templates,
 inherit (default with one worker), streams kept apart, unterminated fragments."""
 
 import socket

@@ -1,4 +1,4 @@
-"""Prefix mode under load (README.md, "Output"): lines of different ranks never mix, no
+"""Prefix mode under load (docs/supervision.md, "Output"): lines of different ranks never mix, no
 line is lost or duplicated, and each rank's lines keep their order."""
 
 import os
@@ -104,7 +104,7 @@ class Volume(GangrunTestCase):
 
     def test_overlong_lines_lose_no_byte(self):
         # Lines beyond the cap are cut into prefixed pieces (by design), each but the last
-        # ending in the marker the README documents; rejoined, each rank's pieces must give
+        # ending in the marker docs/supervision.md documents; rejoined, each rank's pieces must give
         # exactly the lines it wrote.
         marker = b" [gangrun: line continues]"
         pad = b"x" * 300_000

@@ -1,4 +1,4 @@
-"""The Debian package (CMakeLists.txt's install rules; README.md, "Installing"): `cpack -G DEB`
+"""The Debian package (CMakeLists.txt's install rules; docs/building.md, "Installing"): `cpack -G DEB`
 in the build directory GANGRUN_BIN lives in gives one gangrun_<version>_<arch>.deb that holds the
 binary, the manual page generated from the option table, the shell completions and the documents,
 and nothing of the tests; its Depends name the package of every library the binary links.

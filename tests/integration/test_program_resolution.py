@@ -1,4 +1,4 @@
-"""How PROGRAM becomes a command (README.md, "Command line": which program runs), run for real:
+"""How PROGRAM becomes a command (docs/flags.md, "Command line": which program runs), run for real:
 executables directly (PATH lookup), *.py and non-executable files through PYTHON -u,
 -m MODULE, --no_python, the interpreter choice (--python > PYTHON_EXEC > python3 on PATH),
 and the ${local_rank} macro."""

@@ -1,4 +1,4 @@
-"""Failure reports (README.md, "When a worker fails"): the root-cause block on stderr, the worker's
+"""Failure reports (docs/supervision.md, "When a worker fails"): the root-cause block on stderr, the worker's
 TORCHELASTIC_ERROR_FILE (fake and real torch @record), the copy into gangrun's own
 TORCHELASTIC_ERROR_FILE, and the --report JSON (schema in harness.py)."""
 

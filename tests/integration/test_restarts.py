@@ -1,4 +1,4 @@
-"""--max_restarts: a failure restarts the whole local gang (README.md, "Supervision")."""
+"""--max_restarts: a failure restarts the whole local gang (docs/supervision.md, "Supervision")."""
 
 import os
 import re

@@ -1,4 +1,4 @@
-"""Signals sent to gangrun itself (README.md, "Supervision"): TERM/INT/HUP tear the job down and
+"""Signals sent to gangrun itself (docs/supervision.md, "Supervision"): TERM/INT/HUP tear the job down and
 gangrun dies of the same signal; USR1/USR2 are forwarded and the job goes on; a second
 TERM/INT during the grace period kills at once; SIGKILL to gangrun still kills its workers."""
 

@@ -1,4 +1,4 @@
-"""Gang supervision when a worker fails (README.md, "Supervision"): sessions, SIGTERM to every
+"""Gang supervision when a worker fails (docs/supervision.md, "Supervision"): sessions, SIGTERM to every
 other worker's group, SIGKILL after --term-timeout, grandchildren, the subreaper."""
 
 import os

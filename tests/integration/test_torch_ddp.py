@@ -1,6 +1,6 @@
 """Real PyTorch (GANGRUN_TEST_PYTHON: Debian's torch 1.13, or 2.x as integration.*.torch2):
 4 CPU workers, gloo, DDP. Every worker's environment is checked against the contract
-(README.md, "What each worker gets")."""
+(docs/environment.md, "What each worker gets")."""
 
 import os
 
