@@ -48,20 +48,15 @@ const char* to_string(AgentState state) {
 
 namespace {
 
-std::chrono::milliseconds milliseconds_of(double seconds) {
-  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
-}
-
 supervise::GangSettings gang_settings(const launch::LaunchPlan& plan) {
   supervise::GangSettings settings;
-  settings.term_timeout = milliseconds_of(plan.options.term_timeout);
-  settings.failure_window = milliseconds_of(plan.options.failure_window);
+  settings.term_timeout = from_seconds(plan.options.term_timeout);
+  settings.failure_window = from_seconds(plan.options.failure_window);
   if (plan.multi_node && settings.failure_window.count() > 0) {
     // The coordinator closes the window for every node at once (the round's
     // end); this node closes it by itself only if that word never comes.
     const config::RendezvousConf& conf = plan.options.rdzv_conf;
-    settings.failure_window +=
-        milliseconds_of(conf.keep_alive_interval * conf.keep_alive_max_attempt);
+    settings.failure_window += from_seconds(conf.keep_alive_interval * conf.keep_alive_max_attempt);
   }
   return settings;
 }

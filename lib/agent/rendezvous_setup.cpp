@@ -15,13 +15,12 @@
 #include <random>
 
 namespace gangrun::agent {
-namespace {
 
-using std::chrono::milliseconds;
-
-milliseconds from_seconds(double seconds) {
-  return milliseconds(static_cast<long>(seconds * 1000));
+std::chrono::milliseconds from_seconds(double seconds) {
+  return std::chrono::milliseconds(static_cast<long>(seconds * 1000));
 }
+
+namespace {
 
 store::KeepAlive keep_alive_of(const launch::LaunchPlan& plan) {
   const config::RendezvousConf& conf = plan.options.rdzv_conf;

@@ -12,9 +12,13 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <chrono>
 #include <memory>
 
 namespace gangrun::agent {
+
+// A duration option's seconds as the loop's timers take them.
+std::chrono::milliseconds from_seconds(double seconds);
 
 // Starts the store if this agent hosts the rendezvous: static, node rank 0
 // (at the master port, on agent_store_bind_host's address); c10d, the agent

@@ -43,6 +43,18 @@ std::optional<std::string> incomplete_logs_note(const AttemptRecord& attempt) {
 
 namespace {
 
+void append_last_output(std::string& out, const WorkerRecord& worker) {
+  if (worker.last_lines.empty()) return;
+  out += "  last output:\n";
+  for (const std::string& line : worker.last_lines) out += "    " + line + "\n";
+}
+
+void append_exit_and_time(std::string& out, const WorkerRecord& worker) {
+  out += fmt::format("  exit:       {}\n", describe_end(worker));
+  out += fmt::format("  time:       {} (after {:.3f} s)\n", format_time(worker.ended_at),
+                     seconds_between(worker.started_at, worker.ended_at));
+}
+
 // The error a worker wrote to its error file, and what it wrote last.
 void append_error_and_output(std::string& out, const WorkerRecord& worker,
                              const std::optional<WorkerError>& error) {
@@ -57,10 +69,7 @@ void append_error_and_output(std::string& out, const WorkerRecord& worker,
         "  error:      not recorded (a Python entry point decorated with torch.distributed."
         "elastic.multiprocessing.errors.record reports its exception here)\n";
   }
-  if (!worker.last_lines.empty()) {
-    out += "  last output:\n";
-    for (const std::string& line : worker.last_lines) out += "    " + line + "\n";
-  }
+  append_last_output(out, worker);
 }
 
 }  // namespace
@@ -81,13 +90,14 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
   out += fmt::format("  rank:       {} (local_rank: {})\n", root.rank, root.local_rank);
   out += fmt::format("  host:       {}\n", run.host);
   out += fmt::format("  pid:        {}\n", root.pid);
-  if (blamed) {
+  if (!blamed) {
+    append_exit_and_time(out, root);
+  } else if (root.stopped_by_gangrun) {
     out += fmt::format("  state:      still running when the others failed; then {}\n",
                        describe_worker_end(root, attempt));
   } else {
-    out += fmt::format("  exit:       {}\n", describe_end(root));
-    out += fmt::format("  time:       {} (after {:.3f} s)\n", format_time(root.ended_at),
-                       seconds_between(root.started_at, root.ended_at));
+    out += fmt::format("  state:      ended before any other failed: {}\n",
+                       describe_worker_end(root, attempt));
   }
   if (run.interpreter && !root.spawn_error) {
     out += fmt::format("  python:     {} (chosen by {})\n", run.interpreter->path,
@@ -95,16 +105,11 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
   }
   const WorkerRecord& failed = blamed ? attempt.workers.at(*first) : root;
   if (blamed) {
-    if (!root.last_lines.empty()) {
-      out += "  last output:\n";
-      for (const std::string& line : root.last_lines) out += "    " + line + "\n";
-    }
+    append_last_output(out, root);
     out += "First failure (the job exits with its code):\n";
     out += fmt::format("  rank:       {} (local_rank: {}, pid {})\n", failed.rank,
                        failed.local_rank, failed.pid);
-    out += fmt::format("  exit:       {}\n", describe_end(failed));
-    out += fmt::format("  time:       {} (after {:.3f} s)\n", format_time(failed.ended_at),
-                       seconds_between(failed.started_at, failed.ended_at));
+    append_exit_and_time(out, failed);
     append_error_and_output(out, failed, failed.error);
   } else {
     append_error_and_output(out, root, root_error);

@@ -286,13 +286,18 @@ struct Gang::Impl {
         });
   }
 
+  // Ends the window with the first failure as the root cause, for now.
+  void shut_failure_window() {
+    window_open = false;
+    failure_window_timer.cancel();
+    outcome.root_cause = outcome.first_failure;
+  }
+
   // Decides the root cause (report/blame.hpp) and stops the others.
   void close_failure_window(bool force = false) {
     if ((!window_open && !force) || tearing_down || !outcome.first_failure) return;
-    window_open = false;
-    failure_window_timer.cancel();
+    shut_failure_window();
     outcome.blame = report::find_waited_for(fates());
-    outcome.root_cause = outcome.first_failure;
     if (outcome.blame) {
       for (std::size_t i = 0; i < outcome.workers.size(); ++i) {
         if (outcome.workers[i].rank == outcome.blame->waited_for.front()) outcome.root_cause = i;
@@ -400,11 +405,7 @@ struct Gang::Impl {
     if (!active) return;
     if (!outcome.stopped_by_signal) {
       outcome.stopped_by_signal = signal_number;
-      if (window_open) {
-        window_open = false;
-        failure_window_timer.cancel();
-        outcome.root_cause = outcome.first_failure;
-      }
+      if (window_open) shut_failure_window();
       start_teardown(signal_number);  // also stops a spawning in progress
       return;
     }

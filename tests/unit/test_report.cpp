@@ -109,6 +109,37 @@ TEST_CASE("report::format_failure names the root cause first", "[report]") {
   CHECK(text.find("Root cause") < text.find("Other workers"));
 }
 
+TEST_CASE("report::format_failure leads with the rank the failed ones waited for", "[report]") {
+  RunRecord run = failed_run();
+  AttemptRecord& attempt = run.attempts[0];
+  // Worker 1 (rank 2, exit 3) failed first; worker 0 (rank 0) is blamed.
+  attempt.first_failure = 1;
+  attempt.root_cause = 0;
+  SECTION("still running when the others failed") {
+    attempt.blame = "rank 0 never reached the collective; ranks 1, 2 timed out waiting";
+    std::string text = format_failure(run, attempt, std::nullopt);
+    CHECK_THAT(text, Catch::Contains("rank 0 never reached the collective"));
+    CHECK_THAT(text, Catch::Contains("Root cause (the rank the failed ranks waited for):"));
+    CHECK_THAT(text, Catch::Contains("state:      still running when the others failed; then "
+                                     "stopped by gangrun (SIGTERM)"));
+    CHECK_THAT(text, Catch::Contains("First failure (the job exits with its code):"));
+    CHECK_THAT(text, Catch::Contains("rank:       2 (local_rank: 2, pid 4242)"));
+    CHECK_THAT(text, Catch::Contains("exit:       exit code 3"));
+    CHECK(text.find("Root cause") < text.find("First failure"));
+  }
+  SECTION("exited before any other failed") {
+    WorkerRecord& left = attempt.workers[0];
+    left.signal.reset();
+    left.exit_code = 0;
+    left.shell_code = 0;
+    left.stopped_by_gangrun = false;
+    attempt.blame = "rank 0 exited first (with code 0); ranks 1, 2 failed after it";
+    std::string text = format_failure(run, attempt, std::nullopt);
+    CHECK_THAT(text, Catch::Contains("state:      ended before any other failed: exited with 0"));
+    CHECK(text.find("still running") == std::string::npos);
+  }
+}
+
 TEST_CASE("report::to_json carries workers, root cause and restarts", "[report]") {
   RunRecord run = failed_run();
   nlohmann::json json = to_json(run);
