@@ -33,7 +33,8 @@ COMPLETIONS = {  # installed path -> the source file it comes from (completions/
     "/usr/share/fish/vendor_completions.d/gangrun.fish": "gangrun.fish",
 }
 EXPECTED_FILES = [BIN_PATH, MAN_PATH, f"{DOC_DIR}/copyright", f"{DOC_DIR}/changelog.gz",
-                  f"{DOC_DIR}/README.md.gz"]
+                  f"{DOC_DIR}/README.md.gz", f"{DOC_DIR}/docs/flags.md.gz",
+                  f"{DOC_DIR}/docs/multi-node.md.gz"]
 # Build outputs that must never ship: test programs and the fake driver libraries.
 TEST_ONLY = re.compile(r"unit_tests|fake_worker|fake_cuda|fake_ze|libcuda|libze_loader|gen_man|"
                        r"codec_fuzz|spawn_floor|store_load|\.so(\.|$)|\.a$|/include/")
