@@ -29,8 +29,7 @@ Expected<std::unique_ptr<store::Server>> listen_for_workers(
   settings.publish_only_prefixes = std::move(publish_only_prefixes);
   settings.host = host;
   settings.port = plan.master_port.value_or(0);
-  // run() has raised gangrun's limit already, and only that way do workers
-  // get the user's own limit back (supervise::use_hard_open_file_limit).
+  // run() has raised gangrun's limit already (util/open_file_limit.hpp).
   settings.raise_open_file_limit = false;
   // PyTorch opens one or two connections per rank; twice that leaves room.
   settings.expected_clients =

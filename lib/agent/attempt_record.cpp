@@ -3,7 +3,6 @@
 #include "report/error_file.hpp"
 #include "report/failure_summary.hpp"
 #include "report/interpreter.hpp"
-#include "supervise/process.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -53,7 +52,7 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
       }
     }
     if (!run_dir.temporary()) entry.error_file = std::move(error_file);
-    entry.spawn_error = worker.spawn_error;
+    if (worker.spawn_error) entry.spawn_error = worker.spawn_error->describe();
     record.workers.push_back(std::move(entry));
   }
   // A failed attempt lists them in its failure summary; any other says so here.
@@ -75,32 +74,16 @@ std::optional<std::string> read_script_head(const std::string& path) {
   return text;
 }
 
-// Exit 3 when the interpreter finds no module of the name given.
-constexpr const char* k_find_spec_probe =
-    "import importlib.util, sys\nsys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 3)";
-constexpr int k_not_found = 3;
-
 }  // namespace
 
-void probe_unimportable_module(const launch::LaunchPlan& plan, report::AttemptRecord& attempt) {
-  if (!attempt.first_failure || !plan.program.interpreter) return;
-  report::WorkerRecord& root = attempt.workers.at(*attempt.first_failure);
-  if (!root.last_lines.empty() || root.spawn_error || root.exit_code != 1) return;
+std::vector<std::string> packages_to_probe(const launch::LaunchPlan& plan,
+                                           const report::AttemptRecord& attempt) {
+  if (!attempt.first_failure || !plan.program.interpreter) return {};
+  const report::WorkerRecord& root = attempt.workers.at(*attempt.first_failure);
+  if (!root.last_lines.empty() || root.spawn_error || root.exit_code != 1) return {};
   auto script = read_script_head(plan.program.entrypoint);
-  if (!script) return;
-  const std::string& python = plan.program.interpreter->path;
-  for (const std::string& package : report::launcher_packages_imported(*script)) {
-    supervise::SpawnSpec spec{.executable = python,
-                              .argv = {python, "-c", k_find_spec_probe, package},
-                              .env = plan.host_env};
-    auto ran = supervise::run_to_completion(spec, std::chrono::seconds(10));
-    if (!ran || !ran->status) return;
-    if (ran->status->kind == supervise::ExitStatus::Kind::exited &&
-        ran->status->code == k_not_found) {
-      root.unimportable_module = package;
-      return;
-    }
-  }
+  if (!script) return {};
+  return report::launcher_packages_imported(*script);
 }
 
 void report_failure(const launch::LaunchPlan& plan, const report::RunRecord& run,

@@ -7,6 +7,9 @@
 #include "report/run_record.hpp"
 #include "supervise/gang.hpp"
 
+#include <string>
+#include <vector>
+
 namespace gangrun::agent {
 
 // The record of an attempt. Reads the root cause's error file now, while it
@@ -15,14 +18,14 @@ namespace gangrun::agent {
 report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int attempt,
                                 const launch::RunDirectory& run_dir);
 
-// When the attempt's root cause exited 1 having written no output gangrun
-// captured (its streams went straight to the terminal) and ran a Python
-// script that imports torch, accelerate or deepspeed, asks its interpreter
-// whether it can find each (importlib.util.find_spec, which imports
-// nothing), and records the first it cannot, so that the failure report
-// gives the interpreter hint in that output mode too. Blocks for at most a
-// few seconds per package; any failure of the probe records nothing.
-void probe_unimportable_module(const launch::LaunchPlan& plan, report::AttemptRecord& attempt);
+// The packages to ask the job's interpreter about (agent/interpreter_probe.hpp)
+// when the attempt's first failure exited 1 having written no output
+// gangrun captured (its streams went straight to the terminal) and ran a
+// Python script: the launcher packages it imports (torch, accelerate,
+// deepspeed), so that the failure report gives the interpreter hint in that
+// output mode too (WorkerRecord::unimportable_module). Empty: no probe.
+std::vector<std::string> packages_to_probe(const launch::LaunchPlan& plan,
+                                           const report::AttemptRecord& attempt);
 
 // Prints the failure summary of the attempt to stderr (after stdout is
 // flushed) and writes gangrun's own error file when one was asked for.

@@ -2,6 +2,7 @@
 
 #include "agent/agent_store.hpp"
 #include "agent/attempt_record.hpp"
+#include "agent/interpreter_probe.hpp"
 #include "agent/launches.hpp"
 #include "agent/rendezvous_setup.hpp"
 #include "launch/deepspeed_pid_file.hpp"
@@ -14,6 +15,7 @@
 #include "supervise/gang.hpp"
 #include "supervise/shim_spawner.hpp"
 #include "util/exit_codes.hpp"
+#include "util/open_file_limit.hpp"
 #include "util/signals.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -222,7 +224,23 @@ class NodeAgent {
   void on_round_done(const launch::RoundAssignment& round,
                      const supervise::AttemptOutcome& outcome) {
     record_.attempts.push_back(to_record(outcome, round.attempt, *run_dir_));
-    probe_unimportable_module(plan_, record_.attempts.back());
+    std::vector<std::string> packages = packages_to_probe(plan_, record_.attempts.back());
+    if (packages.empty()) return after_round(round, outcome);
+    // The interpreter runs as a child on this loop, which goes on serving
+    // the store and the coordinator meanwhile.
+    probe_.start(plan_.program.interpreter->path, plan_.host_env, std::move(packages),
+                 [this, round, outcome,
+                  at = record_.attempts.size() - 1](std::optional<std::string> unimportable) {
+                   report::AttemptRecord& attempt = record_.attempts.at(at);
+                   if (unimportable) {
+                     attempt.workers.at(*attempt.first_failure).unimportable_module =
+                         std::move(*unimportable);
+                   }
+                   after_round(round, outcome);
+                 });
+  }
+
+  void after_round(const launch::RoundAssignment& round, const supervise::AttemptOutcome& outcome) {
     if (plan_.multi_node) return on_node_round_done(outcome);
     int restart_count = round.restart_count;
     bool restarts_left = restart_count < plan_.options.max_restarts;
@@ -406,7 +424,7 @@ class NodeAgent {
         // Supervisors are reaped by their own handlers; anything else that
         // ended is a stray (a shim whose worker could not start, an orphan
         // of a killed shim).
-        spawner_->reap_strays(gang_->supervisor_pids());
+        spawner_->reap_strays(own_children());
         return;
       case SIGTSTP:
         // Workers lead orphaned process groups, where the kernel discards
@@ -422,6 +440,14 @@ class NodeAgent {
         gang_->forward(signal_number);
         return;
     }
+  }
+
+  // gangrun's children that stray reaping must leave alone: the gang's
+  // shims and the interpreter probe's.
+  std::set<pid_t> own_children() const {
+    std::set<pid_t> keep = gang_->supervisor_pids();
+    keep.merge(probe_.supervisor_pids());
+    return keep;
   }
 
   void on_teardown_signal(int signal_number) {
@@ -463,6 +489,7 @@ class NodeAgent {
   std::optional<launch::LoggingThroughConsole> logging_through_console_;
   std::unique_ptr<supervise::Spawner> spawner_;
   std::optional<supervise::Gang> gang_;
+  InterpreterProbe probe_{io_, *spawner_};
   asio::signal_set signals_{io_};
 
   // Many nodes: the coordinator (on the store's host) and this agent's part.
@@ -491,7 +518,7 @@ RunResult run(const launch::LaunchPlan& plan) {
 RunResult run(const launch::LaunchPlan& plan, const SpawnerFactory& make_spawner) {
   // A closed stdout must not kill the supervisor in the middle of a teardown.
   std::signal(SIGPIPE, SIG_IGN);
-  supervise::use_hard_open_file_limit();
+  open_file_limit::use_hard_limit();
   if (auto subreaper = supervise::become_subreaper(); !subreaper) {
     spdlog::warn("{}; descendants that escape their worker cannot be cleaned up",
                  subreaper.error().describe());

@@ -154,8 +154,8 @@ std::vector<rendezvous::RankEnd> ended_by_themselves(const supervise::AttemptOut
 void describe_root(rendezvous::NodeReport& report, const supervise::WorkerOutcome& root) {
   report.rank = root.rank;
   report.exit_code = root.status.shell_code();
-  report.what =
-      root.spawn_error ? "could not be started: " + *root.spawn_error : root.status.describe();
+  report.what = root.spawn_error ? "could not be started: " + root.spawn_error->describe()
+                                 : root.status.describe();
 }
 
 }  // namespace

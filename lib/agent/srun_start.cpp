@@ -111,10 +111,11 @@ Expected<int> run_through_srun(const Options& options, const std::vector<std::st
                options.slurm_job->job_id.value, strings::join(command, " "));
   // srun forwards TERM to every task (its own answer to one INT is only a
   // status line), and USR1/USR2 are preemption notices for the scripts.
-  GANGRUN_TRY_ASSIGN(statuses, run_tools({command}, tool_env,
-                                         ToolRun{.stop_by = StopBy::signal_term,
-                                                 .first_stdin_line = "",
-                                                 .pass_user_signals = true}));
+  GANGRUN_TRY_ASSIGN(statuses,
+                     supervise_tools({ToolCommand{.name = "srun", .argv = command}}, tool_env,
+                                     ToolRun{.stop_by = StopBy::signal_term,
+                                             .first_stdin_line = "",
+                                             .pass_user_signals = true}));
   return statuses->statuses.front().shell_code();
 }
 

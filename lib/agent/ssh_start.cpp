@@ -203,10 +203,14 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   }
   spdlog::info("starting gangrun over ssh on {} hosts (workers): {}", names.size(),
                strings::join(names, ", "));
-  GANGRUN_TRY_ASSIGN(statuses, run_tools(*commands, env,
-                                         ToolRun{.stop_by = StopBy::closing_stdin,
-                                                 .first_stdin_line = *secret,
-                                                 .stop_rest_on_failure = true}));
+  std::vector<ToolCommand> tools;
+  for (std::size_t i = 0; i < commands->size(); ++i) {
+    tools.push_back({.name = "ssh to " + options.hosts.hosts[i].host, .argv = (*commands)[i]});
+  }
+  GANGRUN_TRY_ASSIGN(statuses, supervise_tools(tools, env,
+                                               ToolRun{.stop_by = StopBy::closing_stdin,
+                                                       .first_stdin_line = *secret,
+                                                       .stop_rest_on_failure = true}));
   // The job's code is the first failure's: the hosts stopped after it end
   // with SIGTERM's code.
   int job_code = exit_codes::k_success;

@@ -1,25 +1,19 @@
 #include "agent/tool_start.hpp"
 
 #include "launch/job_secret.hpp"
-#include "logmux/write_all.hpp"
 #include "rendezvous/signing.hpp"
 #include "supervise/shim_spawner.hpp"
 #include "util/exit_codes.hpp"
-#include "util/fd.hpp"
 #include "util/signals.hpp"
 
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
 #include <csignal>
-#include <memory>
 #include <optional>
-#include <set>
 
 namespace gangrun::agent {
 
@@ -27,12 +21,16 @@ namespace asio = boost::asio;
 
 namespace {
 
-struct Tool {
-  std::shared_ptr<supervise::WorkerProcess> process;
-  UniqueFd stdin_writer;  // StopBy::closing_stdin: closed to stop
-  std::optional<supervise::ExitStatus> status;
-  bool gone = false;
-};
+// The tools stop the job on the other nodes and must be left to finish
+// that: no SIGKILL after a time; a second stop is SIGTERM to the tools.
+supervise::GangSettings tool_gang_settings(const ToolRun& how) {
+  supervise::GangSettings settings;
+  settings.term_timeout = std::nullopt;
+  settings.second_stop_signal = SIGTERM;
+  settings.failure_window =
+      how.stop_rest_on_failure ? std::chrono::milliseconds(0) : supervise::k_until_all_ended;
+  return settings;
+}
 
 }  // namespace
 
@@ -43,135 +41,88 @@ std::string path_of_self() {
   return std::string(buffer.data(), static_cast<std::size_t>(length));
 }
 
-Expected<ToolsEnded> run_tools(const std::vector<std::vector<std::string>>& commands,
-                               const EnvMap& env, const ToolRun& how) {
+ToolGang::ToolGang(asio::io_context& io, supervise::Spawner& spawner, const ToolRun& how)
+    : spawner_(spawner), how_(how), gang_(io, console_, spawner, tool_gang_settings(how)) {}
+
+void ToolGang::start(const std::vector<ToolCommand>& commands, const EnvMap& env,
+                     DoneHandler on_done) {
+  on_done_ = std::move(on_done);
+  std::vector<supervise::WorkerLaunch> launches(commands.size());
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    supervise::WorkerLaunch& launch = launches[i];
+    launch.rank = static_cast<int>(i);
+    launch.local_rank = static_cast<int>(i);
+    launch.name = commands[i].name;
+    launch.spawn.executable = commands[i].argv.front();
+    launch.spawn.argv = commands[i].argv;
+    launch.spawn.env = env;
+    if (how_.stop_by == StopBy::closing_stdin) launch.stdin_first_line = how_.first_stdin_line;
+  }
+  gang_.start(std::move(launches),
+              [this](supervise::AttemptOutcome outcome) { on_gang_done(outcome); });
+}
+
+void ToolGang::on_gang_done(const supervise::AttemptOutcome& outcome) {
+  DoneHandler done = std::move(on_done_);
+  for (const supervise::WorkerOutcome& tool : outcome.workers) {
+    if (tool.spawn_error) return done(tl::unexpected(*tool.spawn_error));
+  }
+  ToolsEnded ended;
+  for (const supervise::WorkerOutcome& tool : outcome.workers) {
+    ended.statuses.push_back(
+        tool.started ? tool.status : supervise::ExitStatus{.code = exit_codes::k_system_failure});
+  }
+  ended.end_order = outcome.end_order;
+  done(std::move(ended));
+}
+
+void ToolGang::on_signal(int signal_number) {
+  if (signal_number == SIGCHLD) {
+    // Shims are reaped by their own handlers; anything else that ended is a
+    // stray (a shim whose tool could not start).
+    spawner_.reap_strays(gang_.supervisor_pids());
+  } else if (signal_number == SIGUSR1 || signal_number == SIGUSR2) {
+    if (how_.pass_user_signals) {
+      spdlog::info("passing {} on to every node", signals::name(signal_number));
+      gang_.forward(signal_number);
+    } else {
+      spdlog::warn("{} cannot be passed on to the other hosts; ignored",
+                   signals::name(signal_number));
+    }
+  } else {
+    spdlog::info("{}: stopping the job on every node", signals::name(signal_number));
+    gang_.stop(SIGTERM);
+  }
+}
+
+std::vector<int> tool_signals() {
+  return {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD};
+}
+
+Expected<ToolsEnded> supervise_tools(const std::vector<ToolCommand>& commands, const EnvMap& env,
+                                     const ToolRun& how) {
   std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
-  asio::signal_set caught(io, SIGTERM, SIGINT, SIGHUP);
-  caught.add(SIGQUIT);
-  caught.add(SIGUSR1);
-  caught.add(SIGUSR2);
-  caught.add(SIGCHLD);
+  asio::signal_set caught(io);
+  for (int signal_number : tool_signals()) caught.add(signal_number);
   supervise::ShimSpawner spawner(io);
-
-  std::vector<Tool> tools(commands.size());
-  ToolsEnded ended;
-  std::optional<Error> start_error;
-  std::size_t started = 0;
-  std::size_t gone = 0;
-  bool stopping = false;
-
-  auto stop_all = [&] {
-    for (Tool& tool : tools) {
-      if (!tool.process || tool.gone) continue;
-      if (how.stop_by == StopBy::closing_stdin && !stopping) {
-        tool.stdin_writer.reset();
-      } else {
-        tool.process->signal(SIGTERM);
-      }
-    }
-    stopping = true;
-  };
-  auto finish_one = [&] {
-    if (++gone == started) io.stop();
-  };
-
-  for (std::size_t i = 0; i < commands.size() && !start_error; ++i) {
-    Tool& tool = tools[i];
-    UniqueFd stdin_reader;
-    if (how.stop_by == StopBy::closing_stdin) {
-      std::array<int, 2> ends{};
-      if (::pipe2(ends.data(), O_CLOEXEC) != 0) {
-        start_error = Error(ErrorCode::internal, "cannot make a pipe for " + commands[i][0]);
-        break;
-      }
-      stdin_reader = UniqueFd(ends[0]);
-      tool.stdin_writer = UniqueFd(ends[1]);
-      // An empty pipe holds far more than one line: this never blocks.
-      if (!how.first_stdin_line.empty() &&
-          logmux::write_all(tool.stdin_writer.get(), how.first_stdin_line + "\n") != 0) {
-        start_error = Error(ErrorCode::internal, "cannot write to the stdin of " + commands[i][0]);
-        break;
-      }
-    }
-    supervise::WorkerEvents events{
-        .on_running = [](pid_t) {},
-        .on_start_failed =
-            [&, i](const Error& error) {
-              if (!start_error) start_error = error;
-              tools[i].process->end_tree();
-              stop_all();
-            },
-        // The tool is gone: whatever is left of its tree goes too, then the shim.
-        .on_exited =
-            [&, i](supervise::ExitStatus status, long) {
-              tools[i].status = status;
-              ended.end_order.push_back(i);
-              tools[i].process->end_tree();
-              if (how.stop_rest_on_failure && status.shell_code() != 0 && !stopping) stop_all();
-            },
-        .on_supervisor_gone =
-            [&, i](supervise::ExitStatus status, long) {
-              Tool& done = tools[i];
-              if (!done.status && !start_error) {
-                done.status = status;
-                ended.end_order.push_back(i);
-              }
-              done.gone = true;
-              done.stdin_writer.reset();
-              finish_one();
-            },
-    };
-    // Field by field: the spec grows fields a tool has no use for.
-    supervise::SpawnSpec spec;
-    spec.executable = commands[i][0];
-    spec.argv = commands[i];
-    spec.env = env;
-    if (stdin_reader.valid()) spec.stdin_fd = stdin_reader.get();
-    auto process = spawner.start(spec, std::move(events));
-    if (!process) {
-      start_error = process.error();
-      break;
-    }
-    tool.process = *process;
-    ++started;
-  }
-  if (start_error) stop_all();
-
+  ToolGang tools(io, spawner, how);
+  std::optional<Expected<ToolsEnded>> ended;
+  tools.start(commands, env, [&](Expected<ToolsEnded> result) {
+    ended = std::move(result);
+    io.stop();
+  });
   std::function<void()> arm = [&] {
     caught.async_wait([&](const boost::system::error_code& error, int signal_number) {
       if (error) return;
-      if (signal_number == SIGCHLD) {
-        std::set<pid_t> keep;
-        for (const Tool& tool : tools) {
-          if (tool.process) keep.insert(tool.process->supervisor_pid());
-        }
-        spawner.reap_strays(keep);
-      } else if (signal_number == SIGUSR1 || signal_number == SIGUSR2) {
-        if (how.pass_user_signals) {
-          spdlog::info("passing {} on to every node", signals::name(signal_number));
-          for (Tool& tool : tools) {
-            if (tool.process && !tool.gone) tool.process->signal(signal_number);
-          }
-        } else {
-          spdlog::warn("{} cannot be passed on to the other hosts; ignored",
-                       signals::name(signal_number));
-        }
-      } else {
-        spdlog::info("{}: stopping the job on every node", signals::name(signal_number));
-        stop_all();
-      }
+      tools.on_signal(signal_number);
       arm();
     });
   };
   arm();
-  if (started > 0) io.run();
-  if (start_error) return tl::unexpected(*start_error);
-  for (const Tool& tool : tools) {
-    ended.statuses.push_back(
-        tool.status.value_or(supervise::ExitStatus{.code = exit_codes::k_system_failure}));
-  }
-  return ended;
+  io.run();
+  if (!ended) return fail(ErrorCode::internal, "the tools' loop ended before the tools did");
+  return std::move(*ended);
 }
 
 Expected<std::string> job_secret_for_hosts(const EnvMap& env) {

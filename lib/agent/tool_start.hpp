@@ -1,13 +1,21 @@
 // Starting gangrun on other nodes through a tool: srun (one process for
-// every node) or ssh (one process per host). The tools run under shims as
-// workers do; signals to this gangrun become what each tool understands;
-// the tools' exit statuses come back. Shared by srun_start and ssh_start.
+// every node) or ssh (one process per host). The tools are a gang
+// (supervise/gang.hpp), supervised as the node agent's workers are: each
+// under its shim, the same teardown, reaping and stray collection; what
+// differs is only how each tool is asked to stop, and that signals to this
+// gangrun become what the tools understand. The tools' exit statuses come
+// back. Shared by srun_start and ssh_start.
 #pragma once
 
 #include "supervise/exit_status.hpp"
+#include "supervise/gang.hpp"
+#include "supervise/spawner.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
+#include <boost/asio/io_context.hpp>
+
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,19 +42,61 @@ struct ToolRun {
   bool stop_rest_on_failure = false;  // a tool ending non-zero stops the others
 };
 
+struct ToolCommand {
+  std::string name;               // for messages: "srun", "ssh to node-2"
+  std::vector<std::string> argv;  // argv[0]: the tool's path
+};
+
 struct ToolsEnded {
   std::vector<supervise::ExitStatus> statuses;  // one per command, in order
   std::vector<std::size_t> end_order;           // command indices, first ended first
 };
 
-// Runs every command (argv[0]: the tool's path) at once with env, until
-// all have ended. TERM, INT, HUP and QUIT stop the job (a second one while
-// stopping by stdin sends SIGTERM to the tools themselves). Returns each
-// command's exit status and the order they ended in. Errors: a tool not
-// started (the others, if any, are stopped and waited for first). Call from
-// the main thread.
-Expected<ToolsEnded> run_tools(const std::vector<std::vector<std::string>>& commands,
-                               const EnvMap& env, const ToolRun& how);
+// The tools of one job as a gang on the caller's loop, with no loop of its
+// own: start() once, then on_signal() for each signal gangrun receives.
+// Every handler runs on io, which the caller turns; nothing blocks it.
+class ToolGang {
+ public:
+  using DoneHandler = std::function<void(Expected<ToolsEnded>)>;
+
+  // io and spawner outlive the ToolGang.
+  ToolGang(boost::asio::io_context& io, supervise::Spawner& spawner, const ToolRun& how);
+
+  // Starts every command with env and returns at once; on_done gets each
+  // command's exit status and the order they ended in, from a handler, once
+  // every tool and its shim are gone. A tool ending non-zero stops the
+  // others when how.stop_rest_on_failure. Errors: a tool not started (the
+  // others, if any, were stopped and waited for first).
+  void start(const std::vector<ToolCommand>& commands, const EnvMap& env, DoneHandler on_done);
+
+  // TERM, INT, HUP and QUIT stop the job: SIGTERM to each tool, or its stdin
+  // closed (StopBy::closing_stdin); again while stopping, SIGTERM to the
+  // tools themselves. USR1 and USR2 go to the tools when
+  // how.pass_user_signals, else are ignored with a warning. SIGCHLD reaps
+  // stray children of gangrun.
+  void on_signal(int signal_number);
+
+  // gangrun's own children that belong to the tools (their shims).
+  std::set<pid_t> supervisor_pids() const { return gang_.supervisor_pids(); }
+
+ private:
+  void on_gang_done(const supervise::AttemptOutcome& outcome);
+
+  supervise::Spawner& spawner_;
+  ToolRun how_;
+  logmux::Console console_;  // unused: the tools write to gangrun's stdout and stderr
+  supervise::Gang gang_;
+  DoneHandler on_done_;
+};
+
+// The signals a ToolGang answers (on_signal()).
+std::vector<int> tool_signals();
+
+// Runs every command at once with env on a loop of this call's own (the
+// real spawner, gangrun's signals), until all have ended: ToolGang::start()
+// and on_signal(). Call from the main thread.
+Expected<ToolsEnded> supervise_tools(const std::vector<ToolCommand>& commands, const EnvMap& env,
+                                     const ToolRun& how);
 
 // The secret of the job this gangrun starts on other hosts: the user's
 // (launch/job_secret.hpp), else a new random one, so that a job gangrun

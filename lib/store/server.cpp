@@ -4,6 +4,7 @@
 #include "store/key_spaces.hpp"
 #include "store/socket_watch.hpp"
 #include "util/fd.hpp"
+#include "util/open_file_limit.hpp"
 #include "util/strings.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
@@ -14,7 +15,6 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -126,15 +126,6 @@ std::string endpoint_text(const tcp::endpoint& endpoint) {
     return "[" + address.to_string() + "]:" + std::to_string(endpoint.port());
   }
   return address.to_string() + ":" + std::to_string(endpoint.port());
-}
-
-// Ten thousand clients need ten thousand descriptors; the soft limit is
-// often 1024 while the hard limit allows far more.
-void raise_open_file_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
-  limit.rlim_cur = limit.rlim_max;
-  ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
 // Warnings a client can cause at will (a refused, broken or reclaimed
@@ -942,7 +933,7 @@ struct Server::Impl {
 };
 
 Expected<std::unique_ptr<Server>> Server::start(asio::io_context& io, ServerSettings settings) {
-  if (settings.raise_open_file_limit) raise_open_file_limit();
+  if (settings.raise_open_file_limit) open_file_limit::use_hard_limit();
   auto impl = std::make_unique<Impl>(io, std::move(settings));
   auto watch =
       SocketWatch::create(io, [raw = impl.get()](std::uint64_t key, bool readable, bool writable) {

@@ -59,9 +59,10 @@ struct ServerSettings {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: an ephemeral port, the same one on every address
   Limits limits;
-  // Raise this process's open-file soft limit to its hard limit, so that
-  // max_connections can be reached. Off where children inherit the limit
-  // (a launch's workers must get the user's limits, not the store's).
+  // Raise this process's open-file soft limit to its hard limit
+  // (util/open_file_limit.hpp, which keeps the user's own for children), so
+  // that max_connections can be reached. Off where the owner raised it
+  // already, or must not (unit tests).
   bool raise_open_file_limit = true;
   // Clients expected to connect at once, which sizes the SO_REUSEPORT listen
   // queues (each socket costs a launch time); 0: limits.max_connections.

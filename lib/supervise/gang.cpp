@@ -1,6 +1,7 @@
 #include "supervise/gang.hpp"
 
 #include "logmux/tail_buffer.hpp"
+#include "logmux/write_all.hpp"
 #include "util/pipe.hpp"
 
 #include <boost/asio/post.hpp>
@@ -29,6 +30,7 @@ struct Gang::Impl {
     bool alive = false;             // started, and its end not seen yet
     bool supervisor_alive = false;  // its supervisor has not been reaped yet
     bool signalled = false;         // asked to stop by gangrun
+    UniqueFd stdin_writer;          // WorkerLaunch::stdin_first_line: closed to stop it
   };
 
   asio::io_context& io;
@@ -135,7 +137,7 @@ struct Gang::Impl {
     auto started = start_process(index, launches[index]);
     worker.started_at = std::chrono::system_clock::now();
     if (!started) {
-      record_start_failure(worker, started.error());
+      record_start_failure(index, started.error());
       worker.status = ExitStatus::exited_with(started.error().exit_code());
       worker.ended_at = worker.started_at;
       on_failure(index, Clock::now());
@@ -143,9 +145,15 @@ struct Gang::Impl {
   }
 
   // Spawning failed in gangrun (start_worker) or under the supervisor.
-  static void record_start_failure(WorkerOutcome& worker, const Error& error) {
-    worker.spawn_error = error.describe();
-    spdlog::error("rank {} could not be started: {}", worker.rank, *worker.spawn_error);
+  void record_start_failure(std::size_t index, const Error& error) {
+    outcome.workers[index].spawn_error = error;
+    spdlog::error("{} could not be started: {}", who(index), error.describe());
+  }
+
+  // How messages name a worker.
+  std::string who(std::size_t index) const {
+    if (index < launches.size() && !launches[index].name.empty()) return launches[index].name;
+    return "rank " + std::to_string(outcome.workers[index].rank);
   }
 
   Expected<void> start_process(std::size_t index, WorkerLaunch& launch) {
@@ -174,9 +182,25 @@ struct Gang::Impl {
       *pipe = std::move(*made);
       *fd = (*pipe)->write_end.get();
     }
+    std::optional<Pipe> in_pipe;
+    if (launch.stdin_first_line) {
+      auto made = make_pipe();
+      if (!made) {
+        return fail(ErrorCode::internal,
+                    "cannot start " + launch.spawn.executable + ": " + made.error().message());
+      }
+      in_pipe = std::move(*made);
+      // An empty pipe holds far more than one line: this never blocks.
+      if (!launch.stdin_first_line->empty() &&
+          logmux::write_all(in_pipe->write_end.get(), *launch.stdin_first_line + "\n") != 0) {
+        return fail(ErrorCode::internal, "cannot write to the stdin of " + launch.spawn.executable);
+      }
+      launch.spawn.stdin_fd = in_pipe->read_end.get();
+    }
     GANGRUN_TRY_ASSIGN(process, spawner.start(launch.spawn, events_for(index)));
 
     Running& slot = running[index];
+    if (in_pipe) slot.stdin_writer = std::move(in_pipe->write_end);
     slot.process = std::move(*process);
     slot.alive = true;
     slot.supervisor_alive = true;
@@ -191,8 +215,7 @@ struct Gang::Impl {
       (*pipe)->write_end.reset();
       auto added = mux->add_stream(std::move((*pipe)->read_end), **route, &tails[index],
                                    [this] { on_stream_closed(); });
-      if (!added)
-        spdlog::warn("rank {}: {}", outcome.workers[index].rank, added.error().describe());
+      if (!added) spdlog::warn("{}: {}", who(index), added.error().describe());
     }
     return {};
   }
@@ -213,7 +236,7 @@ struct Gang::Impl {
     };
     events.on_start_failed = [this, index, current](const Error& error) {
       if (!current()) return;
-      record_start_failure(outcome.workers[index], error);
+      record_start_failure(index, error);
       on_worker_end(index, ExitStatus::exited_with(error.exit_code()), 0);
     };
     events.on_supervisor_gone = [this, index, current](ExitStatus status, long peak_rss_kib) {
@@ -227,12 +250,12 @@ struct Gang::Impl {
     if (!slot.supervisor_alive) return;
     slot.supervisor_alive = false;
     --supervisors_alive;
+    slot.stdin_writer.reset();
     if (slot.alive) {
       // The supervisor ended before reporting the worker's end: someone
       // killed it, and the worker died with it (its death signal).
-      spdlog::warn(
-          "rank {}: its supervising shim (pid {}) ended by itself ({}); the worker is lost",
-          outcome.workers[index].rank, slot.process->supervisor_pid(), status.describe());
+      spdlog::warn("{}: its supervising shim (pid {}) ended by itself ({}); the worker is lost",
+                   who(index), slot.process->supervisor_pid(), status.describe());
       on_worker_end(index, status, peak_rss_kib);
     }
     if (all_exited && supervisors_alive == 0) on_supervisors_gone();
@@ -249,7 +272,8 @@ struct Gang::Impl {
     worker.stopped_by_gangrun = slot.signalled;
     slot.alive = false;
     --alive_count;
-    spdlog::debug("rank {} (pid {}) ended: {}", worker.rank, worker.pid, worker.status.describe());
+    outcome.end_order.push_back(index);
+    spdlog::debug("{} (pid {}) ended: {}", who(index), worker.pid, worker.status.describe());
 
     if (!worker.status.success() && !slot.signalled) {
       on_failure(index, now);
@@ -268,7 +292,7 @@ struct Gang::Impl {
     if (!outcome.first_failure) {
       outcome.first_failure = index;
       first_failure_exit = exited_at;
-      spdlog::debug("rank {} failed ({})", worker.rank, worker.status.describe());
+      spdlog::debug("{} failed ({})", who(index), worker.status.describe());
     }
     if (settings.on_failure) settings.on_failure(outcome);
     if (window_open) {
@@ -279,6 +303,7 @@ struct Gang::Impl {
         settings.failure_window.count() > 0 && alive_count > 0 && !spawning && !worker.spawn_error;
     if (!worth_waiting) return close_failure_window(true);
     window_open = true;
+    if (settings.failure_window == k_until_all_ended) return;
     failure_window_timer.expires_after(settings.failure_window);
     failure_window_timer.async_wait(
         [this, for_attempt = attempt](const boost::system::error_code& error) {
@@ -329,15 +354,29 @@ struct Gang::Impl {
 
   void start_teardown(int stop_with) {
     tearing_down = true;
-    signal_workers(stop_with, true);
-    if (alive_count == 0) return;
-    kill_timer.expires_after(settings.term_timeout);
+    ask_to_stop(stop_with);
+    if (alive_count == 0 || !settings.term_timeout) return;
+    kill_timer.expires_after(*settings.term_timeout);
     kill_timer.async_wait([this](const boost::system::error_code& error) {
       if (error) return;
       spdlog::warn("workers still running {:.3g} s after the stop signal; sending SIGKILL",
-                   std::chrono::duration<double>(settings.term_timeout).count());
+                   std::chrono::duration<double>(*settings.term_timeout).count());
       signal_workers(SIGKILL, true);
     });
+  }
+
+  // The first request to stop: a worker whose stdin the gang holds sees it
+  // close; any other (or one whose stdin is closed already) gets the signal.
+  void ask_to_stop(int signal_number) {
+    for (Running& slot : running) {
+      if (!slot.alive || !slot.process) continue;
+      slot.signalled = true;
+      if (slot.stdin_writer.valid()) {
+        slot.stdin_writer.reset();
+      } else {
+        slot.process->signal(signal_number);
+      }
+    }
   }
 
   // Asks every live worker's supervisor to deliver signal_number to the
@@ -411,7 +450,7 @@ struct Gang::Impl {
     }
     if (alive_count == 0) return;
     kill_timer.cancel();
-    signal_workers(SIGKILL, true);
+    signal_workers(settings.second_stop_signal, true);
   }
 
   std::set<pid_t> supervisor_pids() const {

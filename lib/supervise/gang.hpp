@@ -1,8 +1,9 @@
-// The gang supervisor: one attempt of the local workers as a unit.
-// Single-threaded: everything happens in handlers on the node agent's
-// io_context. Every signal reaches a worker through its supervisor (the
-// shim, supervise/shim.hpp), which alone may reap it: gangrun never signals
-// a pid that may have been reused.
+// The gang supervisor: one attempt of a set of processes as a unit, the
+// node agent's workers or the tools that start gangrun on other nodes
+// (agent/tool_start.hpp: srun, ssh). Single-threaded: everything happens in
+// handlers on its owner's io_context. Every signal reaches a worker through
+// its supervisor (the shim, supervise/shim.hpp), which alone may reap it:
+// gangrun never signals a pid that may have been reused.
 #pragma once
 
 #include "logmux/console.hpp"
@@ -11,12 +12,14 @@
 #include "supervise/exit_status.hpp"
 #include "supervise/process.hpp"
 #include "supervise/spawner.hpp"
+#include "util/error.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <sys/types.h>
 
 #include <chrono>
+#include <csignal>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -33,6 +36,13 @@ struct WorkerLaunch {
   // nullopt: the worker inherits gangrun's own stdout/stderr untouched.
   std::optional<logmux::StreamRoute> stdout_route;
   std::optional<logmux::StreamRoute> stderr_route;
+  // Set: the worker's stdin is a pipe the gang holds and never writes after
+  // this first line (written with a newline unless empty), and a teardown
+  // first asks the worker to stop by closing it, not by a signal (ssh, which
+  // passes no signal on without a terminal). nullopt: spawn.stdin_fd.
+  std::optional<std::string> stdin_first_line;
+  // How messages name it; empty: "rank N".
+  std::string name;
 };
 
 struct WorkerOutcome {
@@ -42,15 +52,16 @@ struct WorkerOutcome {
   ExitStatus status;
   std::chrono::system_clock::time_point started_at;
   std::chrono::system_clock::time_point ended_at;
-  long peak_rss_kib = 0;                   // ru_maxrss from wait4
-  bool stopped_by_gangrun = false;         // it ended after gangrun had asked it to stop
-  std::vector<std::string> last_lines;     // the tail of its captured output
-  std::optional<std::string> spawn_error;  // it was started but could not run
-  bool started = true;                     // false: the gang was stopping before its turn came
+  long peak_rss_kib = 0;                // ru_maxrss from wait4
+  bool stopped_by_gangrun = false;      // it ended after gangrun had asked it to stop
+  std::vector<std::string> last_lines;  // the tail of its captured output
+  std::optional<Error> spawn_error;     // it was started but could not run
+  bool started = true;                  // false: the gang was stopping before its turn came
 };
 
 struct AttemptOutcome {
   std::vector<WorkerOutcome> workers;  // in launch order
+  std::vector<std::size_t> end_order;  // indices of the workers, in the order their ends were seen
   // Index of the worker the failure is blamed on: the one the failed ranks
   // were waiting for (blame), else the first that failed.
   std::optional<std::size_t> root_cause;
@@ -68,7 +79,13 @@ struct AttemptOutcome {
 };
 
 struct GangSettings {
-  std::chrono::milliseconds term_timeout{30000};  // stop signal to SIGKILL
+  // From the stop signal to SIGKILL; nullopt: never killed (the tools that
+  // stop a job on other nodes, which must be left to finish that).
+  std::optional<std::chrono::milliseconds> term_timeout{std::chrono::milliseconds(30000)};
+  // What a second stop() sends to the workers still running: SIGKILL kills
+  // them at once; the tools get SIGTERM (srun passes it on; ssh, first asked
+  // to stop by closing its stdin, then hears a signal).
+  int second_stop_signal = SIGKILL;
   // After the last worker ended, each supervisor is asked to end what is
   // left of its tree; one still there after this long is killed.
   std::chrono::milliseconds supervisor_limit{5000};
@@ -80,7 +97,8 @@ struct GangSettings {
   // by themselves before they are stopped: a collective that timed out
   // fails on every rank that reached it within moments, and the rank still
   // running then is the one they waited for (report/blame.hpp). The window
-  // closes early when every worker has ended. 0: stop them at once.
+  // closes early when every worker has ended. 0: stop them at once;
+  // k_until_all_ended: never stop them for a failure.
   std::chrono::milliseconds failure_window{0};
   // Called each time a worker fails by itself, from the first failure until
   // the teardown begins, with the outcome so far (root_cause not yet
@@ -88,6 +106,9 @@ struct GangSettings {
   // for a stop().
   std::function<void(const AttemptOutcome& so_far)> on_failure;
 };
+
+// GangSettings::failure_window: the others run until they end by themselves.
+inline constexpr std::chrono::milliseconds k_until_all_ended = std::chrono::milliseconds::max();
 
 // One attempt of the local workers, supervised as a unit: a component of
 // the node agent (agent/node_agent.hpp), with no loop of its own. Every
@@ -109,16 +130,18 @@ class Gang {
   // rest are reported as not started). When a worker fails, the others
   // may end by themselves for failure_window; then the root cause is
   // decided (the rank they waited for, else the first failure) and the
-  // rest get SIGTERM to their groups, SIGKILL after term_timeout. When every worker has ended, each
+  // rest are asked to stop (SIGTERM to their groups, or their stdin closed),
+  // SIGKILL after term_timeout. When every worker has ended, each
   // supervisor kills what is left of its tree, the output is drained, and on_done gets the outcome
   // (from a handler, never inside start). Only when no attempt is running. A worker that cannot be
   // started is the root cause.
   void start(std::vector<WorkerLaunch> workers, DoneHandler on_done);
 
   // Tears the running attempt down because gangrun was told to stop by
-  // signal_number: the signal goes to every worker's group, SIGKILL follows
-  // after term_timeout, and the outcome says stopped_by_signal. Called
-  // again while a teardown is under way, it kills every worker at once.
+  // signal_number: the signal goes to every worker's group (or its stdin is
+  // closed, stdin_first_line), SIGKILL follows after term_timeout, and the
+  // outcome says stopped_by_signal. Called again while a teardown is under
+  // way, it sends second_stop_signal to every worker at once.
   void stop(int signal_number);
 
   // Closes the failure window now (the coordinator decided for every

@@ -1,6 +1,7 @@
 #include "supervise/process.hpp"
 
 #include "supervise/shim.hpp"
+#include "util/open_file_limit.hpp"
 #include "util/pipe.hpp"
 
 #define BOOST_PROCESS_V2_HEADER_ONLY 1
@@ -73,11 +74,6 @@ void null_stdio() {
   if (null_fd > STDERR_FILENO) ::close(null_fd);
 }
 
-// The soft open-file limit gangrun was started with, restored in every
-// worker once use_hard_open_file_limit() raised gangrun's own.
-rlimit g_users_open_file_limit{};
-bool g_open_file_limit_raised = false;
-
 // SpawnSpec::cpus as the bit mask sched_setaffinity takes, made in gangrun:
 // the forked shim may not allocate.
 struct CpuMask {
@@ -128,7 +124,8 @@ int start_worker(void* argument) {
   sigset_t empty;
   sigemptyset(&empty);
   ::sigprocmask(SIG_SETMASK, &empty, nullptr);
-  if (g_open_file_limit_raised) ::setrlimit(RLIMIT_NOFILE, &g_users_open_file_limit);
+  // The user's own open-file limit, once gangrun raised its own.
+  if (const rlimit* users = open_file_limit::users_limit()) ::setrlimit(RLIMIT_NOFILE, users);
   if (!start.cpus->words.empty() &&
       ::sched_setaffinity(0, start.cpus->bytes(), start.cpus->set()) < 0) {
     start.exec_errno = errno;
@@ -448,14 +445,6 @@ Expected<CapturedRun> run_to_completion(const SpawnSpec& spec, std::chrono::mill
   } catch (const std::exception& error) {
     return cannot_start(spec, error.what());
   }
-}
-
-void use_hard_open_file_limit() {
-  rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
-  g_users_open_file_limit = limit;
-  limit.rlim_cur = limit.rlim_max;
-  if (::setrlimit(RLIMIT_NOFILE, &limit) == 0) g_open_file_limit_raised = true;
 }
 
 Expected<void> become_subreaper() {

@@ -49,7 +49,8 @@ struct Child {
 // another new session (so terminal signals reach only gangrun, and a signal
 // to the worker's group reaches its tree), gets PR_SET_PDEATHSIG SIGKILL
 // against the shim, default signal dispositions, an empty signal mask and
-// no descriptor but its stdio.
+// no descriptor but its stdio, and the open-file limit gangrun was started
+// with (util/open_file_limit.hpp).
 //
 // Errors (internal: out of descriptors, processes or memory) name the
 // program and the system error. Nothing is left running after an error; a
@@ -62,12 +63,6 @@ Expected<Child> spawn(const SpawnSpec& spec);
 // failure names the program (and a missing #! interpreter), ENOENT is
 // not_found, EACCES/ENOEXEC not_executable, anything else internal.
 Error start_failure(const SpawnSpec& spec, const ShimRecord& record);
-
-// Raises gangrun's soft open-file limit to the hard one: gangrun holds five
-// descriptors per worker, and its store one per client (on many nodes, every
-// worker of the job). Workers started afterwards get back the soft limit
-// gangrun was started with. Call before the first spawn.
-void use_hard_open_file_limit();
 
 // Marks this process as a child subreaper, so orphaned descendants of the
 // workers are re-parented to gangrun and can be found and killed.

@@ -4,12 +4,15 @@ it came from (--python, PYTHON_EXEC, python3 on PATH, a program's #! line) and t
 script that fails otherwise gets no hint. The interpreter without torch is a virtual
 environment made in the test's directory (no system site packages, no pip)."""
 
+import errno
 import os
+import shlex
 import stat
 import subprocess
 import sys
 
 import harness
+import store_wire
 from harness import GangrunTestCase
 
 IMPORTS_TORCH = "import torch\nprint('unreachable')\n"
@@ -126,6 +129,53 @@ class InterpreterHint(GangrunTestCase):
         result, doc = self.run_failing(["--python", self.python, script], self.env())
         self.assertNotIn("hint:", result.stderr, result.describe())
         self.assertIsNone(harness.report_root_cause(doc)["hint"])
+
+    def test_store_answers_while_the_probe_runs(self):
+        # The probe is a child watched on the agent's loop, which also serves the store (on
+        # many nodes, the one every other node talks to): a store client gets its answers while
+        # the probe waits. Here the interpreter is a wrapper whose probe waits until the test
+        # releases it through a FIFO; the report still has what the probe found.
+        started = self.path("probe-started")
+        release = self.path("release")
+        os.mkfifo(release)
+        wrapper = self.script("python", f"""#!/bin/sh
+if [ "$1" = -c ]; then
+  : > {shlex.quote(started)}
+  read line < {shlex.quote(release)}
+fi
+exec {shlex.quote(self.python)} "$@"
+""", executable=True)
+        script = self.script("train.py", IMPORTS_TORCH)
+        port = harness.free_port()
+        report = self.path("report.json")
+        proc = self.start(["--report", report, "--master_port", port, "--python", wrapper, script],
+                          env=self.env())
+        harness.wait_for(lambda: os.path.exists(started) or proc.poll() is not None,
+                         harness.EVENT_TIMEOUT, "the interpreter probe to start")
+        self.assertIsNone(proc.poll(), self.stderr_of(proc))
+
+        with store_wire.Validated(port) as client:
+            client.set("while/probing", "answered")
+            self.assertEqual(client.get("while/probing"), b"answered")
+            self.assertEqual(client.ping(7), 7)
+        self.assertFalse(os.path.exists(report), "the run must still be waiting for its probe")
+
+        def writer():
+            try:
+                return os.open(release, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as error:
+                if error.errno == errno.ENXIO:  # the probe has not opened it yet
+                    return None
+                raise
+        fd = harness.wait_for(writer, harness.EVENT_TIMEOUT, "the probe to wait for its release")
+        os.write(fd, b"go\n")
+        os.close(fd)
+        result = self.finish(proc)
+        self.assertExit(result, 1)
+        self.assert_hint(result, self.read_json(report), interpreter=wrapper, module="torch",
+                         source="--python",
+                         origin="--python, from the command line, GANGRUN_PYTHON or --config")
+
 
 if __name__ == "__main__":
     harness.main()

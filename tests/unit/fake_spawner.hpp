@@ -7,11 +7,17 @@
 #pragma once
 
 #include "supervise/spawner.hpp"
+#include "util/fd.hpp"
+#include "util/pipe.hpp"
 #include "util/signals.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <functional>
 #include <memory>
@@ -32,6 +38,8 @@ class FakeSpawner final : public supervise::Spawner {
     bool ignores_stop = false;      // only SIGKILL ends it
     bool stuck_supervisor = false;  // end_tree() is not enough: only kill_supervisor() ends it
     std::vector<int> signals;       // every signal the gang asked for, in order
+    UniqueFd stdin_copy;            // spec.stdin_fd as it was given, when one was
+    std::string stdin_text;         // read from it so far
   };
 
   explicit FakeSpawner(boost::asio::io_context& io) : io_(io) {}
@@ -86,6 +94,27 @@ class FakeSpawner final : public supervise::Spawner {
     return workers_.at(index);
   }
 
+  // What the gang wrote to the worker's stdin so far, and whether it closed
+  // its end; nullopt when the worker got no stdin descriptor.
+  struct StdinSeen {
+    std::string text;
+    bool closed = false;
+  };
+  std::optional<StdinSeen> stdin_of(std::size_t index) {
+    Worker& worker = *workers_.at(index);
+    if (!worker.stdin_copy.valid()) return std::nullopt;
+    for (;;) {
+      char buffer[256];
+      ssize_t got = ::read(worker.stdin_copy.get(), buffer, sizeof buffer);
+      if (got > 0) {
+        worker.stdin_text.append(buffer, static_cast<std::size_t>(got));
+        continue;
+      }
+      if (got < 0 && errno == EINTR) continue;
+      return StdinSeen{worker.stdin_text, got == 0};
+    }
+  }
+
   // ---- Spawner --------------------------------------------------------------------
 
   Expected<std::shared_ptr<supervise::WorkerProcess>> start(
@@ -103,6 +132,12 @@ class FakeSpawner final : public supervise::Spawner {
     worker->pid = 1000 + static_cast<pid_t>(index);
     worker->ignores_stop = workers_ignore_stop;
     worker->stuck_supervisor = supervisors_stuck;
+    if (spec.stdin_fd >= 0) {
+      // The caller closes its descriptor once start() returns; the copy
+      // shares the pipe, read without blocking.
+      worker->stdin_copy = UniqueFd(::fcntl(spec.stdin_fd, F_DUPFD_CLOEXEC, 3));
+      (void)set_non_blocking(worker->stdin_copy.get());
+    }
     workers_.push_back(worker);
     journal.push_back("start " + std::to_string(index));
     if (exec_fails_at == index) {

@@ -206,7 +206,7 @@ TEST_CASE("gang: a worker gangrun cannot start is the root cause", "[supervise][
   REQUIRE(outcome.root_cause == 1u);
   const auto& failed = outcome.workers[1];
   REQUIRE(failed.spawn_error);
-  CHECK_THAT(*failed.spawn_error, Contains("Too many open files"));
+  CHECK_THAT(failed.spawn_error->describe(), Contains("Too many open files"));
   CHECK(failed.status.code == gangrun::exit_codes::k_system_failure);
   CHECK(outcome.workers[0].stopped_by_gangrun);
   CHECK_FALSE(outcome.workers[2].started);  // the spawning stopped at the failure
@@ -220,7 +220,7 @@ TEST_CASE("gang: an exec failure under the supervisor is the root cause", "[supe
   AttemptOutcome outcome = rig.finish();
   REQUIRE(outcome.root_cause == 0u);
   REQUIRE(outcome.workers[0].spawn_error);
-  CHECK_THAT(*outcome.workers[0].spawn_error, Contains("/opt/train"));
+  CHECK_THAT(outcome.workers[0].spawn_error->describe(), Contains("/opt/train"));
   CHECK(outcome.workers[0].status.code == gangrun::exit_codes::k_not_found);
   // The report came before the next worker's turn: the spawning stopped.
   CHECK_FALSE(outcome.workers[1].started);
