@@ -25,18 +25,18 @@ const std::set<std::string, std::less<>>& keys_accelerate_ignores() {
 }
 
 // Top-level keys with one value, and the option each sets.
-const std::map<std::string, std::string, std::less<>>& scalar_keys() {
-  static const std::map<std::string, std::string, std::less<>> keys = {
-      {"mixed_precision", "mixed_precision"},
-      {"use_cpu", "cpu"},
-      {"debug", "debug"},
-      {"num_processes", "num_processes"},
-      {"machine_rank", "node_rank"},
-      {"num_machines", "nnodes"},
-      {"gpu_ids", "gpu_ids"},
-      {"main_process_ip", "master_addr"},
-      {"main_process_port", "master_port"},
-      {"main_training_function", "main_training_function"},
+const std::map<std::string, std::string_view, std::less<>>& scalar_keys() {
+  static const std::map<std::string, std::string_view, std::less<>> keys = {
+      {"mixed_precision", opt::mixed_precision},
+      {"use_cpu", opt::cpu},
+      {"debug", opt::debug},
+      {"num_processes", opt::num_processes},
+      {"machine_rank", opt::node_rank},
+      {"num_machines", opt::nnodes},
+      {"gpu_ids", opt::gpu_ids},
+      {"main_process_ip", opt::master_addr},
+      {"main_process_port", opt::master_port},
+      {"main_training_function", opt::main_training_function},
   };
   return keys;
 }
@@ -105,7 +105,7 @@ class Mapper {
         GANGRUN_TRY(map_distributed_type(key, value));
       } else if (auto option = scalar_keys().find(key); option != scalar_keys().end()) {
         if (key == "num_processes" && value.IsScalar() && value.Scalar() == "-1") continue;
-        GANGRUN_TRY(add(option->second, key, value));
+        GANGRUN_TRY(add(std::string(option->second), key, value));
       } else if (auto section = section_prefixes().find(key); section != section_prefixes().end()) {
         GANGRUN_TRY(map_section(key, section->second, value));
       } else {
@@ -147,10 +147,10 @@ class Mapper {
         "MULTI_MUSA", "MULTI_XPU", "MULTI_HPU", "MULTI_NEURON"};
     std::string option;
     if (one_process.contains(*text)) return {};
-    if (multi.contains(*text)) option = "multi_gpu";
-    if (*text == "DEEPSPEED") option = "use_deepspeed";
-    if (*text == "FSDP") option = "use_fsdp";
-    if (*text == "MEGATRON_LM") option = "use_megatron_lm";
+    if (multi.contains(*text)) option = opt::multi_gpu;
+    if (*text == "DEEPSPEED") option = opt::use_deepspeed;
+    if (*text == "FSDP") option = opt::use_fsdp;
+    if (*text == "MEGATRON_LM") option = opt::use_megatron_lm;
     if (*text == "XLA" || *text == "TPU") {
       return fail_usage(where(key) + ": " + *text +
                         ": gangrun cannot honour it: TPU training runs through torch_xla's "
@@ -168,7 +168,7 @@ class Mapper {
     if (!value.IsMap())
       return fail_usage(where(section) + ": expected a mapping of keys to values");
     if (section == "parallelism_config" && value.size() > 0) {
-      push("use_parallelism_config", section, "true", true);
+      push(std::string(opt::use_parallelism_config), section, "true", true);
     }
     for (const auto& item : value) {
       std::string name = item.first.as<std::string>();
@@ -186,6 +186,7 @@ class Mapper {
   Expected<void> add(const std::string& option, const std::string& key, const YAML::Node& value) {
     GANGRUN_TRY_ASSIGN(text, scalar(key, value));
     const OptionSpec* spec = find_option_by_name(option);
+    if (spec == nullptr) return fail_usage(where(key) + ": sets no option gangrun knows");
     std::optional<bool> flag = yaml_bool(value);
     if (spec->kind == OptionKind::flag) {
       if (!flag) return fail_usage(where(key) + ": expected true or false");

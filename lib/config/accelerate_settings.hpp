@@ -29,6 +29,8 @@ struct AccelerateSettings {
   std::optional<int> split_physical_cores_among;
   // --use_deepspeed: the working directory is appended to PYTHONPATH.
   bool add_cwd_to_python_path = false;
+
+  bool operator==(const AccelerateSettings&) const = default;
 };
 
 }  // namespace gangrun::config

@@ -7,7 +7,6 @@
 #include "config/accelerate_values.hpp"
 
 #include "config/option_values.hpp"
-#include "config/value_typer.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -83,7 +82,7 @@ class Reader {
     if (value == nullptr) return std::optional<std::string>();
     // accelerate copies config file values into its arguments unparsed:
     // str() of the YAML value (config/accelerate_config_file.hpp spells them).
-    if (value->source == Source::config_file) {
+    if (from_a_config_file(value->source)) {
       return std::optional<std::string>(how == Render::lower ? strings::to_lower(value->text)
                                                              : value->text);
     }
@@ -144,20 +143,21 @@ struct Refusal {
 };
 const std::vector<Refusal>& refusals() {
   static const std::vector<Refusal> rows = {
-      {"tpu",
+      {opt::tpu,
        "TPU training runs through torch_xla's launcher, which gangrun is not; use "
        "accelerate launch for TPUs"},
-      {"tpu_cluster", "TPU pods are started through gcloud on each VM; use accelerate launch"},
-      {"tpu_use_sudo", "TPU pods are started through gcloud on each VM; use accelerate launch"},
-      {"vm", "TPU pod VMs are started through gcloud; use accelerate launch"},
-      {"env",
+      {opt::tpu_cluster, "TPU pods are started through gcloud on each VM; use accelerate launch"},
+      {opt::tpu_use_sudo, "TPU pods are started through gcloud on each VM; use accelerate launch"},
+      {opt::vm, "TPU pod VMs are started through gcloud; use accelerate launch"},
+      {opt::env,
        "it sets variables on TPU pod VMs; for gangrun's workers, export them before "
        "gangrun"},
-      {"mpirun_hostfile",
+      {opt::mpirun_hostfile,
        "gangrun starts the workers itself, not through mpirun; use --multi_gpu "
        "(and -H/--hostfile for several hosts)"},
-      {"aws_access_key_id", "SageMaker launches are accelerate's own; use accelerate launch"},
-      {"aws_secret_access_key", "SageMaker launches are accelerate's own; use accelerate launch"},
+      {opt::aws_access_key_id, "SageMaker launches are accelerate's own; use accelerate launch"},
+      {opt::aws_secret_access_key,
+       "SageMaker launches are accelerate's own; use accelerate launch"},
   };
   return rows;
 }
@@ -165,22 +165,12 @@ const std::vector<Refusal>& refusals() {
 Expected<void> refuse_what_cannot_be_honoured(const Reader& read) {
   for (const Refusal& refusal : refusals()) {
     const LayeredValue* value = read.given(refusal.option);
-    const OptionSpec* spec = find_option_by_name(refusal.option);
+    const OptionSpec& spec = option_row(refusal.option);
     if (value == nullptr) continue;
-    if (spec->kind == OptionKind::flag && !parse_bool(value->text).value_or(true)) continue;
+    if (spec.kind == OptionKind::flag && !parse_bool(value->text).value_or(true)) continue;
     return fail_usage(value->where + ": gangrun cannot honour it: " + std::string(refusal.why));
   }
   return {};
-}
-
-// The line speaks accelerate: one of its own flags, or its config file.
-bool uses_accelerate(const LayeredValues& values) {
-  for (const auto& [name, value] : values) {
-    if (value.source == Source::default_value && name != "config_file") continue;
-    const OptionSpec* spec = find_option_by_name(name);
-    if (spec != nullptr && spec->group == OptionGroup::accelerate) return true;
-  }
-  return false;
 }
 
 enum class Launcher { simple, multi_gpu, deepspeed };
@@ -189,9 +179,9 @@ Expected<Launcher> pick_launcher(const Reader& read) {
   // accelerate refuses two of these given together; a config file's
   // distributed_type stands back for any of them (layering.cpp).
   const LayeredValue* first = nullptr;
-  for (std::string_view mode : {"multi_gpu", "cpu", "use_deepspeed", "use_fsdp"}) {
+  for (std::string_view mode : {opt::multi_gpu, opt::cpu, opt::use_deepspeed, opt::use_fsdp}) {
     const LayeredValue* value = read.given(mode);
-    if (value == nullptr || value->source == Source::config_file || !read.on(mode)) continue;
+    if (value == nullptr || from_a_config_file(value->source) || !read.on(mode)) continue;
     if (first != nullptr) {
       return fail_usage(first->given + " and " + value->given +
                         ": accelerate takes only one of --cpu, --multi_gpu, --tpu, "
@@ -199,36 +189,37 @@ Expected<Launcher> pick_launcher(const Reader& read) {
     }
     first = value;
   }
-  if (read.on("cpu")) return Launcher::simple;
-  if (read.on("use_deepspeed")) return Launcher::deepspeed;
-  if (read.on("use_fsdp") || read.on("use_megatron_lm") || read.on("multi_gpu")) {
+  if (read.on(opt::cpu)) return Launcher::simple;
+  if (read.on(opt::use_deepspeed)) return Launcher::deepspeed;
+  if (read.on(opt::use_fsdp) || read.on(opt::use_megatron_lm) || read.on(opt::multi_gpu)) {
     return Launcher::multi_gpu;
   }
   return Launcher::simple;
 }
 
 Expected<void> add_dynamo(const Reader& read, Variables& out) {
-  GANGRUN_TRY_ASSIGN(backend, read.render("dynamo_backend", Render::text));
+  GANGRUN_TRY_ASSIGN(backend, read.render(opt::dynamo_backend, Render::text));
   const std::string upper = strings::to_upper(backend->value_or("no"));
-  const OptionSpec& spec = *find_option_by_name("dynamo_backend");
+  const OptionSpec& spec = option_row(opt::dynamo_backend);
   bool known = false;
   for (std::string_view choice : spec.choices) known = known || strings::to_upper(choice) == upper;
   if (!known) {
-    return fail_usage(read.find("dynamo_backend")->where + ": unknown dynamo backend '" + upper +
+    return fail_usage(read.find(opt::dynamo_backend)->where + ": unknown dynamo backend '" + upper +
                       "'");
   }
   out.emplace_back("ACCELERATE_DYNAMO_BACKEND", upper);
-  GANGRUN_TRY(
-      pass_each(read, {{"dynamo_mode", "ACCELERATE_DYNAMO_MODE", Render::text, "default"}}, out));
-  out.emplace_back("ACCELERATE_DYNAMO_USE_FULLGRAPH", python_bool(read.on("dynamo_use_fullgraph")));
-  out.emplace_back("ACCELERATE_DYNAMO_USE_DYNAMIC", python_bool(read.on("dynamo_use_dynamic")));
+  GANGRUN_TRY(pass_each(
+      read, {{opt::dynamo_mode, "ACCELERATE_DYNAMO_MODE", Render::text, "default"}}, out));
+  out.emplace_back("ACCELERATE_DYNAMO_USE_FULLGRAPH",
+                   python_bool(read.on(opt::dynamo_use_fullgraph)));
+  out.emplace_back("ACCELERATE_DYNAMO_USE_DYNAMIC", python_bool(read.on(opt::dynamo_use_dynamic)));
   out.emplace_back("ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION",
-                   python_bool(read.on("dynamo_use_regional_compilation")));
+                   python_bool(read.on(opt::dynamo_use_regional_compilation)));
   return {};
 }
 
 Expected<void> add_mixed_precision(const Reader& read, Variables& out) {
-  const LayeredValue* value = read.find("mixed_precision");
+  const LayeredValue* value = read.find(opt::mixed_precision);
   const std::string mode = strings::to_lower(value ? value->text : "no");
   if (mode != "no" && mode != "fp16" && mode != "bf16" && mode != "fp8") {
     return fail_usage(value->where + ": unknown mixed precision '" + mode +
@@ -238,17 +229,18 @@ Expected<void> add_mixed_precision(const Reader& read, Variables& out) {
   if (mode != "fp8") return {};
   GANGRUN_TRY(pass_each(
       read,
-      {{"fp8_backend", "ACCELERATE_FP8_BACKEND", Render::text},
-       {"fp8_margin", "ACCELERATE_FP8_MARGIN", Render::integer, "0"},
-       {"fp8_interval", "ACCELERATE_FP8_INTERVAL", Render::integer, "1"},
-       {"fp8_format", "ACCELERATE_FP8_FORMAT", Render::text, "HYBRID"},
-       {"fp8_amax_history_len", "ACCELERATE_FP8_AMAX_HISTORY_LEN", Render::integer, "1024"},
-       {"fp8_amax_compute_algo", "ACCELERATE_FP8_AMAX_COMPUTE_ALGO", Render::text, "most_recent"},
-       {"fp8_opt_level", "ACCELERATE_FP8_OPT_LEVEL", Render::text, "O2"}},
+      {{opt::fp8_backend, "ACCELERATE_FP8_BACKEND", Render::text},
+       {opt::fp8_margin, "ACCELERATE_FP8_MARGIN", Render::integer, "0"},
+       {opt::fp8_interval, "ACCELERATE_FP8_INTERVAL", Render::integer, "1"},
+       {opt::fp8_format, "ACCELERATE_FP8_FORMAT", Render::text, "HYBRID"},
+       {opt::fp8_amax_history_len, "ACCELERATE_FP8_AMAX_HISTORY_LEN", Render::integer, "1024"},
+       {opt::fp8_amax_compute_algo, "ACCELERATE_FP8_AMAX_COMPUTE_ALGO", Render::text,
+        "most_recent"},
+       {opt::fp8_opt_level, "ACCELERATE_FP8_OPT_LEVEL", Render::text, "O2"}},
       out));
   out.emplace_back("ACCELERATE_FP8_USE_AUTOCAST_DURING_EVAL",
-                   python_bool(read.on("fp8_use_autocast_during_eval")));
-  if (const LayeredValue* given = read.find("fp8_override_linear_precision")) {
+                   python_bool(read.on(opt::fp8_use_autocast_during_eval)));
+  if (const LayeredValue* given = read.find(opt::fp8_override_linear_precision)) {
     // Three booleans, for the forward pass and the two gradients, each passed
     // as accelerate's str_to_bool gives it: 1 or 0.
     std::vector<std::string> parts = strings::split(given->text, ',');
@@ -264,7 +256,7 @@ Expected<void> add_mixed_precision(const Reader& read, Variables& out) {
       out.emplace_back(names[i], *on ? "1" : "0");
     }
   }
-  for (std::string_view name : {"fp8_enable_fsdp_float8_all_gather", "fp8_pad_inner_dim"}) {
+  for (std::string_view name : {opt::fp8_enable_fsdp_float8_all_gather, opt::fp8_pad_inner_dim}) {
     const LayeredValue* given = read.find(name);
     bool on = given == nullptr || parse_bool(given->text).value_or(true);
     out.emplace_back(strings::to_upper("ACCELERATE_" + std::string(name)), on ? "1" : "0");
@@ -276,21 +268,23 @@ Expected<void> add_fsdp(const Reader& read, Variables& out) {
   out.emplace_back("ACCELERATE_USE_FSDP", "true");
   return pass_each(
       read,
-      {{"fsdp_version", "FSDP_VERSION", Render::text, "1"},
-       {"fsdp_sharding_strategy", "FSDP_SHARDING_STRATEGY", Render::text, "FULL_SHARD"},
-       {"fsdp_reshard_after_forward", "FSDP_RESHARD_AFTER_FORWARD", Render::lower, "true"},
-       {"fsdp_offload_params", "FSDP_OFFLOAD_PARAMS", Render::lower, "false"},
-       {"fsdp_min_num_params", "FSDP_MIN_NUM_PARAMS", Render::integer, "100000000"},
-       {"fsdp_auto_wrap_policy", "FSDP_AUTO_WRAP_POLICY", Render::text},
-       {"fsdp_transformer_layer_cls_to_wrap", "FSDP_TRANSFORMER_CLS_TO_WRAP", Render::text},
-       {"fsdp_backward_prefetch", "FSDP_BACKWARD_PREFETCH", Render::text},
-       {"fsdp_state_dict_type", "FSDP_STATE_DICT_TYPE", Render::text},
-       {"fsdp_forward_prefetch", "FSDP_FORWARD_PREFETCH", Render::lower, "false"},
-       {"fsdp_use_orig_params", "FSDP_USE_ORIG_PARAMS", Render::lower, "true"},
-       {"fsdp_cpu_ram_efficient_loading", "FSDP_CPU_RAM_EFFICIENT_LOADING", Render::lower, "true"},
-       {"fsdp_sync_module_states", "FSDP_SYNC_MODULE_STATES", Render::lower, "true"},
-       {"fsdp_activation_checkpointing", "FSDP_ACTIVATION_CHECKPOINTING", Render::lower, "false"},
-       {"fsdp_activation_checkpointing_offload", "FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD",
+      {{opt::fsdp_version, "FSDP_VERSION", Render::text, "1"},
+       {opt::fsdp_sharding_strategy, "FSDP_SHARDING_STRATEGY", Render::text, "FULL_SHARD"},
+       {opt::fsdp_reshard_after_forward, "FSDP_RESHARD_AFTER_FORWARD", Render::lower, "true"},
+       {opt::fsdp_offload_params, "FSDP_OFFLOAD_PARAMS", Render::lower, "false"},
+       {opt::fsdp_min_num_params, "FSDP_MIN_NUM_PARAMS", Render::integer, "100000000"},
+       {opt::fsdp_auto_wrap_policy, "FSDP_AUTO_WRAP_POLICY", Render::text},
+       {opt::fsdp_transformer_layer_cls_to_wrap, "FSDP_TRANSFORMER_CLS_TO_WRAP", Render::text},
+       {opt::fsdp_backward_prefetch, "FSDP_BACKWARD_PREFETCH", Render::text},
+       {opt::fsdp_state_dict_type, "FSDP_STATE_DICT_TYPE", Render::text},
+       {opt::fsdp_forward_prefetch, "FSDP_FORWARD_PREFETCH", Render::lower, "false"},
+       {opt::fsdp_use_orig_params, "FSDP_USE_ORIG_PARAMS", Render::lower, "true"},
+       {opt::fsdp_cpu_ram_efficient_loading, "FSDP_CPU_RAM_EFFICIENT_LOADING", Render::lower,
+        "true"},
+       {opt::fsdp_sync_module_states, "FSDP_SYNC_MODULE_STATES", Render::lower, "true"},
+       {opt::fsdp_activation_checkpointing, "FSDP_ACTIVATION_CHECKPOINTING", Render::lower,
+        "false"},
+       {opt::fsdp_activation_checkpointing_offload, "FSDP_ACTIVATION_CHECKPOINTING_OFFLOAD",
         Render::lower, "false"}},
       out);
 }
@@ -298,36 +292,37 @@ Expected<void> add_fsdp(const Reader& read, Variables& out) {
 Expected<void> add_megatron(const Reader& read, Variables& out) {
   out.emplace_back("ACCELERATE_USE_MEGATRON_LM", "true");
   std::vector<Passed> rows = {
-      {"megatron_lm_tp_degree", "TP_DEGREE", Render::integer, "1"},
-      {"megatron_lm_use_custom_fsdp", "USE_CUSTOM_FSDP", Render::py_bool, "False"},
-      {"megatron_lm_no_load_optim", "NO_LOAD_OPTIM", Render::py_bool, "False"},
-      {"megatron_lm_eod_mask_loss", "EOD_MASK_LOSS", Render::py_bool, "False"},
-      {"megatron_lm_no_save_optim", "NO_SAVE_OPTIM", Render::py_bool, "False"},
-      {"megatron_lm_optimizer_cpu_offload", "OPTIMIZER_CPU_OFFLOAD", Render::py_bool, "False"},
-      {"megatron_lm_use_precision_aware_optimizer", "USE_PRECISION_AWARE_OPTIMIZER",
+      {opt::megatron_lm_tp_degree, "TP_DEGREE", Render::integer, "1"},
+      {opt::megatron_lm_use_custom_fsdp, "USE_CUSTOM_FSDP", Render::py_bool, "False"},
+      {opt::megatron_lm_no_load_optim, "NO_LOAD_OPTIM", Render::py_bool, "False"},
+      {opt::megatron_lm_eod_mask_loss, "EOD_MASK_LOSS", Render::py_bool, "False"},
+      {opt::megatron_lm_no_save_optim, "NO_SAVE_OPTIM", Render::py_bool, "False"},
+      {opt::megatron_lm_optimizer_cpu_offload, "OPTIMIZER_CPU_OFFLOAD", Render::py_bool, "False"},
+      {opt::megatron_lm_use_precision_aware_optimizer, "USE_PRECISION_AWARE_OPTIMIZER",
        Render::py_bool, "False"},
-      {"megatron_lm_overlap_cpu_optimizer_d2h_h2d", "OVERLAP_CPU_OPTIMIZER_D2H_H2D",
+      {opt::megatron_lm_overlap_cpu_optimizer_d2h_h2d, "OVERLAP_CPU_OPTIMIZER_D2H_H2D",
        Render::py_bool, "False"},
-      {"megatron_lm_decoder_last_pipeline_num_layers", "DECODER_LAST_PIPELINE_NUM_LAYERS",
+      {opt::megatron_lm_decoder_last_pipeline_num_layers, "DECODER_LAST_PIPELINE_NUM_LAYERS",
        Render::integer},
-      {"megatron_lm_pp_degree", "PP_DEGREE", Render::integer, "1"},
-      {"megatron_lm_gradient_clipping", "GRADIENT_CLIPPING", Render::real, "1.0"},
-      {"megatron_lm_num_micro_batches", "NUM_MICRO_BATCHES", Render::integer},
-      {"megatron_lm_sequence_parallelism", "SEQUENCE_PARALLELISM", Render::text},
-      {"megatron_lm_recompute_activations", "RECOMPUTE_ACTIVATIONS", Render::text},
-      {"megatron_lm_use_distributed_optimizer", "USE_DISTRIBUTED_OPTIMIZER", Render::text},
-      {"megatron_lm_recompute_granularity", "RECOMPUTE_GRANULARITY", Render::text},
-      {"megatron_lm_recompute_method", "RECOMPUTE_METHOD", Render::text},
-      {"megatron_lm_recompute_num_layers", "RECOMPUTE_NUM_LAYERS", Render::integer},
-      {"megatron_lm_attention_backend", "ATTENTION_BACKEND", Render::text},
-      {"megatron_lm_expert_model_parallel_size", "EXPERT_MODEL_PARALLEL_SIZE", Render::integer},
-      {"megatron_lm_context_parallel_size", "CONTEXT_PARALLEL_SIZE", Render::integer},
-      {"megatron_lm_attention_dropout", "ATTENTION_DROPOUT", Render::real},
-      {"megatron_lm_hidden_dropout", "HIDDEN_DROPOUT", Render::real},
-      {"megatron_lm_attention_softmax_in_fp32", "ATTENTION_SOFTMAX_IN_FP32", Render::text},
-      {"megatron_lm_expert_tensor_parallel_size", "EXPERT_TENSOR_PARALLEL_SIZE", Render::integer},
-      {"megatron_lm_calculate_per_token_loss", "CALCULATE_PER_TOKEN_LOSS", Render::text},
-      {"megatron_lm_use_rotary_position_embeddings", "USE_ROTARY_POSITION_EMBEDDINGS",
+      {opt::megatron_lm_pp_degree, "PP_DEGREE", Render::integer, "1"},
+      {opt::megatron_lm_gradient_clipping, "GRADIENT_CLIPPING", Render::real, "1.0"},
+      {opt::megatron_lm_num_micro_batches, "NUM_MICRO_BATCHES", Render::integer},
+      {opt::megatron_lm_sequence_parallelism, "SEQUENCE_PARALLELISM", Render::text},
+      {opt::megatron_lm_recompute_activations, "RECOMPUTE_ACTIVATIONS", Render::text},
+      {opt::megatron_lm_use_distributed_optimizer, "USE_DISTRIBUTED_OPTIMIZER", Render::text},
+      {opt::megatron_lm_recompute_granularity, "RECOMPUTE_GRANULARITY", Render::text},
+      {opt::megatron_lm_recompute_method, "RECOMPUTE_METHOD", Render::text},
+      {opt::megatron_lm_recompute_num_layers, "RECOMPUTE_NUM_LAYERS", Render::integer},
+      {opt::megatron_lm_attention_backend, "ATTENTION_BACKEND", Render::text},
+      {opt::megatron_lm_expert_model_parallel_size, "EXPERT_MODEL_PARALLEL_SIZE", Render::integer},
+      {opt::megatron_lm_context_parallel_size, "CONTEXT_PARALLEL_SIZE", Render::integer},
+      {opt::megatron_lm_attention_dropout, "ATTENTION_DROPOUT", Render::real},
+      {opt::megatron_lm_hidden_dropout, "HIDDEN_DROPOUT", Render::real},
+      {opt::megatron_lm_attention_softmax_in_fp32, "ATTENTION_SOFTMAX_IN_FP32", Render::text},
+      {opt::megatron_lm_expert_tensor_parallel_size, "EXPERT_TENSOR_PARALLEL_SIZE",
+       Render::integer},
+      {opt::megatron_lm_calculate_per_token_loss, "CALCULATE_PER_TOKEN_LOSS", Render::text},
+      {opt::megatron_lm_use_rotary_position_embeddings, "USE_ROTARY_POSITION_EMBEDDINGS",
        Render::text},
   };
   Variables added;
@@ -339,13 +334,13 @@ Expected<void> add_megatron(const Reader& read, Variables& out) {
 Expected<void> add_parallelism_config(const Reader& read, Variables& out) {
   out.emplace_back("ACCELERATE_USE_PARALLELISM_CONFIG", "true");
   std::vector<Passed> rows = {
-      {"parallelism_config_dp_replicate_size", "DP_REPLICATE_SIZE", Render::integer, "1"},
-      {"parallelism_config_dp_shard_size", "DP_SHARD_SIZE", Render::integer, "1"},
-      {"parallelism_config_tp_size", "TP_SIZE", Render::integer, "1"},
-      {"parallelism_config_cp_size", "CP_SIZE", Render::integer, "1"},
-      {"parallelism_config_cp_backend", "CP_BACKEND", Render::text, "torch"},
-      {"parallelism_config_sp_size", "SP_SIZE", Render::integer, "1"},
-      {"parallelism_config_sp_backend", "SP_BACKEND", Render::text, "deepspeed"},
+      {opt::parallelism_config_dp_replicate_size, "DP_REPLICATE_SIZE", Render::integer, "1"},
+      {opt::parallelism_config_dp_shard_size, "DP_SHARD_SIZE", Render::integer, "1"},
+      {opt::parallelism_config_tp_size, "TP_SIZE", Render::integer, "1"},
+      {opt::parallelism_config_cp_size, "CP_SIZE", Render::integer, "1"},
+      {opt::parallelism_config_cp_backend, "CP_BACKEND", Render::text, "torch"},
+      {opt::parallelism_config_sp_size, "SP_SIZE", Render::integer, "1"},
+      {opt::parallelism_config_sp_backend, "SP_BACKEND", Render::text, "deepspeed"},
   };
   Variables added;
   GANGRUN_TRY(pass_each(read, rows, added));
@@ -358,16 +353,16 @@ Expected<void> add_parallelism_config(const Reader& read, Variables& out) {
   if (size_of("CP_SIZE") != "1") {
     GANGRUN_TRY(pass_each(
         read,
-        {{"parallelism_config_cp_comm_strategy", "CP_COMM_STRATEGY", Render::text, "allgather"}},
+        {{opt::parallelism_config_cp_comm_strategy, "CP_COMM_STRATEGY", Render::text, "allgather"}},
         added));
   }
   if (size_of("SP_SIZE") != "1") {
     GANGRUN_TRY(
         pass_each(read,
-                  {{"parallelism_config_sp_seq_length", "SP_SEQ_LENGTH", Render::text, "None"},
-                   {"parallelism_config_sp_seq_length_is_variable", "SP_SEQ_LENGTH_IS_VARIABLE",
+                  {{opt::parallelism_config_sp_seq_length, "SP_SEQ_LENGTH", Render::text, "None"},
+                   {opt::parallelism_config_sp_seq_length_is_variable, "SP_SEQ_LENGTH_IS_VARIABLE",
                     Render::py_bool, "True"},
-                   {"parallelism_config_sp_attn_implementation", "SP_ATTN_IMPLEMENTATION",
+                   {opt::parallelism_config_sp_attn_implementation, "SP_ATTN_IMPLEMENTATION",
                     Render::text, "sdpa"}},
                   added));
   }
@@ -380,7 +375,7 @@ Expected<void> add_parallelism_config(const Reader& read, Variables& out) {
 std::string deepspeed_fields(const LayeredValues& values) {
   std::vector<std::pair<int, std::string>> fields;
   for (const auto& [name, value] : values) {
-    if (value.source != Source::config_file) continue;
+    if (!from_a_config_file(value.source)) continue;
     if (value.file_key.starts_with("deepspeed_config.")) {
       fields.emplace_back(value.file_position,
                           value.file_key.substr(std::string_view("deepspeed_config.").size()));
@@ -389,9 +384,9 @@ std::string deepspeed_fields(const LayeredValues& values) {
   std::sort(fields.begin(), fields.end());
   std::vector<std::string> keys;
   for (auto& field : fields) keys.push_back(strings::to_lower(field.second));
-  auto mixed = values.find("mixed_precision");
-  if (mixed != values.end() && mixed->second.source == Source::config_file) {
-    keys.push_back("mixed_precision");
+  auto mixed = values.find(opt::mixed_precision);
+  if (mixed != values.end() && from_a_config_file(mixed->second.source)) {
+    keys.emplace_back(opt::mixed_precision);
   }
   return strings::join(keys, ",");
 }
@@ -401,15 +396,18 @@ Expected<void> add_deepspeed(const Reader& read, const LayeredValues& values, Va
   out.emplace_back("ACCELERATE_USE_DEEPSPEED", "true");
   return pass_each(
       read,
-      {{"zero_stage", "ACCELERATE_DEEPSPEED_ZERO_STAGE", Render::integer},
-       {"gradient_accumulation_steps", "ACCELERATE_GRADIENT_ACCUMULATION_STEPS", Render::integer},
-       {"gradient_clipping", "ACCELERATE_GRADIENT_CLIPPING", Render::real},
-       {"offload_optimizer_device", "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE", Render::lower},
-       {"offload_param_device", "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", Render::lower},
-       {"zero3_init_flag", "ACCELERATE_DEEPSPEED_ZERO3_INIT", Render::lower},
-       {"zero3_save_16bit_model", "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", Render::lower},
-       {"deepspeed_config_file", "ACCELERATE_DEEPSPEED_CONFIG_FILE", Render::text},
-       {"deepspeed_moe_layer_cls_names", "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES", Render::text}},
+      {{opt::zero_stage, "ACCELERATE_DEEPSPEED_ZERO_STAGE", Render::integer},
+       {opt::gradient_accumulation_steps, "ACCELERATE_GRADIENT_ACCUMULATION_STEPS",
+        Render::integer},
+       {opt::gradient_clipping, "ACCELERATE_GRADIENT_CLIPPING", Render::real},
+       {opt::offload_optimizer_device, "ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE",
+        Render::lower},
+       {opt::offload_param_device, "ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE", Render::lower},
+       {opt::zero3_init_flag, "ACCELERATE_DEEPSPEED_ZERO3_INIT", Render::lower},
+       {opt::zero3_save_16bit_model, "ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL", Render::lower},
+       {opt::deepspeed_config_file, "ACCELERATE_DEEPSPEED_CONFIG_FILE", Render::text},
+       {opt::deepspeed_moe_layer_cls_names, "ACCELERATE_DEEPSPEED_MOE_LAYER_CLS_NAMES",
+        Render::text}},
       out);
 }
 
@@ -417,7 +415,7 @@ Expected<void> add_deepspeed(const Reader& read, const LayeredValues& values, Va
 // multi-node launcher (pdsh by default) unless told 'standard'.
 Expected<void> check_deepspeed_nodes(const Reader& read, const Options& o) {
   if (o.nnodes <= 1) return {};
-  const LayeredValue* launcher = read.given("deepspeed_multinode_launcher");
+  const LayeredValue* launcher = read.given(opt::deepspeed_multinode_launcher);
   if (launcher != nullptr && launcher->text == "standard") return {};
   const std::string where = launcher != nullptr
                                 ? launcher->given
@@ -439,34 +437,43 @@ void one_process_per_machine(Options& o) {
 
 }  // namespace
 
+bool speaks_accelerate(const LayeredValues& values) {
+  for (const auto& [name, value] : values) {
+    if (value.source == Source::default_value) continue;
+    const OptionSpec* spec = find_option_by_name(name);
+    if (spec != nullptr && spec->group == OptionGroup::accelerate) return true;
+  }
+  return false;
+}
+
 Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
   Reader read(values);
   GANGRUN_TRY(refuse_what_cannot_be_honoured(read));
-  if (!uses_accelerate(values)) return {};
+  if (!speaks_accelerate(values)) return {};
   AccelerateSettings& s = o.accelerate;
   s.active = true;
-  if (read.find("config_file") != nullptr && read.given("num_processes") == nullptr) {
-    return fail_usage(read.find("config_file")->text +
+  if (read.find(opt::config_file) != nullptr && read.given(opt::num_processes) == nullptr) {
+    return fail_usage(read.find(opt::config_file)->text +
                       ": no num_processes in the config file; give --num_processes (accelerate "
                       "launch asks for it too)");
   }
   GANGRUN_TRY_ASSIGN(launcher, pick_launcher(read));
-  if (*launcher != Launcher::simple && read.on("multi_gpu") && o.num_processes &&
+  if (*launcher != Launcher::simple && read.on(opt::multi_gpu) && o.num_processes &&
       *o.num_processes < 2) {
-    return fail_usage(read.given("num_processes")->given +
+    return fail_usage(read.given(opt::num_processes)->given +
                       ": --multi_gpu needs at least 2 processes (as in accelerate launch)");
   }
-  if (read.on("use_parallelism_config") &&
-      (!read.on("use_fsdp") || read.find("fsdp_version")->text == "1")) {
-    return fail_usage(read.given("use_parallelism_config")->where +
+  if (read.on(opt::use_parallelism_config) &&
+      (!read.on(opt::use_fsdp) || read.find(opt::fsdp_version)->text == "1")) {
+    return fail_usage(read.given(opt::use_parallelism_config)->where +
                       ": needs --use_fsdp and --fsdp_version 2 (as in accelerate launch)");
   }
   if (*launcher == Launcher::deepspeed) GANGRUN_TRY(check_deepspeed_nodes(read, o));
 
   Variables& out = s.variables;
-  const bool use_cpu = read.on("cpu");
+  const bool use_cpu = read.on(opt::cpu);
   if (*launcher == Launcher::simple) out.emplace_back("ACCELERATE_USE_CPU", python_bool(use_cpu));
-  if (read.on("debug")) out.emplace_back("ACCELERATE_DEBUG_MODE", "true");
+  if (read.on(opt::debug)) out.emplace_back("ACCELERATE_DEBUG_MODE", "true");
   if (*launcher == Launcher::simple && use_cpu) {
     out.emplace_back("KMP_AFFINITY", "granularity=fine,compact,1,0");
     out.emplace_back("KMP_BLOCKTIME", "1");
@@ -477,18 +484,19 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
     s.add_cwd_to_python_path = true;
   } else {
     GANGRUN_TRY(add_dynamo(read, out));
-    if (*launcher == Launcher::multi_gpu && read.on("use_fsdp")) GANGRUN_TRY(add_fsdp(read, out));
-    if (*launcher == Launcher::multi_gpu && read.on("use_megatron_lm")) {
+    if (*launcher == Launcher::multi_gpu && read.on(opt::use_fsdp))
+      GANGRUN_TRY(add_fsdp(read, out));
+    if (*launcher == Launcher::multi_gpu && read.on(opt::use_megatron_lm)) {
       GANGRUN_TRY(add_megatron(read, out));
     }
     s.sets_omp_threads = true;
   }
-  if (read.on("enable_cpu_affinity")) out.emplace_back("ACCELERATE_CPU_AFFINITY", "1");
-  if (*launcher != Launcher::simple && read.on("use_parallelism_config")) {
+  if (read.on(opt::enable_cpu_affinity)) out.emplace_back("ACCELERATE_CPU_AFFINITY", "1");
+  if (*launcher != Launcher::simple && read.on(opt::use_parallelism_config)) {
     GANGRUN_TRY(add_parallelism_config(read, out));
   }
 
-  if (const LayeredValue* threads = read.find("num_cpu_threads_per_process")) {
+  if (const LayeredValue* threads = read.find(opt::num_cpu_threads_per_process)) {
     Expected<int> count = parse_positive_int(threads->text);
     if (!count) return fail_usage(threads->where + ": " + count.error().message());
     s.cpu_threads_per_process = *count;

@@ -8,6 +8,14 @@
 
 namespace gangrun::config {
 
+// The one answer to "does this line speak accelerate?": one of accelerate
+// launch's own flags (a row of the accelerate group, --config_file among them)
+// has a value that is not the table's default. Layering asks it of the command
+// line alone (whether to read accelerate's default config file, as accelerate
+// launch would); type_accelerate_values asks it of every layer (whether the
+// workers get accelerate's variables).
+bool speaks_accelerate(const LayeredValues& values);
+
 // Sets options.accelerate (and the core options these flags stand for); usage
 // errors name the option as given.
 Expected<void> type_accelerate_values(const LayeredValues& values, Options& options);

@@ -191,10 +191,10 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   }
 
   std::vector<CommandLineValue> given = values_in_order(app, registry);
-  if (asked_for(given, "help")) {
+  if (asked_for(given, opt::help)) {
     return HelpRequest{purpose == Purpose::devices ? HelpTopic::devices : HelpTopic::launch};
   }
-  if (asked_for(given, "version")) return VersionRequest{};
+  if (asked_for(given, opt::version)) return VersionRequest{};
 
   GANGRUN_TRY_ASSIGN(program, program_words(app.remaining()));
   GANGRUN_TRY_ASSIGN(layered, layer_values(given, env));

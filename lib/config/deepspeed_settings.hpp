@@ -25,6 +25,11 @@ struct DeepspeedSettings {
   bool save_pid = false;     // write /tmp/<gangrun's pid>.deepspeed while the run lasts
   bool force_multi = false;  // start the hostfile's hosts over ssh even when there is one
   bool no_ssh = false;       // this node runs its own part only (refused with a hostfile)
+  // --log_level as a verbosity (debug 1, info 0, error -1); it sets the
+  // verbosity where -v and -q do not (deepspeed_values.cpp).
+  std::optional<int> log_level_verbosity;
+
+  bool operator==(const DeepspeedSettings&) const = default;
 };
 
 }  // namespace gangrun::config

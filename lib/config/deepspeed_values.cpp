@@ -1,23 +1,33 @@
 #include "config/deepspeed_values.hpp"
 
+#include "config/option_names.hpp"
 #include "config/option_values.hpp"
-#include "config/value_typer.hpp"
+#include "util/strings.hpp"
 
 #include <filesystem>
 #include <system_error>
 
 namespace gangrun::config {
-namespace {
-
-// The most cores a list may name: far beyond any machine, small enough that
-// a typo ("0-99999999") is refused instead of allocating.
-constexpr int k_max_core = 1 << 16;
 
 Expected<LaunchStyle> parse_launch_style(std::string_view text) {
   if (text == "torchrun") return LaunchStyle::torchrun;
   if (text == "deepspeed") return LaunchStyle::deepspeed;
   return fail_usage(strings::quoted(text) + " is not one of torchrun, deepspeed");
 }
+
+Expected<int> parse_log_level(std::string_view level) {
+  if (level == "debug") return 1;
+  if (level == "info" || level == "warning") return 0;
+  if (level == "error" || level == "critical") return -1;
+  return fail_usage(strings::quoted(level) +
+                    " is not one of debug, info, warning, error, critical");
+}
+
+namespace {
+
+// The most cores a list may name: far beyond any machine, small enough that
+// a typo ("0-99999999") is refused instead of allocating.
+constexpr int k_max_core = 1 << 16;
 
 Expected<int> parse_core(std::string_view text, std::string_view item) {
   std::optional<std::int64_t> core =
@@ -28,30 +38,21 @@ Expected<int> parse_core(std::string_view text, std::string_view item) {
   return static_cast<int>(*core);
 }
 
-// deepspeed's --log_level as gangrun's verbosity.
-Expected<int> parse_log_level(std::string_view level) {
-  if (level == "debug") return 1;
-  if (level == "info" || level == "warning") return 0;
-  if (level == "error" || level == "critical") return -1;
-  return fail_usage(strings::quoted(level) +
-                    " is not one of debug, info, warning, error, critical");
-}
-
 // Combinations; the typed values are in options already (the flags gangrun
 // refuses are refused rows of deepspeed_options.cpp).
 Expected<void> check_deepspeed_values(const LayeredValues& values, const Options& o) {
-  if (o.deepspeed.no_ssh && given_value(values, "hostfile")) {
-    return fail_usage(values.find("no_ssh")->second.where + " with " +
-                      values.find("hostfile")->second.given +
+  if (o.deepspeed.no_ssh && given_value(values, opt::hostfile)) {
+    return fail_usage(value_of(values, opt::no_ssh).where + " with " +
+                      value_of(values, opt::hostfile).given +
                       ": gangrun reads a hostfile only to start the hosts over ssh; start "
                       "gangrun on each host yourself with --nnodes N --node_rank R "
                       "--master_addr HOST and no hostfile, or drop --no_ssh");
   }
   if (!o.deepspeed.each_rank_log_dir) return {};
-  const LayeredValue& each_rank = values.find("enable_each_rank_log")->second;
-  for (std::string_view other : {"log_dir", "redirects", "tee"}) {
+  const LayeredValue& each_rank = value_of(values, opt::enable_each_rank_log);
+  for (std::string_view other : {opt::log_dir, opt::redirects, opt::tee}) {
     if (given_value(values, other)) {
-      return fail_usage(each_rank.where + " and " + values.find(other)->second.given +
+      return fail_usage(each_rank.where + " and " + value_of(values, other).given +
                         " both decide where the workers' output goes; give one of them");
     }
   }
@@ -100,21 +101,8 @@ Expected<std::vector<int>> parse_core_list(std::string_view text) {
 }
 
 Expected<void> type_deepspeed_values(const LayeredValues& values, Options& options) {
-  DeepspeedSettings& ds = options.deepspeed;
-  Typer typer(values);
-  typer.set("launch_style", parse_launch_style, ds.launch_style);
-  typer.set("no_local_rank", parse_bool, ds.no_local_rank);
-  typer.set("enable_each_rank_log", non_empty_text, ds.each_rank_log_dir);
-  typer.set("bind_cores_to_rank", parse_bool, ds.bind_cores_to_rank);
-  typer.set("bind_core_list", parse_core_list, ds.bind_core_list);
-  typer.set("save_pid", parse_bool, ds.save_pid);
-  typer.set("force_multi", parse_bool, ds.force_multi);
-  typer.set("no_ssh", parse_bool, ds.no_ssh);
-  std::optional<int> level_verbosity;
-  typer.set("log_level", parse_log_level, level_verbosity);
-  if (typer.error()) return tl::unexpected(*typer.error());
-
-  if (level_verbosity && !given_value(values, "verbose") && !given_value(values, "quiet")) {
+  const std::optional<int>& level_verbosity = options.deepspeed.log_level_verbosity;
+  if (level_verbosity && !given_value(values, opt::verbose) && !given_value(values, opt::quiet)) {
     options.verbosity = *level_verbosity;
   }
   num_gpus_on_cpus(options);

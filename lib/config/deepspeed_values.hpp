@@ -1,5 +1,6 @@
-// Types the layered values of the deepspeed launcher's own flags into Options (build_options.cpp
-// calls it after the core options are typed).
+// What the deepspeed launcher's own flags do beyond their rows' fields (each
+// row of deepspeed_options.cpp types its value into Options::deepspeed;
+// build_options.cpp calls this after every row is applied).
 #pragma once
 
 #include "config/layering.hpp"
@@ -11,7 +12,14 @@
 
 namespace gangrun::config {
 
-// Sets options.deepspeed (and the core options these flags stand for:
+// --launch_style: torchrun or deepspeed.
+Expected<LaunchStyle> parse_launch_style(std::string_view text);
+
+// deepspeed's --log_level as gangrun's verbosity: debug 1, info and warning 0,
+// error and critical -1.
+Expected<int> parse_log_level(std::string_view level);
+
+// Completes options.deepspeed's effect on the core options these flags stand for:
 // --log_level sets the verbosity where -v and -q do not; with --accelerator
 // cpu, --num_gpus N is N workers per node, as deepspeed's CPU accelerator
 // takes it, unless --nproc_per_node or --num_processes is given); refuses

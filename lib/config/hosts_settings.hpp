@@ -21,6 +21,8 @@ struct HostsSettings {
   std::vector<HostSlots> hosts;
   std::optional<int> ssh_port;  // --ssh_port: ssh -p PORT
   bool no_ssh_check = false;    // accepted: gangrun checks ssh by starting the job itself
+
+  bool operator==(const HostsSettings&) const = default;
 };
 
 }  // namespace gangrun::config

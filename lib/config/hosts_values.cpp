@@ -2,17 +2,17 @@
 
 #include "config/hostfile.hpp"
 #include "config/option_values.hpp"
-#include "config/value_typer.hpp"
 #include "util/host.hpp"
 
 namespace gangrun::config {
-namespace {
 
 Expected<int> parse_ssh_port(std::string_view text) {
   GANGRUN_TRY_ASSIGN(port, parse_positive_int(text));
   if (*port > 65535) return fail_usage(std::to_string(*port) + " is not a port (1..65535)");
   return *port;
 }
+
+namespace {
 
 bool given_by_user(const LayeredValues& values, std::string_view name) {
   auto it = values.find(name);
@@ -39,16 +39,11 @@ void run_here(const HostSlots& host, Options& options) {
 }  // namespace
 
 Expected<void> type_hosts_values(const LayeredValues& values, Options& options) {
-  Typer typer(values);
   HostsSettings& hosts = options.hosts;
-  typer.set("hostfile", non_empty_text, hosts.hostfile);
-  typer.set("ssh_port", parse_ssh_port, hosts.ssh_port);
-  typer.set("no_ssh_check", parse_bool, hosts.no_ssh_check);
-  if (typer.error()) return tl::unexpected(*typer.error());
 
   if (!hosts.hostfile) {
     if (options.launcher == Options::Launcher::ssh) {
-      return fail_usage(typer.find("launcher")->given +
+      return fail_usage(value_of(values, opt::launcher).given +
                         " starts gangrun over ssh on the hosts of a hostfile (as the deepspeed "
                         "launcher pdsh does): give -H/--hostfile FILE ('HOST slots=N' lines)");
     }
@@ -62,7 +57,7 @@ Expected<void> type_hosts_values(const LayeredValues& values, Options& options) 
                                       : "slurm takes the nodes from the Slurm allocation") +
                       "; drop one of them");
   }
-  bool counts_given = given_by_user(values, "nnodes") || options.num_gpus.has_value();
+  bool counts_given = given_by_user(values, opt::nnodes) || options.num_gpus.has_value();
   if (counts_given && (options.include || options.exclude)) {
     return fail_usage(
         "--num_nodes/--num_gpus cannot be combined with --include/--exclude (as in "
@@ -71,7 +66,7 @@ Expected<void> type_hosts_values(const LayeredValues& values, Options& options) 
   GANGRUN_TRY_ASSIGN(entries, read_hostfile(*hosts.hostfile));
   GANGRUN_TRY_ASSIGN(filtered, filter_hosts(*entries, options.include, options.exclude));
   std::optional<int> num_nodes;
-  if (given_by_user(values, "nnodes")) num_nodes = options.nnodes;
+  if (given_by_user(values, opt::nnodes)) num_nodes = options.nnodes;
   GANGRUN_TRY_ASSIGN(limited, limit_hosts(std::move(*filtered), num_nodes, options.num_gpus));
   hosts.hosts = std::move(*limited);
 

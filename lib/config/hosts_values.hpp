@@ -1,15 +1,21 @@
-// Types the layered values of hostfiles and starting gangrun on other hosts into Options
-// (build_options.cpp calls it after the core options are typed).
+// What hostfiles and starting gangrun on other hosts do beyond their rows'
+// fields (build_options.cpp calls it after every row is applied).
 #pragma once
 
 #include "config/layering.hpp"
 #include "config/options.hpp"
 #include "util/error.hpp"
 
+#include <string_view>
+
 namespace gangrun::config {
 
-// Sets options.hosts (and the core options these flags stand for); usage
-// errors name the option as given.
+// --ssh_port: 1..65535.
+Expected<int> parse_ssh_port(std::string_view text);
+
+// Reads the hostfile options.hosts names (its rows typed the flags already)
+// and sets the hosts and the core options they stand for; usage errors name
+// the option as given.
 Expected<void> type_hosts_values(const LayeredValues& values, Options& options);
 
 }  // namespace gangrun::config

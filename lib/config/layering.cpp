@@ -1,6 +1,7 @@
 #include "config/layering.hpp"
 
 #include "config/accelerate_config_file.hpp"
+#include "config/accelerate_values.hpp"
 #include "config/config_file.hpp"
 #include "config/option_values.hpp"
 #include "config/slurm_values.hpp"
@@ -10,6 +11,7 @@
 
 #include <limits>
 #include <optional>
+#include <stdexcept>
 
 namespace gangrun::config {
 
@@ -78,7 +80,7 @@ Expected<void> check_config_type(const OptionSpec& spec, const ConfigEntry& entr
   return {};
 }
 
-Expected<Partial> from_config_file(const std::string& path) {
+Expected<Partial> from_json_config(const std::string& path) {
   GANGRUN_TRY_ASSIGN(entries, load_config_file(path));
   Partial values;
   std::map<std::string, std::string, std::less<>> key_of_option;
@@ -90,7 +92,7 @@ Expected<Partial> from_config_file(const std::string& path) {
                         ": unknown option (keys are long option names such as "
                         "\"nproc_per_node\" or \"master-port\")");
     }
-    if (spec->command_line_only || spec->name == "config" || spec->name == "config_file") {
+    if (spec->command_line_only || spec->name == opt::config || spec->name == opt::config_file) {
       return fail_usage(where + ": --" + entry.key + " cannot be set in a config file");
     }
     auto [previous, inserted] = key_of_option.emplace(std::string(spec->name), entry.key);
@@ -101,7 +103,7 @@ Expected<Partial> from_config_file(const std::string& path) {
     GANGRUN_TRY(check_config_type(*spec, entry, where));
     values[std::string(spec->name)] = LayeredValue{
         .text = entry.text,
-        .source = Source::config_file,
+        .source = Source::json_config,
         .where = where,
         .given = "\"" + entry.key + "\": " + entry.text + " in " + path,
     };
@@ -112,9 +114,9 @@ Expected<Partial> from_config_file(const std::string& path) {
 // The flags that choose accelerate's launcher; a config file's
 // distributed_type stands back when one of them is given above it.
 bool mode_given_above(const Partial& command_line, const EnvMap& env) {
-  for (std::string_view name :
-       {"multi_gpu", "tpu", "tpu_cluster", "use_deepspeed", "use_fsdp", "use_megatron_lm"}) {
-    const OptionSpec& spec = *find_option_by_name(name);
+  for (std::string_view name : {opt::multi_gpu, opt::tpu, opt::tpu_cluster, opt::use_deepspeed,
+                                opt::use_fsdp, opt::use_megatron_lm}) {
+    const OptionSpec& spec = option_row(name);
     std::optional<LayeredValue> value;
     if (auto it = command_line.find(name); it != command_line.end()) value = it->second;
     if (!value) value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env);
@@ -129,11 +131,10 @@ bool mode_given_above(const Partial& command_line, const EnvMap& env) {
 // would read it: when the command line uses one of accelerate's own flags
 // and not --cpu. A torchrun-style line never reads it, so that a default
 // config left by accelerate config cannot change what it does.
-Expected<void> from_accelerate_config(const std::vector<CommandLineValue>& command_line,
-                                      const Partial& cli, const EnvMap& env,
+Expected<void> from_accelerate_config(const Partial& cli, const EnvMap& env,
                                       std::optional<LayeredValue>& config_file, Partial& values) {
-  const OptionSpec& spec = *find_option_by_name("config_file");
-  if (auto it = cli.find("config_file"); it != cli.end()) {
+  const OptionSpec& spec = option_row(opt::config_file);
+  if (auto it = cli.find(opt::config_file); it != cli.end()) {
     config_file = it->second;
   } else if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) {
     config_file = value;
@@ -145,19 +146,16 @@ Expected<void> from_accelerate_config(const std::vector<CommandLineValue>& comma
       return fail_usage(config_file->where + ": empty file name");
     }
   } else {
-    bool speaks_accelerate = false;
-    for (const CommandLineValue& given : command_line) {
-      speaks_accelerate = speaks_accelerate || given.spec->group == OptionGroup::accelerate;
-    }
-    auto cpu = cli.find("cpu");
-    if (!speaks_accelerate || (cpu != cli.end() && parse_bool(cpu->second.text).value_or(true))) {
+    auto cpu = cli.find(opt::cpu);
+    if (!speaks_accelerate(cli) ||
+        (cpu != cli.end() && parse_bool(cpu->second.text).value_or(true))) {
       return {};
     }
     std::optional<std::string> path = default_accelerate_config_path(env);
     struct stat info {};
     if (!path || ::stat(path->c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return {};
     config_file = LayeredValue{.text = *path,
-                               .source = Source::config_file,
+                               .source = Source::accelerate_config,
                                .where = *path,
                                .given = "accelerate's default config " + *path};
   }
@@ -165,10 +163,10 @@ Expected<void> from_accelerate_config(const std::vector<CommandLineValue>& comma
   const bool mode_given = mode_given_above(cli, env);
   for (const AccelerateConfigEntry& entry : *entries) {
     if (entry.from_distributed_type && mode_given) continue;
-    const OptionSpec& option = *find_option_by_name(entry.option);
+    const OptionSpec& option = option_row(entry.option);  // the loader keeps known options only
     values[entry.option] = LayeredValue{
         .text = entry.text,
-        .source = Source::config_file,
+        .source = Source::accelerate_config,
         .where = config_file->text + ": key \"" + entry.key + "\"",
         .given = display_name(option) + " " + entry.text + " (\"" + entry.key + "\" in " +
                  config_file->text + ")",
@@ -189,13 +187,21 @@ LayeredValue from_default(const OptionSpec& spec, std::string_view text) {
 
 // The config file's path: --config, else GANGRUN_CONFIG, else PET_CONFIG.
 std::optional<LayeredValue> config_path(const Partial& command_line, const EnvMap& env) {
-  if (auto it = command_line.find("config"); it != command_line.end()) return it->second;
-  const OptionSpec& spec = *find_option_by_name("config");
+  if (auto it = command_line.find(opt::config); it != command_line.end()) return it->second;
+  const OptionSpec& spec = option_row(opt::config);
   if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) return value;
   return from_env(spec, env, k_pet_prefix, Source::pet_env);
 }
 
 }  // namespace
+
+const LayeredValue& value_of(const LayeredValues& values, std::string_view name) {
+  auto it = values.find(name);
+  if (it == values.end()) {
+    throw std::logic_error("option " + std::string(name) + " has no value where it always has one");
+  }
+  return it->second;
+}
 
 std::string env_name(std::string_view prefix, std::string_view snake_name) {
   return std::string(prefix) + strings::to_upper(snake_name);
@@ -209,13 +215,13 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
   std::optional<LayeredValue> config = config_path(*cli, env);
   if (config) {
     if (strings::trim(config->text).empty()) return fail_usage(config->where + ": empty file name");
-    GANGRUN_TRY_ASSIGN(loaded, from_config_file(config->text));
+    GANGRUN_TRY_ASSIGN(loaded, from_json_config(config->text));
     file = std::move(*loaded);
   }
   // accelerate's YAML config sits below gangrun's own --config file.
   Partial accelerate_file;
   std::optional<LayeredValue> config_file;
-  GANGRUN_TRY(from_accelerate_config(command_line, *cli, env, config_file, accelerate_file));
+  GANGRUN_TRY(from_accelerate_config(*cli, env, config_file, accelerate_file));
 
   // The value an option has from the layers above Slurm: the command line,
   // GANGRUN_*, PET_*, the config file. The launcher decides whether Slurm is
@@ -230,33 +236,32 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
     }
     return std::nullopt;
   };
-  auto given_by_name = [&](std::string_view name) {
-    return given_above_slurm(*find_option_by_name(name));
-  };
+  auto given_by_name = [&](std::string_view name) { return given_above_slurm(option_row(name)); };
   Layers layers;
   Partial slurm;
-  std::optional<LayeredValue> launcher = given_by_name("launcher");
+  std::optional<LayeredValue> launcher = given_by_name(opt::launcher);
   if (!launcher || parse_launcher(launcher->text) != Options::Launcher::local) {
     GANGRUN_TRY_ASSIGN(job, slurm::read_job(env));
     layers.slurm_job = std::move(*job);
   }
   if (layers.slurm_job) {
-    std::optional<LayeredValue> per_task = given_by_name("worker_per_task");
+    std::optional<LayeredValue> per_task = given_by_name(opt::worker_per_task);
     GANGRUN_TRY_ASSIGN(from_slurm,
                        slurm_layer(*layers.slurm_job, per_task && parse_bool(per_task->text)));
     slurm = std::move(*from_slurm);
     // Slurm's values stand back where the user chose what they would contradict.
     auto user_set = [&](std::string_view name) {
       std::optional<LayeredValue> value = given_by_name(name);
-      return value && (find_option_by_name(name)->kind != OptionKind::flag ||
-                       parse_bool(value->text).value_or(true));
+      return value &&
+             (option_row(name).kind != OptionKind::flag || parse_bool(value->text).value_or(true));
     };
-    if (user_set("standalone")) slurm.clear();
-    if (user_set("rdzv_endpoint")) {
-      slurm.erase("master_addr");
-      slurm.erase("master_port");
+    if (user_set(opt::standalone)) slurm.clear();
+    if (user_set(opt::rdzv_endpoint)) {
+      slurm.erase(std::string(opt::master_addr));
+      slurm.erase(std::string(opt::master_port));
     }
-    if (user_set("num_processes") || user_set("num_gpus")) slurm.erase("nproc_per_node");
+    if (user_set(opt::num_processes) || user_set(opt::num_gpus))
+      slurm.erase(std::string(opt::nproc_per_node));
   }
 
   LayeredValues& values = layers.values;
@@ -264,9 +269,9 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
     if (spec.command_line_only) continue;
     const std::string name(spec.name);
     std::optional<LayeredValue> chosen;
-    if (name == "config") {
+    if (name == opt::config) {
       chosen = config;
-    } else if (name == "config_file") {
+    } else if (name == opt::config_file) {
       chosen = config_file;
     } else if (auto given = given_above_slurm(spec)) {
       chosen = std::move(given);

@@ -47,6 +47,18 @@ struct LayeredValue {
 // a default) appear.
 using LayeredValues = std::map<std::string, LayeredValue, std::less<>>;
 
+// The value of an option that has one in every run (a default, or a value the
+// caller saw given); a missing one is a bug in gangrun, thrown as
+// std::logic_error (gangrun::main reports it as an internal error).
+const LayeredValue& value_of(const LayeredValues& values, std::string_view name);
+
+// The value of an option (its opt:: name) that the user gave, from any layer;
+// nullptr when it has none or only the table's default.
+inline const LayeredValue* given_value(const LayeredValues& values, std::string_view name) {
+  auto it = values.find(name);
+  return it != values.end() && it->second.source != Source::default_value ? &it->second : nullptr;
+}
+
 // "GANGRUN_NPROC_PER_NODE" for prefix "GANGRUN_" and option "nproc_per_node".
 std::string env_name(std::string_view prefix, std::string_view snake_name);
 

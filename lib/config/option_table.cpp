@@ -1,8 +1,13 @@
 #include "config/option_table.hpp"
 
+#include "config/option_apply.hpp"
+#include "config/option_values.hpp"
+#include "config/slurm_values.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 namespace gangrun::config {
 
@@ -10,6 +15,38 @@ namespace {
 
 using G = OptionGroup;
 using K = OptionKind;
+
+// --nnodes as the backend reads it: only c10d takes a MIN:MAX range. The
+// backend's row is applied before every other (build_options.cpp).
+Expected<void> apply_nnodes(std::string_view text, Options& o) {
+  NodeRange nodes{.min = o.min_nnodes, .max = o.nnodes};
+  if (o.rdzv_backend == "c10d") {
+    GANGRUN_TRY_ASSIGN(range, parse_node_range(text));
+    nodes = *range;
+  } else {
+    GANGRUN_TRY_ASSIGN(count, parse_nnodes(text));
+    nodes = NodeRange{*count, *count};
+  }
+  o.min_nnodes = nodes.min;
+  o.nnodes = nodes.max;
+  return {};
+}
+
+// -q: verbosity -1. Its row comes after -v's; build_options.cpp lets a -v
+// from a higher layer win back.
+Expected<void> apply_quiet(std::string_view text, Options& o) {
+  GANGRUN_TRY_ASSIGN(quiet, parse_bool(text));
+  if (*quiet) o.verbosity = -1;
+  return {};
+}
+
+// torchrun's --start_method: one of its three, all run as spawn.
+Expected<std::string> start_method_choice(std::string_view text) {
+  for (std::string_view method : {"spawn", "fork", "forkserver"}) {
+    if (text == method) return std::string(text);
+  }
+  return fail_usage("'" + std::string(text) + "' is not one of spawn, fork, forkserver");
+}
 
 std::vector<OptionSpec> make_table() {
   return {
@@ -19,18 +56,21 @@ std::vector<OptionSpec> make_table() {
        .metavar = "N|auto|gpu|xpu|cpu",
        .suggestions = {"auto", "gpu", "xpu", "cpu"},
        .help = "workers per node (torchrun). gpu/xpu: one per selected device; cpu: one per "
-               "usable CPU; auto: devices if any, else CPUs. Default 1"},
+               "usable CPU; auto: devices if any, else CPUs. Default 1",
+       .apply = into<&Options::nproc_per_node, parse_proc_count>},
       {.name = "num_processes",
        .short_name = 'n',
        .group = G::process_counts,
        .metavar = "T",
        .help = "total workers over all nodes (accelerate); each node runs T / nnodes, which "
-               "must divide evenly"},
+               "must divide evenly",
+       .apply = into<&Options::num_processes, parse_positive_int>},
       {.name = "num_gpus",
        .aliases = {"num_accelerators"},
        .group = G::process_counts,
        .metavar = "N",
-       .help = "workers per node (deepspeed), using the first N visible devices"},
+       .help = "workers per node (deepspeed), using the first N visible devices",
+       .apply = into<&Options::num_gpus, parse_positive_int>},
 
       // ---- devices (docs/devices.md, "Accelerators")
       {.name = "accelerator",
@@ -40,22 +80,26 @@ std::vector<OptionSpec> make_table() {
        .choices = {"auto", "cuda", "xpu", "rocm", "cpu", "hpu", "npu", "neuron"},
        .help = "kind of device to place workers on; auto: the first of cuda, xpu, rocm with "
                "devices, else cpu. hpu/npu/neuron split the inherited HABANA_VISIBLE_MODULES, "
-               "ASCEND_RT_VISIBLE_DEVICES or NEURON_RT_VISIBLE_CORES"},
+               "ASCEND_RT_VISIBLE_DEVICES or NEURON_RT_VISIBLE_CORES",
+       .apply = into<&Options::accelerator, parse_accelerator>},
       {.name = "gpu_ids",
        .group = G::devices,
        .metavar = "LIST|all",
-       .help = "devices to use, as the workers number them (accelerate), e.g. 0,2"},
+       .help = "devices to use, as the workers number them (accelerate), e.g. 0,2",
+       .apply = into<&Options::gpu_ids, parse_gpu_ids>},
       {.name = "include",
        .short_name = 'i',
        .group = G::devices,
        .metavar = "NODE_SPEC",
        .help = "devices to use (deepspeed), e.g. localhost:0,2; this node answers to localhost "
-               "and its host name"},
+               "and its host name",
+       .apply = into<&Options::include, non_empty_text>},
       {.name = "exclude",
        .short_name = 'e',
        .group = G::devices,
        .metavar = "NODE_SPEC",
-       .help = "devices not to use (deepspeed), e.g. localhost:1"},
+       .help = "devices not to use (deepspeed), e.g. localhost:1",
+       .apply = into<&Options::exclude, non_empty_text>},
       {.name = "visible_devices",
        .group = G::devices,
        .metavar = "MODE",
@@ -63,13 +107,15 @@ std::vector<OptionSpec> make_table() {
        .choices = {"shared", "per-rank"},
        .help = "shared: every worker sees the selected devices and uses LOCAL_RANK (torchrun); "
                "per-rank: each worker sees only its own --devices-per-proc devices",
-       .shown = Spelling::dash},
+       .shown = Spelling::dash,
+       .apply = into<&Options::visible_devices, parse_visible_devices>},
       {.name = "devices_per_proc",
        .group = G::devices,
        .metavar = "K",
        .default_text = "1",
        .help = "devices each worker gets with --visible-devices per-rank",
-       .shown = Spelling::dash},
+       .shown = Spelling::dash,
+       .apply = into<&Options::devices_per_proc, parse_positive_int>},
       {.name = "mask_format",
        .group = G::devices,
        .metavar = "FORMAT",
@@ -77,7 +123,8 @@ std::vector<OptionSpec> make_table() {
        .choices = {"index", "uuid"},
        .help = "how masks name devices: index (the tokens of the inherited variable, or driver "
                "indices) or uuid (CUDA and ROCm only)",
-       .shown = Spelling::dash},
+       .shown = Spelling::dash,
+       .apply = into<&Options::mask_format, parse_mask_format>},
 
       // ---- nodes
       {.name = "nnodes",
@@ -85,29 +132,34 @@ std::vector<OptionSpec> make_table() {
        .group = G::nodes,
        .metavar = "N|MIN:MAX",
        .default_text = "1",
-       .help = "number of nodes N, or MIN:MAX for an elastic job (c10d)"},
+       .help = "number of nodes N, or MIN:MAX for an elastic job (c10d)",
+       .apply = apply_nnodes},
       {.name = "node_rank",
        .aliases = {"machine_rank"},
        .group = G::nodes,
        .metavar = "R",
        .default_text = "0",
        .help = "rank of this node, 0 <= R < nnodes; static backend only (c10d assigns node "
-               "ranks and ignores it)"},
+               "ranks and ignores it)",
+       .apply = into<&Options::node_rank, parse_non_negative_int>},
       {.name = "master_addr",
        .aliases = {"main_process_ip"},
        .group = G::nodes,
        .metavar = "HOST",
-       .help = "address of the node that hosts the store (node rank 0). Default 127.0.0.1"},
+       .help = "address of the node that hosts the store (node rank 0). Default 127.0.0.1",
+       .apply = into<&Options::master_addr, non_empty_text>},
       {.name = "master_port",
        .aliases = {"main_process_port"},
        .group = G::nodes,
        .metavar = "PORT",
        .help = "port of the store, 1..65535. Default (or 0): a free port on a single node, "
-               "else 29500"},
+               "else 29500",
+       .apply = into<&Options::master_port, parse_port>},
       {.name = "standalone",
        .group = G::nodes,
        .kind = K::flag,
-       .help = "single node: a free port and a random run id"},
+       .help = "single node: a free port and a random run id",
+       .apply = into<&Options::standalone, parse_bool>},
       {.name = "rdzv_backend",
        .group = G::nodes,
        .metavar = "BACKEND",
@@ -115,50 +167,59 @@ std::vector<OptionSpec> make_table() {
        .choices = {"static", "c10d"},
        .help = "how nodes meet: static (each node gives --node_rank; the store is at "
                "--master_addr/--master_port or --rdzv_endpoint); c10d (nodes join at "
-               "--rdzv_endpoint and are given their ranks; --nnodes may be a MIN:MAX range)"},
+               "--rdzv_endpoint and are given their ranks; --nnodes may be a MIN:MAX range)",
+       .apply = into<&Options::rdzv_backend, parse_rdzv_backend>},
       {.name = "rdzv_endpoint",
        .group = G::nodes,
        .metavar = "HOST[:PORT]",
        .help = "where the nodes meet (c10d), the same on every node; IPv6 as [ADDR]:PORT. "
                "Default port 29400. With the static backend: the master address and port, "
-               "where --master_addr/--master_port do not give them"},
+               "where --master_addr/--master_port do not give them",
+       .apply = into<&Options::rdzv_endpoint, parse_rdzv_endpoint>},
       {.name = "rdzv_conf",
        .group = G::nodes,
        .metavar = "KEY=VALUE,...",
        .help = "settings of the c10d rendezvous: join_timeout (or timeout; seconds, default 600), "
                "last_call_timeout (30), close_timeout (30), read_timeout (60), is_host "
                "(true/false; default: the node that can listen on the endpoint), "
-               "keep_alive_interval (1), keep_alive_max_attempt (3)"},
+               "keep_alive_interval (1), keep_alive_max_attempt (3)",
+       .apply = into<&Options::rdzv_conf, parse_rdzv_conf>},
       {.name = "local_addr",
        .group = G::nodes,
        .metavar = "ADDR",
-       .help = "address other nodes reach this node at (c10d). Default: this host's name"},
+       .help = "address other nodes reach this node at (c10d). Default: this host's name",
+       .apply = into<&Options::local_addr, non_empty_text>},
       {.name = "rdzv_id",
        .group = G::nodes,
        .metavar = "ID",
        .default_text = "none",
-       .help = "job id, the same on every node (TORCHELASTIC_RUN_ID)"},
+       .help = "job id, the same on every node (TORCHELASTIC_RUN_ID)",
+       .apply = into<&Options::rdzv_id, non_empty_text>},
       {.name = "virtual_local_rank",
        .group = G::nodes,
        .kind = K::flag,
        .help = "torchrun's virtual local rank: every worker gets LOCAL_RANK=0 and "
                "CUDA_VISIBLE_DEVICES naming only its own device (the inherited list's entry at "
-               "its local rank, else the local rank)"},
+               "its local rank, else the local rank)",
+       .apply = into<&Options::virtual_local_rank, parse_bool>},
       {.name = "max_restarts",
        .group = G::nodes,
        .metavar = "N",
        .default_text = "0",
-       .help = "times the whole gang is restarted after a worker fails"},
+       .help = "times the whole gang is restarted after a worker fails",
+       .apply = into<&Options::max_restarts, parse_max_restarts>},
       {.name = "monitor_interval",
        .group = G::nodes,
        .metavar = "SECONDS",
        .default_text = "0.1",
-       .help = "accepted for torchrun compatibility; failures are seen as they happen"},
+       .help = "accepted for torchrun compatibility; failures are seen as they happen",
+       .apply = into<&Options::monitor_interval, parse_non_negative_seconds>},
       {.name = "role",
        .group = G::nodes,
        .metavar = "NAME",
        .default_text = "default",
-       .help = "role of the workers (ROLE_NAME)"},
+       .help = "role of the workers (ROLE_NAME)",
+       .apply = into<&Options::role, non_empty_text>},
       {.name = "launcher",
        .group = G::nodes,
        .metavar = "NAME",
@@ -169,18 +230,21 @@ std::vector<OptionSpec> make_table() {
                "else local. slurm: start gangrun on every node with srun; ssh (or pdsh, "
                "deepspeed's name): start gangrun on every host of the hostfile with ssh "
                "(--launcher_args then holds ssh options); local: run on this node only and read "
-               "nothing from Slurm"},
+               "nothing from Slurm",
+       .apply = into<&Options::launcher, parse_launcher>},
       {.name = "launcher_args",
        .group = G::nodes,
        .metavar = "ARGS",
        .help = "more options for srun when gangrun starts itself on every node, e.g. "
-               "'--cpu-bind=cores --mem=0'"},
+               "'--cpu-bind=cores --mem=0'",
+       .apply = into<&Options::launcher_args, parse_launcher_args>},
       {.name = "worker_per_task",
        .group = G::nodes,
        .kind = K::flag,
        .help = "in an srun step with several tasks per node, make each task one worker "
                "(RANK from SLURM_PROCID, LOCAL_RANK from SLURM_LOCALID) instead of refusing",
-       .shown = Spelling::dash},
+       .shown = Spelling::dash,
+       .apply = into<&Options::worker_per_task, parse_bool>},
 
       // ---- program
       {.name = "start_method",
@@ -188,33 +252,39 @@ std::vector<OptionSpec> make_table() {
        .metavar = "METHOD",
        .choices = {"spawn", "fork", "forkserver"},
        .help = "accepted for torchrun compatibility: every worker is a new process that "
-               "execs its program, as with spawn"},
+               "execs its program, as with spawn",
+       .apply = accept_only<start_method_choice>},
       {.name = "run_path",
        .group = G::program,
        .kind = K::flag,
        .help = "accepted for torchrun compatibility: the script runs as PYTHON -u SCRIPT, "
-               "where torchrun would run it with runpy in its worker process"},
+               "where torchrun would run it with runpy in its worker process",
+       .apply = accept_only<parse_bool>},
       {.name = "module",
        .short_name = 'm',
        .group = G::program,
        .kind = K::flag,
-       .help = "PROGRAM is a Python module: run PYTHON -u -m PROGRAM ARGS"},
+       .help = "PROGRAM is a Python module: run PYTHON -u -m PROGRAM ARGS",
+       .apply = into<&Options::module, parse_bool>},
       {.name = "no_python",
        .group = G::program,
        .kind = K::flag,
-       .help = "execute PROGRAM directly, never through Python"},
+       .help = "execute PROGRAM directly, never through Python",
+       .apply = into<&Options::no_python, parse_bool>},
       {.name = "python",
        .group = G::program,
        .metavar = "PATH",
        .value_hint = ValueHint::command,
-       .help = "Python interpreter. Default: $PYTHON_EXEC, else python3 on PATH"},
+       .help = "Python interpreter. Default: $PYTHON_EXEC, else python3 on PATH",
+       .apply = into<&Options::python, non_empty_text>},
 
       // ---- output
       {.name = "log_dir",
        .group = G::output,
        .metavar = "DIR",
        .value_hint = ValueHint::directory,
-       .help = "write each worker's stdout, stderr and error file under DIR"},
+       .help = "write each worker's stdout, stderr and error file under DIR",
+       .apply = into<&Options::log_dir, non_empty_text>},
       {.name = "redirects",
        .short_name = 'r',
        .group = G::output,
@@ -222,18 +292,21 @@ std::vector<OptionSpec> make_table() {
        .default_text = "0",
        .suggestions = {"0", "1", "2", "3"},
        .help = "send worker streams to the log files instead of the console: 0 none, 1 stdout, "
-               "2 stderr, 3 both; or per local rank, e.g. 0:3,1:2"},
+               "2 stderr, 3 both; or per local rank, e.g. 0:3,1:2",
+       .apply = into<&Options::redirects, parse_streams>},
       {.name = "tee",
        .short_name = 't',
        .group = G::output,
        .metavar = "0-3|LR:V,...",
        .default_text = "0",
        .suggestions = {"0", "1", "2", "3"},
-       .help = "copy worker streams to the log files as well as the console (values as -r)"},
+       .help = "copy worker streams to the log files as well as the console (values as -r)",
+       .apply = into<&Options::tee, parse_streams>},
       {.name = "local_ranks_filter",
        .group = G::output,
        .metavar = "LIST",
-       .help = "show only these local ranks on the console, e.g. 0,3"},
+       .help = "show only these local ranks on the console, e.g. 0,3",
+       .apply = into<&Options::local_ranks_filter, parse_local_ranks>},
       {.name = "duplicate_stdout_filters",
        .group = G::output,
        .metavar = "WORDS",
@@ -256,20 +329,23 @@ std::vector<OptionSpec> make_table() {
        .group = G::output,
        .metavar = "NAME",
        .help = "accepted for torchrun compatibility; gangrun's events are its log lines and "
-               "--report"},
+               "--report",
+       .apply = accept_only<any_text>},
       {.name = "log_prefix",
        .group = G::output,
        .metavar = "TEMPLATE",
        .help = "console line prefix; knows ${rank}, ${local_rank}, ${role_name}, ${node_rank}, "
                "${host}. Default: $TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, else '[rank${rank}]: '",
-       .shown = Spelling::dash},
+       .shown = Spelling::dash,
+       .apply = into<&Options::log_prefix, any_text>},
       {.name = "output",
        .group = G::output,
        .metavar = "MODE",
        .default_text = "auto",
        .choices = {"auto", "prefix", "inherit"},
        .help = "prefix: workers' lines behind a prefix; inherit: workers write to the terminal "
-               "directly; auto: prefix for several workers, inherit for one"},
+               "directly; auto: prefix for several workers, inherit for one",
+       .apply = into<&Options::output, parse_output_mode>},
 
       // ---- supervision
       {.name = "term_timeout",
@@ -278,7 +354,8 @@ std::vector<OptionSpec> make_table() {
        .metavar = "SECONDS",
        .default_text = "30",
        .help = "grace from SIGTERM to SIGKILL when workers are stopped",
-       .shown = Spelling::dash},
+       .shown = Spelling::dash,
+       .apply = into<&Options::term_timeout, parse_non_negative_seconds>},
       {.name = "failure_window",
        .group = G::supervision,
        .metavar = "SECONDS",
@@ -286,7 +363,8 @@ std::vector<OptionSpec> make_table() {
        .help = "after the first worker fails, how long the others may go on and fail by "
                "themselves before they are stopped, so that the rank they waited for (one still "
                "running when the rest timed out) is named as the root cause; 0: stop them at once",
-       .shown = Spelling::dash},
+       .shown = Spelling::dash,
+       .apply = into<&Options::failure_window, parse_non_negative_seconds>},
       {.name = "numa_binding",
        .group = G::supervision,
        .metavar = "MODE",
@@ -297,23 +375,27 @@ std::vector<OptionSpec> make_table() {
        .group = G::supervision,
        .metavar = "LIST",
        .default_text = "SIGTERM,SIGINT,SIGHUP,SIGQUIT",
-       .help = "signals that are forwarded to the workers and stop the gang"},
+       .help = "signals that are forwarded to the workers and stop the gang",
+       .apply = into<&Options::signals_to_handle, parse_signals>},
 
       // ---- reporting
       {.name = "dry_run",
        .group = G::reporting,
        .kind = K::flag,
        .help = "print the launch plan and start nothing (with -v: where each value came from)",
-       .shown = Spelling::dash},
+       .shown = Spelling::dash,
+       .apply = into<&Options::dry_run, parse_bool>},
       {.name = "json",
        .group = G::reporting,
        .kind = K::flag,
-       .help = "print machine-readable JSON instead of text"},
+       .help = "print machine-readable JSON instead of text",
+       .apply = into<&Options::json, parse_bool>},
       {.name = "report",
        .group = G::reporting,
        .metavar = "FILE",
        .value_hint = ValueHint::file,
-       .help = "write the whole run as JSON to FILE"},
+       .help = "write the whole run as JSON to FILE",
+       .apply = into<&Options::report, non_empty_text>},
 
       // ---- general
       {.name = "config",
@@ -321,24 +403,28 @@ std::vector<OptionSpec> make_table() {
        .metavar = "FILE",
        .value_hint = ValueHint::file,
        .help = "JSON object of option values (keys are long option names); the command line "
-               "and environment override it. Default: $GANGRUN_CONFIG, else $PET_CONFIG"},
+               "and environment override it. Default: $GANGRUN_CONFIG, else $PET_CONFIG",
+       .apply = into<&Options::json_config_file, non_empty_text>},
       {.name = "verbose",
        .short_name = 'v',
        .group = G::general,
        .kind = K::counter,
        .default_text = "0",
-       .help = "say more; repeat for more detail"},
+       .help = "say more; repeat for more detail",
+       .apply = into<&Options::verbosity, parse_count>},
       {.name = "quiet",
        .short_name = 'q',
        .group = G::general,
        .kind = K::flag,
-       .help = "print only errors"},
+       .help = "print only errors",
+       .apply = apply_quiet},
       {.name = "color",
        .group = G::general,
        .metavar = "WHEN",
        .default_text = "auto",
        .choices = {"auto", "always", "never"},
-       .help = "color gangrun's own messages; when not given, a non-empty $NO_COLOR means never"},
+       .help = "color gangrun's own messages; when not given, a non-empty $NO_COLOR means never",
+       .apply = into<&Options::color, parse_color_mode>},
       {.name = "version",
        .group = G::general,
        .kind = K::flag,
@@ -464,6 +550,18 @@ const OptionSpec* find_option_by_name(std::string_view snake_name) {
     if (spec.name == snake_name) return &spec;
   }
   return nullptr;
+}
+
+const OptionSpec& option_row(std::string_view name) {
+  const OptionSpec* spec = find_option_by_name(name);
+  if (spec == nullptr) {
+    // Only an opt:: name reaches here, and test_config_option_rows.cpp checks
+    // that each has its row: this is a build that skipped its tests.
+    std::fprintf(stderr, "gangrun: internal error: option %.*s has no row\n",
+                 static_cast<int>(name.size()), name.data());
+    std::abort();
+  }
+  return *spec;
 }
 
 const OptionSpec* find_option_by_short_name(char letter) {

@@ -1,8 +1,12 @@
 // Every launch option, once, as plain data. The parser (cli.cpp), the layering
-// of environment and config file (layering.cpp), and --help, the man page and
+// of environment and config file (layering.cpp), the typing into Options
+// (build_options.cpp, through each row's apply), and --help, the man page and
 // the completion scripts (cli_docs/) all walk this one table, so an option
-// added here is parsed, layered, documented and completed alike.
+// added here is parsed, layered, applied, documented and completed alike.
 #pragma once
+
+#include "config/option_names.hpp"
+#include "util/error.hpp"
 
 #include <string>
 #include <string_view>
@@ -44,6 +48,13 @@ enum class ValueHint {
   command,    // an executable: a command on PATH, or a path
 };
 
+struct Options;
+
+// Types an option's text into the Options it belongs to (config/option_apply.hpp
+// makes them from a member pointer and a parser); a usage error says what is
+// wrong with the text, and the caller prefixes where the text came from.
+using ApplyFn = Expected<void> (*)(std::string_view text, Options& options);
+
 struct OptionSpec {
   std::string_view name =
       {};               // snake_case: Options field, origins key, GANGRUN_/PET_ suffix, config key
@@ -66,6 +77,10 @@ struct OptionSpec {
   // parsed (so the user hears why, not "unknown option"), and giving it from
   // any layer is a usage error with this reason and what to do instead.
   std::string_view refused = {};
+  // Where the value goes. Null only for rows that never reach Options: refused
+  // ones, --help and --version (the CLI answers them), and accelerate's own
+  // flags, which accelerate_values.cpp turns into the workers' variables.
+  ApplyFn apply = nullptr;
 };
 
 // All options, grouped by OptionGroup in printing order.
@@ -99,6 +114,10 @@ std::string closest_spelling(std::string_view typed);
 
 // The option an exact snake_case name refers to; nullptr when there is none.
 const OptionSpec* find_option_by_name(std::string_view snake_name);
+
+// The row of a name from opt:: (config/option_names.hpp). Every such name has a
+// row (test_config_option_rows.cpp checks it), so this lookup cannot fail.
+const OptionSpec& option_row(std::string_view name);
 
 // The option whose short name is letter ('n' for -n); nullptr when none is.
 const OptionSpec* find_option_by_short_name(char letter);

@@ -12,6 +12,11 @@
 
 namespace gangrun::config {
 
+Expected<std::string> non_empty_text(std::string_view text) {
+  if (strings::trim(text).empty()) return fail_usage("empty value");
+  return std::string(text);
+}
+
 namespace {
 
 // A whole-string integer in [low, high]; nullopt otherwise.

@@ -10,10 +10,17 @@
 
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace gangrun::config {
+
+// Any text, as given.
+inline Expected<std::string> any_text(std::string_view text) { return std::string(text); }
+
+// Text that is not empty or blank.
+Expected<std::string> non_empty_text(std::string_view text);
 
 // "N" (N >= 1), "auto", "gpu", "xpu" or "cpu".
 Expected<ProcCount> parse_proc_count(std::string_view text);

@@ -8,7 +8,8 @@ const char* to_string(Source source) {
       return "default";
     case Source::slurm:
       return "Slurm";
-    case Source::config_file:
+    case Source::accelerate_config:
+    case Source::json_config:
       return "config file";
     case Source::pet_env:
       return "PET_ environment";

@@ -17,15 +17,31 @@
 
 namespace gangrun::config {
 
-// Where an option's value came from, highest precedence last.
-enum class Source { default_value, slurm, config_file, pet_env, gangrun_env, command_line };
+// Where an option's value came from, highest precedence last: accelerate's
+// YAML config (--config_file, or accelerate's default file) sits below
+// gangrun's own JSON file (--config). Both read "config file"; the value's
+// origin text names the file.
+enum class Source {
+  default_value,
+  slurm,
+  accelerate_config,
+  json_config,
+  pet_env,
+  gangrun_env,
+  command_line
+};
 const char* to_string(Source source);
+// From either config file.
+inline bool from_a_config_file(Source source) {
+  return source == Source::accelerate_config || source == Source::json_config;
+}
 
 // --nproc_per_node N|auto|gpu|xpu|cpu
 struct ProcCount {
   enum class Kind { number, automatic, gpu, xpu, cpu };
   Kind kind = Kind::number;
   int number = 1;  // meaningful when kind == number; always >= 1
+  bool operator==(const ProcCount&) const = default;
 };
 
 enum class OutputMode { automatic, prefix, inherit };
@@ -152,9 +168,9 @@ struct Options {
   // ---- reporting and misc
   bool dry_run = false;
   bool json = false;
-  std::optional<std::string> report;       // --report FILE
-  std::optional<std::string> config_file;  // --config FILE (already applied)
-  int verbosity = 0;                       // -q: -1, default 0, each -v adds 1
+  std::optional<std::string> report;            // --report FILE
+  std::optional<std::string> json_config_file;  // --config FILE (already applied)
+  int verbosity = 0;                            // -q: -1, default 0, each -v adds 1
   ColorMode color = ColorMode::automatic;
 
   // Every long option that has a value, by its snake_case name, with the
@@ -162,8 +178,11 @@ struct Options {
   struct Origin {
     std::string text;
     Source source = Source::default_value;
+    bool operator==(const Origin&) const = default;
   };
   std::map<std::string, Origin> origins;
+
+  bool operator==(const Options&) const = default;
 };
 
 }  // namespace gangrun::config

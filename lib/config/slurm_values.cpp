@@ -10,8 +10,8 @@ namespace {
 using slurm::Job;
 
 // `origin` says which variables gave the value: "SLURM_NODEID=1".
-LayeredValue from_variables(std::string text, const std::string& option, std::string origin) {
-  std::string given = "--" + option + " " + text + " (from " + origin + ")";
+LayeredValue from_variables(std::string text, std::string_view option, std::string origin) {
+  std::string given = "--" + std::string(option) + " " + text + " (from " + origin + ")";
   return LayeredValue{.text = std::move(text),
                       .source = Source::slurm,
                       .where = std::move(origin),
@@ -76,14 +76,14 @@ Expected<std::vector<std::string>> parse_launcher_args(std::string_view text) {
 Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job& job,
                                                                        bool worker_per_task) {
   std::map<std::string, LayeredValue, std::less<>> values;
-  auto put = [&](const std::string& option, std::string text, std::string origin) {
-    values[option] = from_variables(std::move(text), option, std::move(origin));
+  auto put = [&](std::string_view option, std::string text, std::string origin) {
+    values[std::string(option)] = from_variables(std::move(text), option, std::move(origin));
   };
 
   if (job.place == slurm::Place::allocation) {
-    put("nnodes", std::to_string(job.num_nodes.value), variable_text(job.num_nodes));
+    put(opt::nnodes, std::to_string(job.num_nodes.value), variable_text(job.num_nodes));
     if (job.gpus_on_node) {
-      put("nproc_per_node", std::to_string(job.gpus_on_node->value),
+      put(opt::nproc_per_node, std::to_string(job.gpus_on_node->value),
           variable_text(*job.gpus_on_node));
     }
     return values;
@@ -97,26 +97,26 @@ Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job
   }
   std::string job_and_step = variable_text(job.job_id);
   if (job.step_id) job_and_step += ", " + variable_text(*job.step_id);
-  put("rdzv_id", slurm::run_id(job), job_and_step);
+  put(opt::rdzv_id, slurm::run_id(job), job_and_step);
   // One node keeps the single-node defaults, 127.0.0.1 and a free port, so
   // that two runs in one interactive step do not meet at the same port.
   int nodes = worker_per_task && job.num_tasks ? job.num_tasks->value : job.num_nodes.value;
   if (nodes > 1) {
-    put("master_addr", hosts->front(), slurm::head_node_origin(job));
-    put("master_port", std::to_string(slurm::store_port(job)), job_and_step);
+    put(opt::master_addr, hosts->front(), slurm::head_node_origin(job));
+    put(opt::master_port, std::to_string(slurm::store_port(job)), job_and_step);
   }
 
   if (worker_per_task && job.num_tasks && job.procid) {
-    put("nnodes", std::to_string(job.num_tasks->value),
+    put(opt::nnodes, std::to_string(job.num_tasks->value),
         variable_text(*job.num_tasks) + ", one node per task with --worker-per-task");
-    put("node_rank", std::to_string(job.procid->value), variable_text(*job.procid));
-    put("nproc_per_node", "1", "one worker per task with --worker-per-task");
+    put(opt::node_rank, std::to_string(job.procid->value), variable_text(*job.procid));
+    put(opt::nproc_per_node, "1", "one worker per task with --worker-per-task");
     return values;
   }
-  put("nnodes", std::to_string(job.num_nodes.value), variable_text(job.num_nodes));
-  put("node_rank", std::to_string(job.node_id->value), variable_text(*job.node_id));
+  put(opt::nnodes, std::to_string(job.num_nodes.value), variable_text(job.num_nodes));
+  put(opt::node_rank, std::to_string(job.node_id->value), variable_text(*job.node_id));
   if (job.gpus_on_node) {
-    put("nproc_per_node", std::to_string(job.gpus_on_node->value),
+    put(opt::nproc_per_node, std::to_string(job.gpus_on_node->value),
         variable_text(*job.gpus_on_node));
   }
   return values;

@@ -43,15 +43,6 @@ std::vector<Candidate> pick(const std::vector<Candidate>& visible,
   return picked;
 }
 
-Expected<void> refuse_together(bool first, std::string_view first_flag, bool second,
-                               std::string_view second_flag) {
-  if (first && second) {
-    return fail_usage(std::string(first_flag) + " and " + std::string(second_flag) +
-                      " cannot be combined: choose the devices with one of them");
-  }
-  return {};
-}
-
 }  // namespace
 
 Expected<std::optional<NodeSlots>> slots_for_node(std::string_view spec, std::string_view flag,
@@ -83,17 +74,6 @@ Expected<std::optional<NodeSlots>> slots_for_node(std::string_view spec, std::st
 Expected<std::vector<Candidate>> select_devices(const std::vector<Candidate>& visible,
                                                 const SelectionFlags& flags,
                                                 const std::vector<std::string>& node_names) {
-  // deepspeed refuses these pairs; --gpu_ids is accelerate's spelling of --include.
-  for (auto refused : {refuse_together(flags.include.has_value(), "--include",
-                                       flags.exclude.has_value(), "--exclude"),
-                       refuse_together(flags.gpu_ids.has_value(), "--gpu_ids",
-                                       flags.include || flags.exclude, "--include/--exclude"),
-                       refuse_together(flags.num_gpus.has_value(), "--num_gpus",
-                                       flags.include || flags.exclude || flags.gpu_ids,
-                                       "--gpu_ids/--include/--exclude")}) {
-    GANGRUN_TRY(refused);
-  }
-
   if (flags.gpu_ids) {
     GANGRUN_TRY_ASSIGN(positions, checked_positions(*flags.gpu_ids, visible.size(), "--gpu_ids"));
     return pick(visible, *positions);

@@ -47,10 +47,13 @@ Expected<std::optional<NodeSlots>> slots_for_node(std::string_view spec, std::st
                                                   const std::vector<std::string>& node_names);
 
 // Applies the flags to visible, keeping the order the flags give (--gpu_ids
-// 2,0 puts position 2 first, as CUDA_VISIBLE_DEVICES=2,0 would). Every
-// problem is ErrorCode::usage naming the flag and the entry: a position past
-// the end, a duplicate, flags that cannot be combined, a selection that
-// leaves nothing.
+// 2,0 puts position 2 first, as CUDA_VISIBLE_DEVICES=2,0 would). Which flags
+// may be combined is config's decision, made before any device is probed
+// (config/build_options.cpp); here the first given of --gpu_ids, --num_gpus,
+// --include, --exclude selects (a hostfile's --num_gpus N leaves this host's
+// first N slots in --include, the same devices). Every problem is
+// ErrorCode::usage naming the flag and the entry: a position past the end, a
+// duplicate, a selection that leaves nothing.
 Expected<std::vector<Candidate>> select_devices(const std::vector<Candidate>& visible,
                                                 const SelectionFlags& flags,
                                                 const std::vector<std::string>& node_names);

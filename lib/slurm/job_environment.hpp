@@ -25,6 +25,7 @@ struct Read {
   T value{};
   std::string variable;  // "SLURM_STEP_NUM_NODES"
   std::string text;      // the variable's text, "3" or "node[1-3]"
+  bool operator==(const Read&) const = default;
 };
 
 struct Job {
@@ -47,6 +48,7 @@ struct Job {
   // SLURMD_NODENAME: this node's name in Slurm, which reports and log lines
   // use (several slurmd may share a machine and its host name).
   std::optional<std::string> node_name;
+  bool operator==(const Job&) const = default;
 };
 
 // The job gangrun runs in, or nullopt outside Slurm (no SLURM_JOB_ID).

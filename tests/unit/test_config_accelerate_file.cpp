@@ -135,7 +135,7 @@ TEST_CASE("config accelerate file: the command line wins, the file's values stan
   CHECK(vars.at("ACCELERATE_DEEPSPEED_ZERO_STAGE") == "3");
   CHECK(vars.at("ACCELERATE_CONFIG_DS_FIELDS") == "gradient_accumulation_steps,zero_stage");
   CHECK(*o.num_processes == 2);
-  CHECK(o.origins.at("num_processes").source == Source::config_file);
+  CHECK(o.origins.at("num_processes").source == Source::accelerate_config);
   // --dry-run -v names the file and key a value came from.
   CHECK(o.origins.at("num_processes").text == "2 (" + cfg + ": key \"num_processes\")");
 

@@ -381,6 +381,12 @@ TEST_CASE("config::parse_command_line refuses bad and contradictory device optio
              Contains("--include localhost:0 and --exclude localhost:1 cannot be combined"));
   CHECK_THAT(usage_error({"--gpu_ids", "0", "--include", "localhost:1", "p"}),
              Contains("both select devices"));
+  // Selections are checked against each other here, before any device is
+  // probed (placement/selection.cpp no longer does).
+  CHECK_THAT(usage_error({"--num_gpus", "1", "--gpu_ids", "0", "p"}),
+             Contains("--num_gpus 1 and --gpu_ids 0 both select devices"));
+  CHECK_THAT(usage_error({"--num_gpus", "1", "--exclude", "localhost:1", "p"}),
+             Contains("--num_gpus 1 and --exclude localhost:1 both select devices"));
   CHECK_THAT(usage_error({"--devices-per-proc", "2", "p"}),
              Contains("applies to --visible-devices per-rank only"));
 }

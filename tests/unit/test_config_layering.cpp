@@ -78,11 +78,11 @@ TEST_CASE("config::parse_command_line layers CLI over GANGRUN_ over PET_ over fi
   CHECK(o.master_port == 2222);  // PET_ beats the file
   CHECK(o.origins.at("master_port").source == Source::pet_env);
   CHECK(o.max_restarts == 7);  // the file beats the default
-  CHECK(o.origins.at("max_restarts").source == Source::config_file);
+  CHECK(o.origins.at("max_restarts").source == Source::json_config);
   CHECK(o.role == "trainer");
   CHECK(o.term_timeout == 30.0);  // the default
   CHECK(o.origins.at("term_timeout").source == Source::default_value);
-  CHECK(o.config_file == file.path());
+  CHECK(o.json_config_file == file.path());
   CHECK(o.origins.at("config").source == Source::gangrun_env);
 }
 

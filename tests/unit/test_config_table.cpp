@@ -101,7 +101,8 @@ TEST_CASE("config::to_string names every source", "[config]") {
   using gangrun::config::Source;
   CHECK(std::string(to_string(Source::command_line)) == "command line");
   CHECK(std::string(to_string(Source::default_value)) == "default");
-  CHECK(std::string(to_string(Source::config_file)) == "config file");
+  CHECK(std::string(to_string(Source::json_config)) == "config file");
+  CHECK(std::string(to_string(Source::accelerate_config)) == "config file");
   CHECK(std::string(to_string(Source::gangrun_env)) == "GANGRUN_ environment");
   CHECK(std::string(to_string(Source::pet_env)) == "PET_ environment");
 }

@@ -121,14 +121,6 @@ TEST_CASE("placement: a bad selection is a usage error naming the flag and the e
   SelectionFlags too_many;
   too_many.num_gpus = 5;
   expect_error(too_many, "--num_gpus 5", "only 4");
-  SelectionFlags both;
-  both.include = "localhost:0";
-  both.exclude = "localhost:1";
-  expect_error(both, "--include", "--exclude");
-  SelectionFlags mixed;
-  mixed.gpu_ids = std::vector<int>{0};
-  mixed.num_gpus = 1;
-  expect_error(mixed, "--num_gpus", "--gpu_ids");
   SelectionFlags elsewhere;
   elsewhere.include = "worker-1:0";
   expect_error(elsewhere, "--include 'worker-1:0'", "names no device of this node");

@@ -1,0 +1,45 @@
+"""Every problem in the options at once (lib/config/problems.hpp).
+
+A command line with several independent mistakes is refused with all of them
+named, each with the option, its value and where it came from, exit 2, and
+nothing started: the worker would create a marker file, which must not exist.
+"""
+
+import os
+
+import harness
+from harness import GangrunTestCase
+
+
+class EveryProblemAtOnce(GangrunTestCase):
+    def test_three_independent_mistakes_are_all_reported(self):
+        marker = self.path("worker-started")
+        result = self.gangrun(["--nnodes", "two", "--accelerator", "tpu", "--max_restarts", "lots",
+                               *self.fake("--touch", marker, "--exit", 0)])
+        self.assertExit(result, 2)
+        self.assertIn("3 problems", result.stderr, result.describe())
+        self.assertIn("--nnodes: 'two' is not a node count", result.stderr, result.describe())
+        self.assertIn("--accelerator: 'tpu' is not an accelerator", result.stderr, result.describe())
+        self.assertIn("--max_restarts: 'lots'", result.stderr, result.describe())
+        self.assertFalse(os.path.exists(marker), "the worker was started")
+        self.assert_nothing_started()
+
+    def test_mistakes_from_different_layers_name_where_each_came_from(self):
+        marker = self.path("worker-started")
+        env = harness.clean_env(GANGRUN_TERM_TIMEOUT="soon", PET_COLOR="sometimes")
+        result = self.gangrun(["--nproc_per_node", "many", *self.fake("--touch", marker, "--exit", 0)],
+                              env=env)
+        self.assertExit(result, 2)
+        for where in ("--nproc_per_node: 'many'", "GANGRUN_TERM_TIMEOUT: ", "PET_COLOR: "):
+            self.assertIn(where, result.stderr, result.describe())
+        self.assertFalse(os.path.exists(marker), "the worker was started")
+
+    def test_one_mistake_reads_as_before(self):
+        result = self.gangrun(["--max_restarts", "lots", *self.fake("--exit", 0)])
+        self.assertExit(result, 2)
+        self.assertNotIn("problems", result.stderr, result.describe())
+        self.assertIn("--max_restarts: 'lots'", result.stderr, result.describe())
+
+
+if __name__ == "__main__":
+    harness.main()
