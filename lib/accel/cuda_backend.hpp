@@ -2,7 +2,7 @@
 //
 // The driver reads CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER from the
 // process environment once, at cuInit, and a process can never see a second
-// view. So gangrun probes in a short-lived child (launch/probe_runner.hpp):
+// view. So gangrun probes in a short-lived child (probe/probe_runner.hpp):
 // gangrun re-executed with the given environment runs probe_cuda() and sends
 // the report back as JSON. The launcher itself never initialises CUDA, and
 // can ask for both the as-user view and the unfiltered view (the same
@@ -33,7 +33,7 @@ std::string cuda_library_path(const EnvMap& env);
 // Probes in this process. The library path comes from env, but the driver
 // reads CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER from this process's real
 // environment at cuInit, and only the first cuInit in a process counts: call
-// it only in a process that exists to probe (launch/probe_mode.hpp).
+// it only in a process that exists to probe (probe/probe_mode.hpp).
 // Once cuInit has run the library stays loaded until the process exits.
 //
 // Each Device: index = CUDA ordinal in this view; uuid "GPU-<8-4-4-4-12 hex>",

@@ -3,7 +3,7 @@
 //
 // Like CUDA, Level Zero reads ZE_AFFINITY_MASK, ZE_FLAT_DEVICE_HIERARCHY
 // and ZE_ENABLE_PCI_ID_DEVICE_ORDER once per process, at init: probe in a
-// process that exists to probe (launch/probe_runner.hpp). Nothing here fails: a missing loader, no
+// process that exists to probe (probe/probe_runner.hpp). Nothing here fails: a missing loader, no
 // driver (the loader alone answers ZE_RESULT_ERROR_UNINITIALIZED) or a
 // missing entry point give no devices and say why in `unavailable`.
 #pragma once

@@ -9,7 +9,7 @@ namespace gangrun::agent {
 
 std::string agent_store_bind_host(const launch::LaunchPlan& plan) {
   if (!plan.multi_node) return plan.master_addr;
-  if (plan.options.local_addr) return *plan.options.local_addr;
+  if (plan.local_addr) return *plan.local_addr;
   if (plan.master_addr != "localhost" && plan.master_addr == plan.host &&
       host::resolves_only_to_loopback(plan.master_addr)) {
     spdlog::info(

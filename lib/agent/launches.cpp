@@ -1,5 +1,7 @@
 #include "agent/launches.hpp"
 
+#include "launch/dialects/worker_variables.hpp"
+
 #include <ctime>
 #include <optional>
 #include <string>
@@ -49,7 +51,7 @@ std::vector<supervise::WorkerLaunch> make_launches(const launch::LaunchPlan& pla
                                                    const launch::RoundAssignment& round,
                                                    const std::string& run_dir) {
   std::vector<supervise::WorkerLaunch> launches;
-  const std::optional<std::string>& rank_log_dir = plan.options.deepspeed.each_rank_log_dir;
+  const std::optional<std::string>& rank_log_dir = plan.dialects.deepspeed.each_rank_log_dir;
   const std::string started = rank_log_dir ? rank_log_time() : "";
   for (const launch::WorkerPlan& worker : plan.workers) {
     supervise::WorkerLaunch launch;

@@ -5,10 +5,10 @@
 #include "agent/interpreter_probe.hpp"
 #include "agent/launches.hpp"
 #include "agent/rendezvous_setup.hpp"
-#include "launch/deepspeed_pid_file.hpp"
+#include "launch/dialects/deepspeed_pid_file.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/files.hpp"
-#include "launch/logging.hpp"
+#include "logging/logging.hpp"
 #include "logmux/console.hpp"
 #include "report/blame.hpp"
 #include "report/run_report.hpp"
@@ -52,12 +52,12 @@ namespace {
 
 supervise::GangSettings gang_settings(const launch::LaunchPlan& plan) {
   supervise::GangSettings settings;
-  settings.term_timeout = from_seconds(plan.options.term_timeout);
-  settings.failure_window = from_seconds(plan.options.failure_window);
+  settings.term_timeout = from_seconds(plan.term_timeout_s);
+  settings.failure_window = from_seconds(plan.failure_window_s);
   if (plan.multi_node && settings.failure_window.count() > 0) {
     // The coordinator closes the window for every node at once (the round's
     // end); this node closes it by itself only if that word never comes.
-    const config::RendezvousConf& conf = plan.options.rdzv_conf;
+    const config::RendezvousConf& conf = plan.rendezvous;
     settings.failure_window += from_seconds(conf.keep_alive_interval * conf.keep_alive_max_attempt);
   }
   return settings;
@@ -243,7 +243,7 @@ class NodeAgent {
   void after_round(const launch::RoundAssignment& round, const supervise::AttemptOutcome& outcome) {
     if (plan_.multi_node) return on_node_round_done(outcome);
     int restart_count = round.restart_count;
-    bool restarts_left = restart_count < plan_.options.max_restarts;
+    bool restarts_left = restart_count < plan_.max_restarts;
     if (outcome.succeeded() || outcome.stopped_by_signal || !restarts_left) {
       finish();
       return;
@@ -253,7 +253,7 @@ class NodeAgent {
                            ? report::describe(*outcome.blame)
                            : fmt::format("rank {} failed ({})", root.rank, root.status.describe());
     spdlog::warn("{}; restarting the gang ({} of {} restarts)", what, restart_count + 1,
-                 plan_.options.max_restarts);
+                 plan_.max_restarts);
     set_state(AgentState::restarting);
     asio::post(io_, [this, next = restart_count + 1] { begin_round(next); });
   }
@@ -397,8 +397,8 @@ class NodeAgent {
   }
 
   void write_report() {
-    if (plan_.options.report) {
-      if (auto written = report::write_report(*plan_.options.report, record_); !written) {
+    if (plan_.report_path) {
+      if (auto written = report::write_report(*plan_.report_path, record_); !written) {
         spdlog::error("{}", written.error().describe());
       }
     }
@@ -486,7 +486,7 @@ class NodeAgent {
   std::optional<launch::RunDirectory> run_dir_;
   report::RunRecord record_;
   logmux::Console console_;
-  std::optional<launch::LoggingThroughConsole> logging_through_console_;
+  std::optional<logging::LoggingThroughConsole> logging_through_console_;
   std::unique_ptr<supervise::Spawner> spawner_;
   std::optional<supervise::Gang> gang_;
   InterpreterProbe probe_{io_, *spawner_};
@@ -524,7 +524,7 @@ RunResult run(const launch::LaunchPlan& plan, const SpawnerFactory& make_spawner
                  subreaper.error().describe());
   }
   std::optional<launch::DeepspeedPidFile> pid_file;
-  if (plan.options.deepspeed.save_pid) {
+  if (plan.dialects.deepspeed.save_pid) {
     auto written = launch::DeepspeedPidFile::write(static_cast<int>(::getpid()));
     if (!written) {
       spdlog::error("{}", written.error().describe());

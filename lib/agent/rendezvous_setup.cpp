@@ -23,7 +23,7 @@ std::chrono::milliseconds from_seconds(double seconds) {
 namespace {
 
 store::KeepAlive keep_alive_of(const launch::LaunchPlan& plan) {
-  const config::RendezvousConf& conf = plan.options.rdzv_conf;
+  const config::RendezvousConf& conf = plan.rendezvous;
   return store::KeepAlive{from_seconds(conf.keep_alive_interval), conf.keep_alive_max_attempt};
 }
 
@@ -46,7 +46,7 @@ std::string listening_text(const store::Server& server) {
 
 Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_context& io,
                                                                const launch::LaunchPlan& plan) {
-  std::optional<bool> is_host = plan.options.rdzv_conf.is_host;
+  std::optional<bool> is_host = plan.rendezvous.is_host;
   if (!plan.c10d) is_host = plan.node_rank == 0;
   if (is_host == false) return std::unique_ptr<store::Server>();
   std::string where = fmt::format("{}:{}", plan.master_addr, store_port(plan));
@@ -76,18 +76,18 @@ Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_c
 
 rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& plan,
                                                      const std::string& host_agent_id) {
-  const config::RendezvousConf& conf = plan.options.rdzv_conf;
+  const config::RendezvousConf& conf = plan.rendezvous;
   return rendezvous::CoordinatorSettings{
       .min_nodes = plan.c10d ? plan.min_nnodes : plan.nnodes,
       .max_nodes = plan.nnodes,
       .static_ranks = !plan.c10d,
-      .max_restarts = plan.options.max_restarts,
+      .max_restarts = plan.max_restarts,
       .join_timeout = from_seconds(conf.join_timeout),
       .last_call_timeout = from_seconds(conf.last_call_timeout),
       .close_timeout = from_seconds(conf.close_timeout),
       .heartbeat_interval = from_seconds(conf.keep_alive_interval),
       .heartbeat_attempts = conf.keep_alive_max_attempt,
-      .failure_window = from_seconds(plan.options.failure_window),
+      .failure_window = from_seconds(plan.failure_window_s),
       .secret = plan.job_secret,
       .host_agent_id = host_agent_id,
       .run_id = plan.run_id,
@@ -96,12 +96,12 @@ rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& p
 }
 
 rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& plan) {
-  const config::RendezvousConf& conf = plan.options.rdzv_conf;
+  const config::RendezvousConf& conf = plan.rendezvous;
   std::random_device random;
   rendezvous::ParticipantSettings settings;
   settings.me.id = fmt::format("{}-{}-{:08x}", plan.host, ::getpid(), random());
   settings.me.host = plan.host;
-  settings.me.address = plan.options.local_addr.value_or(plan.host);
+  settings.me.address = plan.local_addr.value_or(plan.host);
   settings.me.node_rank = plan.c10d ? -1 : plan.node_rank;
   settings.me.local_world_size = plan.local_world_size;
   settings.me.run_id = plan.run_id;

@@ -98,7 +98,11 @@ constexpr Item k_worker_variables[] = {
      "<run dir>/attempt_<n>/<local_rank>/error.json, where torch.distributed.elastic's @record "
      "writes the exception."},
     {"TORCH_NCCL_ASYNC_ERROR_HANDLING, NCCL_ASYNC_ERROR_HANDLING", "Kept if set, else 1."},
-    {"OMP_NUM_THREADS", "Kept if set; 1 when unset and more than one worker runs on the node."},
+    {"OMP_NUM_THREADS",
+     "Kept if set; 1 when unset and more than one worker runs on the node. Under accelerate's "
+     "flags, accelerate's rule (--num_cpu_threads_per_process, else kept, else under --cpu the "
+     "physical cores shared among the processes, else 1); a worker pinned by "
+     "--bind_cores_to_rank gets the size of its core share."},
     {"CUDA_VISIBLE_DEVICES, ZE_AFFINITY_MASK (with ZE_FLAT_DEVICE_HIERARCHY), "
      "ROCR_VISIBLE_DEVICES or HIP_VISIBLE_DEVICES, HABANA_VISIBLE_MODULES, "
      "ASCEND_RT_VISIBLE_DEVICES, NEURON_RT_VISIBLE_CORES",

@@ -2,9 +2,9 @@
 
 #include "accel/cpu_backend.hpp"
 #include "accel/report_json.hpp"
-#include "launch/logging.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
+#include "logging/logging.hpp"
 #include "report/run_report.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
@@ -208,7 +208,7 @@ nlohmann::json section_json(const Section& section) {
 
 Expected<int> run_devices_command(const config::DevicesRequest& request, const EnvMap& env) {
   const config::Options& options = request.options;
-  launch::setup_logging(options.verbosity, options.color);
+  logging::setup_logging(options.verbosity, options.color);
   NodeProbes probes = probe_node(options, env, ProbeScope::all);
   std::vector<Section> sections = {{accel::DeviceKind::cuda, "CUDA", &probes.cuda},
                                    {accel::DeviceKind::xpu, "Intel XPU (Level Zero)", &probes.xpu},

@@ -5,7 +5,8 @@
 #include "commands/store_command.hpp"
 #include "commands/text_commands.hpp"
 #include "config/cli.hpp"
-#include "launch/logging.hpp"
+#include "logging/logging.hpp"
+#include "probe/probe_mode.hpp"
 #include "util/exit_codes.hpp"
 
 #include <spdlog/spdlog.h>
@@ -52,7 +53,7 @@ int report_error(const Error& error) {
 }
 
 int gangrun_main(int argc, char** argv) {
-  launch::setup_default_logging();
+  logging::setup_default_logging();
   EnvMap env = current_environment();
   Expected<config::Command> command = config::parse_command_line(argc, argv, env);
   if (!command) return report_error(command.error());
@@ -64,6 +65,9 @@ int gangrun_main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // gangrun re-executed to probe a device (probe/probe_runner.hpp): before
+  // options, logging or anything else. It does not return.
+  if (probe::is_probe_mode(argc, argv)) probe::run_probe_mode(argc, argv);
   try {
     return gangrun_main(argc, argv);
   } catch (const std::exception& error) {

@@ -1,5 +1,7 @@
-// gangrun's real main: parse the command line, hand the Command to its
-// subcommand's handler, report an error, and the one top-level catch.
+// gangrun's real main, all of app/main.cpp: the hidden probe mode
+// (probe/probe_mode.hpp) when gangrun was re-executed to probe a device,
+// else parse the command line, hand the Command to its subcommand's
+// handler, report an error, and the one top-level catch.
 #pragma once
 
 namespace gangrun {

@@ -3,11 +3,13 @@
 #include "agent/node_agent.hpp"
 #include "agent/srun_start.hpp"
 #include "agent/ssh_start.hpp"
+#include "launch/dialects/omp_threads.hpp"
 #include "launch/dry_run.hpp"
-#include "launch/logging.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
+#include "launch/program.hpp"
+#include "logging/logging.hpp"
 #include "report/run_report.hpp"
 #include "util/exit_codes.hpp"
 
@@ -59,8 +61,19 @@ void print_dry_run(const launch::LaunchPlan& plan, const config::Options& option
   }
 }
 
+// Before gangrun starts itself on other nodes, what this node can check of
+// the launch each of them will make: the program every worker runs (the
+// nodes share the working directory and the script). A misspelled script is
+// then one error here, not one from each of N remote agents after they
+// started. Devices are each node's own and are checked there.
+Expected<void> check_before_starting_remotely(const config::Options& options, const EnvMap& env) {
+  GANGRUN_TRY(launch::resolve_program(options, env));
+  return {};
+}
+
 // The batch form under Slurm (agent/srun_start.hpp).
 Expected<int> run_on_every_node(const config::LaunchRequest& request, const EnvMap& env) {
+  GANGRUN_TRY(check_before_starting_remotely(request.options, env));
   if (request.options.dry_run) {
     std::cout << agent::srun_dry_run_text(
         agent::srun_command(request.options, "srun", "gangrun", request.arguments));
@@ -71,6 +84,7 @@ Expected<int> run_on_every_node(const config::LaunchRequest& request, const EnvM
 
 // Hostfiles over ssh (agent/ssh_start.hpp).
 Expected<int> run_on_every_host(const config::LaunchRequest& request, const EnvMap& env) {
+  GANGRUN_TRY(check_before_starting_remotely(request.options, env));
   if (request.options.dry_run) {
     GANGRUN_TRY_ASSIGN(text, agent::ssh_dry_run_for(request.options, request.arguments, env));
     std::cout << *text;
@@ -83,7 +97,7 @@ Expected<int> run_on_every_host(const config::LaunchRequest& request, const EnvM
 
 Expected<int> run_launch_command(const config::LaunchRequest& request, const EnvMap& env) {
   const config::Options& options = request.options;
-  launch::setup_logging(options.verbosity, options.color);
+  logging::setup_logging(options.verbosity, options.color);
   GANGRUN_TRY_ASSIGN(through_srun, agent::starts_through_srun(options));
   if (*through_srun) return run_on_every_node(request, env);
   GANGRUN_TRY_ASSIGN(through_ssh, agent::starts_through_ssh(options));
@@ -97,12 +111,7 @@ Expected<int> run_launch_command(const config::LaunchRequest& request, const Env
     print_dry_run(*plan, options);
     return exit_codes::k_success;
   }
-  if (plan->local_world_size > 1 && !env.count("OMP_NUM_THREADS")) {
-    spdlog::info(
-        "OMP_NUM_THREADS is unset; setting it to 1 for each of the {} workers (set it "
-        "yourself to tune)",
-        plan->local_world_size);
-  }
+  if (auto threads = launch::omp_threads_message(*plan)) spdlog::info("{}", *threads);
   agent::RunResult result = agent::run(*plan);
   if (result.die_by_signal) die_by_signal(*result.die_by_signal);
   return result.exit_code;

@@ -1,6 +1,6 @@
 #include "commands/store_command.hpp"
 
-#include "launch/logging.hpp"
+#include "logging/logging.hpp"
 #include "logmux/write_all.hpp"
 #include "store/client.hpp"
 #include "store/server.hpp"
@@ -223,7 +223,7 @@ store::ClientSettings client_settings(const config::StoreClientOptions& options)
 }  // namespace
 
 Expected<int> run_store_command(const config::StoreRequest& request) {
-  launch::setup_logging(0, config::ColorMode::automatic);
+  logging::setup_logging(0, config::ColorMode::automatic);
   const config::StoreCommand& command = request.store;
   if (command.action == config::StoreAction::serve) return serve(command.serve);
   GANGRUN_TRY_ASSIGN(client, store::Client::connect(client_settings(command.client)));

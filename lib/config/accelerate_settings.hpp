@@ -18,7 +18,7 @@ struct AccelerateSettings {
   // torchrun's rank and world variables.
   bool one_plain_process = false;
   // The variables accelerate launch gives every worker that are the same for
-  // all of them, in the order accelerate sets them (launch/accelerate_env.cpp
+  // all of them, in the order accelerate sets them (launch/dialects/accelerate.cpp
   // adds them; OMP_NUM_THREADS and PYTHONPATH are below).
   std::vector<std::pair<std::string, std::string>> variables;
   // OMP_NUM_THREADS: set when accelerate sets it (not under --use_deepspeed).

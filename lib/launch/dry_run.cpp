@@ -1,5 +1,6 @@
 #include "launch/dry_run.hpp"
 
+#include "launch/dialects/worker_variables.hpp"
 #include "launch/files.hpp"
 #include "util/strings.hpp"
 
@@ -27,10 +28,10 @@ std::string devices_text(const LaunchPlan& plan) {
   if (!devices.view) return accel::to_string(devices.kind);
   std::vector<std::string> tokens;
   for (const placement::Candidate& candidate : devices.selected) tokens.push_back(candidate.token);
-  return fmt::format(
-      "{}: {} selected ({} {}), {}", accel::to_string(devices.kind), devices.selected.size(),
-      devices.view->variable, tokens.empty() ? "-" : strings::join(tokens, ","),
-      plan.options.visible_devices == config::VisibleDevices::per_rank ? "per-rank" : "shared");
+  return fmt::format("{}: {} selected ({} {}), {}", accel::to_string(devices.kind),
+                     devices.selected.size(), devices.view->variable,
+                     tokens.empty() ? "-" : strings::join(tokens, ","),
+                     plan.per_rank_visibility ? "per-rank" : "shared");
 }
 
 }  // namespace
@@ -58,7 +59,7 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
     });
   }
   nlohmann::json options = nlohmann::json::object();
-  for (const auto& [name, origin] : plan.options.origins) {
+  for (const auto& [name, origin] : plan.option_origins) {
     options[name] = {{"value", origin.text}, {"source", config::to_string(origin.source)}};
   }
   return {
@@ -74,7 +75,7 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
       {"entrypoint", plan.program.entrypoint},
       {"output", plan.prefix_output ? "prefix" : "inherit"},
       {"log_dir", plan.log_dir ? nlohmann::json(*plan.log_dir) : nlohmann::json()},
-      {"max_restarts", plan.options.max_restarts},
+      {"max_restarts", plan.max_restarts},
       {"rendezvous", plan.multi_node ? nlohmann::json{{"backend", plan.c10d ? "c10d" : "static"},
                                                       {"min_nnodes", plan.min_nnodes},
                                                       {"max_nnodes", plan.nnodes}}
@@ -89,7 +90,7 @@ namespace {
 
 // What a node of a multi-node run would wait for before its first round.
 std::string rendezvous_text(const LaunchPlan& plan) {
-  const config::RendezvousConf& conf = plan.options.rdzv_conf;
+  const config::RendezvousConf& conf = plan.rendezvous;
   std::string where = fmt::format("{}:{}", plan.master_addr, planned_port(plan));
   std::string out;
   if (plan.c10d) {
@@ -131,11 +132,11 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
                   plan.local_world_size, plan.host, plan.node_rank, plan.nnodes,
                   first_round.world_size, plan.run_id);
   out += fmt::format("  executable: {}\n", plan.program.executable);
-  if (const auto& job = plan.options.slurm_job) {
+  if (const auto& job = plan.slurm_job) {
     out += fmt::format("  slurm:      job {}{}, {} nodes ({}){}\n", job->job_id.value,
                        job->step_id ? ", step " + job->step_id->value : ", outside any step",
                        job->num_nodes.value, job->node_list.text,
-                       plan.options.worker_per_task ? ", one worker per task" : "");
+                       plan.worker_per_task ? ", one worker per task" : "");
   }
   if (plan.multi_node) {
     out += rendezvous_text(plan);
@@ -159,7 +160,7 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
   }
   if (verbose) {
     out += "option values and where they came from:\n";
-    for (const auto& [name, origin] : plan.options.origins) {
+    for (const auto& [name, origin] : plan.option_origins) {
       out +=
           fmt::format("  {:<22} {:<24} {}\n", name, origin.text, config::to_string(origin.source));
     }

@@ -3,7 +3,7 @@
 #include "accel/cpu_backend.hpp"
 #include "accel/cuda_visibility.hpp"
 #include "accel/rocm_sysfs.hpp"
-#include "launch/probe_runner.hpp"
+#include "probe/probe_runner.hpp"
 #include "util/host.hpp"
 #include "util/strings.hpp"
 
@@ -22,7 +22,7 @@ using config::Accelerator;
 accel::BackendReport probe_cuda_unfiltered(const EnvMap& env) {
   EnvMap unfiltered = env;
   unfiltered.erase(std::string(accel::k_cuda_visible_devices));
-  accel::BackendReport report = probe_cuda_in_child(unfiltered);
+  accel::BackendReport report = probe::probe_cuda_in_child(unfiltered);
   auto inherited = env_lookup(env, std::string(accel::k_cuda_visible_devices));
   if (!inherited || report.devices.empty()) return report;
   for (const std::string& entry : strings::split(*inherited, ',')) {
@@ -30,7 +30,7 @@ accel::BackendReport probe_cuda_unfiltered(const EnvMap& env) {
     if (!uuid.starts_with("MIG-")) continue;
     EnvMap alone = unfiltered;
     alone[std::string(accel::k_cuda_visible_devices)] = uuid;
-    for (accel::Device& device : probe_cuda_in_child(alone).devices) {
+    for (accel::Device& device : probe::probe_cuda_in_child(alone).devices) {
       bool known = std::any_of(report.devices.begin(), report.devices.end(),
                                [&](const accel::Device& d) { return d.uuid == device.uuid; });
       if (known) continue;
@@ -50,7 +50,7 @@ void probe_xpu(const EnvMap& env, NodeProbes& probes) {
   unmasked.erase(std::string(accel::k_ze_affinity_mask));
   EnvMap composite = unmasked;
   composite[std::string(accel::k_ze_flat_device_hierarchy)] = "COMPOSITE";
-  probes.xpu = probe_level_zero_in_child(composite);
+  probes.xpu = probe::probe_level_zero_in_child(composite);
 
   bool tiled = false;
   for (const accel::Device& card : probes.xpu->devices) tiled = tiled || card.tiles > 0;
@@ -60,7 +60,7 @@ void probe_xpu(const EnvMap& env, NodeProbes& probes) {
                                 accel::ze_hierarchy(named->second, accel::ZeHierarchy::flat);
   if (!tiled || user_named_mode) return;
   unmasked.erase(std::string(accel::k_ze_flat_device_hierarchy));
-  accel::BackendReport by_default = probe_level_zero_in_child(unmasked);
+  accel::BackendReport by_default = probe::probe_level_zero_in_child(unmasked);
   if (by_default.devices.size() > probes.xpu->devices.size()) {
     probes.xpu_default = accel::ZeHierarchy::flat;
   }

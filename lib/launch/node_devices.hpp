@@ -1,5 +1,5 @@
 // This node's accelerators for a launch or for `gangrun devices`: the probes
-// (each vendor runtime in a short-lived child, launch/probe_runner.hpp; sysfs
+// (each vendor runtime in a short-lived child, probe/probe_runner.hpp; sysfs
 // for ROCm), the kind of device the launch uses, how the inherited visibility
 // variables show it to workers, and the devices the selection flags pick
 // (docs/devices.md, "Accelerators").

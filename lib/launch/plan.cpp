@@ -1,8 +1,5 @@
 #include "launch/plan.hpp"
 
-#include "launch/accelerate_env.hpp"
-#include "launch/core_binding.hpp"
-#include "launch/deepspeed_env.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
@@ -169,6 +166,17 @@ Expected<void> check_worker_count(const config::Options& options, int per_node,
   return check_process_capacity(per_node, given, capacity);
 }
 
+// Where the store's host name came from, for messages.
+std::string master_addr_origin(const config::Options& options, bool c10d) {
+  if (c10d) return "--rdzv_endpoint";
+  auto it = options.origins.find("master_addr");
+  if (options.slurm_job && it != options.origins.end() &&
+      it->second.source == config::Source::slurm) {
+    return "the head node: " + slurm::head_node_origin(*options.slurm_job);
+  }
+  return "--master_addr";
+}
+
 }  // namespace
 
 Expected<PlacedWorkers> place_workers(const config::Options& options,
@@ -200,13 +208,29 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   }
 
   LaunchPlan plan;
-  plan.options = options;
   plan.host_env = host_env;
   const auto& job = options.slurm_job;
   plan.host = job && job->node_name ? *job->node_name : host::host_name();
   plan.nnodes = options.nnodes;
   plan.node_rank = options.node_rank;
   plan.run_id = options.standalone ? random_run_id() : options.rdzv_id;
+  plan.role = options.role;
+  plan.dialects = dialects_from(options);
+  plan.slurm_job = options.slurm_job;
+  plan.worker_per_task = options.worker_per_task;
+  if (options.worker_per_task && job && job->local_id && job->tasks_on_node) {
+    plan.srun_task =
+        SrunTask{.local_id = job->local_id->value, .tasks_on_node = job->tasks_on_node->value};
+  }
+  plan.local_addr = options.local_addr;
+  plan.rendezvous = options.rdzv_conf;
+  plan.max_restarts = options.max_restarts;
+  plan.failure_window_s = options.failure_window;
+  plan.term_timeout_s = options.term_timeout;
+  plan.report_path = options.report;
+  plan.option_origins = options.origins;
+  plan.per_rank_visibility = options.visible_devices == config::VisibleDevices::per_rank;
+  plan.virtual_local_rank = options.virtual_local_rank;
 
   auto placed = place_workers(options, devices);
   if (!placed) return tl::unexpected(placed.error());
@@ -224,6 +248,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
     plan.master_addr = options.rdzv_endpoint->host;
     plan.master_port = options.rdzv_endpoint->port;
   }
+  plan.master_addr_origin = master_addr_origin(options, plan.c10d);
   if (!plan.master_port && plan.multi_node) plan.master_port = k_default_multi_node_port;
   remove_job_secret(plan.host_env);
   if (plan.multi_node) {
@@ -258,20 +283,15 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
                              : env_lookup(host_env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")
                                    .value_or(std::string(logmux::k_default_prefix_template));
 
-  CoreHost core_host;
-  if (options.deepspeed.bind_cores_to_rank) {
-    std::vector<int> usable = host::usable_cpus();
-    core_host = {host::physical_core_count(), {usable.begin(), usable.end()}};
-  }
-  auto cores = split_cores(options, plan.local_world_size, core_host);
-  if (!cores) return tl::unexpected(cores.error());
+  GANGRUN_TRY_ASSIGN(starts,
+                     worker_starts(plan.dialects, plan.program.argv, plan.local_world_size));
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
+    WorkerStart& start = (*starts)[static_cast<std::size_t>(local_rank)];
     WorkerPlan worker;
     worker.local_rank = local_rank;
     worker.device_env = std::move(masks[static_cast<std::size_t>(local_rank)]);
-    worker.cpus = std::move((*cores)[static_cast<std::size_t>(local_rank)]);
-    worker.argv =
-        deepspeed_argv(plan, substitute_local_rank(plan.program.argv, local_rank), local_rank);
+    worker.cpus = std::move(start.cpus);
+    worker.argv = std::move(start.argv);
     config::Streams redirected = options.redirects.for_local_rank(local_rank);
     config::Streams teed = options.tee.for_local_rank(local_rank);
     worker.to_file = either(redirected, teed);
@@ -304,73 +324,8 @@ RoundAssignment static_assignment(const LaunchPlan& plan, int restart_count,
 
 std::string worker_prefix(const LaunchPlan& plan, const WorkerPlan& worker,
                           const RoundAssignment& round) {
-  return logmux::expand_prefix(
-      plan.prefix_template,
-      {round.rank_of(worker), worker.local_rank, round.group_rank, plan.options.role, plan.host});
-}
-
-std::string virtual_local_device(const EnvMap& host_env, int local_rank) {
-  auto inherited = env_lookup(host_env, "CUDA_VISIBLE_DEVICES");
-  if (!inherited) return std::to_string(local_rank);
-  std::vector<std::string> devices = strings::split(*inherited, ',');
-  const auto index = static_cast<std::size_t>(local_rank);
-  return index < devices.size() ? std::string(strings::trim(devices[index]))
-                                : std::to_string(local_rank);
-}
-
-EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
-                        const RoundAssignment& round, const std::string& run_dir) {
-  auto inherited_or = [&](const char* name, const char* fallback) {
-    return env_lookup(plan.host_env, name).value_or(fallback);
-  };
-  const std::string rank = std::to_string(round.rank_of(worker));
-  const std::string world_size = std::to_string(round.world_size);
-  // With --worker-per-task every srun task is a node of one worker, but its
-  // local rank is among the tasks on its machine, as srun numbers them, so
-  // that LOCAL_RANK still picks the task's device.
-  int local_rank = worker.local_rank;
-  int local_world_size = plan.local_world_size;
-  if (const auto& job = plan.options.slurm_job;
-      plan.options.worker_per_task && job && job->local_id && job->tasks_on_node) {
-    local_rank = job->local_id->value;
-    local_world_size = job->tasks_on_node->value;
-  }
-  EnvMap vars = {
-      {"LOCAL_RANK", std::to_string(local_rank)},
-      {"RANK", rank},
-      {"GROUP_RANK", std::to_string(round.group_rank)},
-      {"ROLE_RANK", rank},
-      {"ROLE_NAME", plan.options.role},
-      {"LOCAL_WORLD_SIZE", std::to_string(local_world_size)},
-      {"WORLD_SIZE", world_size},
-      {"GROUP_WORLD_SIZE", std::to_string(round.group_world_size)},
-      {"ROLE_WORLD_SIZE", world_size},
-      {"MASTER_ADDR", round.master_addr},
-      {"MASTER_PORT", round.master_port},
-      {"TORCHELASTIC_RESTART_COUNT", std::to_string(round.restart_count)},
-      {"TORCHELASTIC_MAX_RESTARTS", std::to_string(plan.options.max_restarts)},
-      {"TORCHELASTIC_RUN_ID", plan.run_id},
-      // Workers are clients of the store gangrun hosts (launch/agent_store.hpp).
-      {"TORCHELASTIC_USE_AGENT_STORE", "True"},
-      {"TORCHELASTIC_ERROR_FILE",
-       worker_dir(run_dir, round.attempt, worker.local_rank) + "/error.json"},
-      {"TORCH_NCCL_ASYNC_ERROR_HANDLING", inherited_or("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")},
-      {"NCCL_ASYNC_ERROR_HANDLING", inherited_or("NCCL_ASYNC_ERROR_HANDLING", "1")},
-  };
-  vars.insert(worker.device_env.begin(), worker.device_env.end());
-  if (plan.options.virtual_local_rank) {
-    // As torchrun 2.x: the worker's one device is its device 0.
-    vars["LOCAL_RANK"] = "0";
-    vars["CUDA_VISIBLE_DEVICES"] = virtual_local_device(plan.host_env, local_rank);
-  }
-  if (auto threads = env_lookup(plan.host_env, "OMP_NUM_THREADS")) {
-    vars["OMP_NUM_THREADS"] = *threads;
-  } else if (plan.local_world_size > 1) {
-    vars["OMP_NUM_THREADS"] = "1";
-  }
-  add_accelerate_variables(plan, worker, round, vars);
-  add_deepspeed_variables(plan, worker, round, vars);
-  return vars;
+  return logmux::expand_prefix(plan.prefix_template, {round.rank_of(worker), worker.local_rank,
+                                                      round.group_rank, plan.role, plan.host});
 }
 
 }  // namespace gangrun::launch

@@ -1,16 +1,20 @@
 // The launch plan: Options + gangrun's environment, validated and resolved
-// into what is fixed for the whole run (program, options, devices, the local
-// workers). Immutable once made; making it has no side effects (no process,
-// no port, no directory). What each round decides (ranks, world size, the
+// into what is fixed for the whole run (program, devices, the local workers,
+// the settings the agent runs by). It holds resolved values only, never the
+// Options it was made from: each fact has one field, named for what it
+// holds. Immutable once made; making it has no side effects (no process, no
+// port, no directory). What each round decides (ranks, world size, the
 // store's address, the restart count) is a RoundAssignment beside it.
 #pragma once
 
 #include "config/options.hpp"
+#include "launch/dialects/dialects.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/program.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,16 +30,26 @@ struct WorkerPlan {
   // Its visibility mask (and what must go with it), e.g.
   // CUDA_VISIBLE_DEVICES=2; empty when it inherits gangrun's visibility.
   EnvMap device_env;
-  // The CPUs it is pinned to (--bind_cores_to_rank, launch/core_binding.hpp);
-  // empty: gangrun's own affinity.
+  // The CPUs it is pinned to (--bind_cores_to_rank,
+  // launch/dialects/deepspeed_cores.hpp); empty: gangrun's own affinity.
   std::vector<int> cpus = {};
 };
 
+// --worker-per-task under srun: the task's place among the tasks on its
+// machine, as srun numbers them (SLURM_LOCALID, SLURM_TASKS_PER_NODE).
+struct SrunTask {
+  int local_id = 0;
+  int tasks_on_node = 1;
+};
+
 struct LaunchPlan {
-  config::Options options;
   EnvMap host_env;  // gangrun's own environment, the base of every worker's
   std::string host;
   std::string run_id;
+  std::string role = "default";  // --role: every worker's ROLE_NAME
+  // The tools whose conventions the workers follow, and what their own
+  // flags asked (launch/dialects/dialects.hpp).
+  Dialects dialects;
 
   // What the options ask for; each round's RoundAssignment has the facts.
   int nnodes = 1;  // the MAX of an elastic range
@@ -49,8 +63,29 @@ struct LaunchPlan {
   int local_world_size = 1;
   std::string master_addr;
   std::optional<int> master_port;  // nullopt: a free port is picked at launch
+  // Where master_addr came from, for messages: "--master_addr",
+  // "--rdzv_endpoint", or the Slurm head node it was derived from.
+  std::string master_addr_origin = "--master_addr";
+  std::optional<std::string> local_addr;  // --local_addr: the address this node advertises
+  config::RendezvousConf rendezvous;      // --rdzv_conf, torchrun's keys in seconds
+
+  // How the agent runs the gang.
+  int max_restarts = 0;
+  double failure_window_s = 1.0;           // --failure_window
+  double term_timeout_s = 30.0;            // --term_timeout: from SIGTERM to SIGKILL
+  std::optional<std::string> report_path;  // --report FILE
+  // Where each option's value came from, for --dry-run and the report.
+  std::map<std::string, config::Options::Origin> option_origins;
 
   std::optional<NodeDevices> devices;  // nullopt: the launch does not depend on devices
+  bool per_rank_visibility = false;    // --visible-devices per-rank (else shared)
+  bool virtual_local_rank = false;     // --virtual_local_rank: each worker's device is its 0
+
+  // The Slurm job gangrun runs in (nullopt: none, or --launcher local), and
+  // --worker-per-task's srun task when it gives the local rank.
+  std::optional<slurm::Job> slurm_job;
+  bool worker_per_task = false;
+  std::optional<SrunTask> srun_task;
 
   ResolvedProgram program;
   bool prefix_output = false;          // prefix mode (pipes) rather than inherit
@@ -107,18 +142,6 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 // The same, against this host's limits (read_process_capacity()).
 Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
                                std::optional<NodeDevices> devices = std::nullopt);
-
-// --virtual_local_rank: the CUDA_VISIBLE_DEVICES of the worker at local_rank,
-// the inherited list's entry there (make_plan checks it has one), else the
-// local rank itself, as torchrun gives it.
-std::string virtual_local_device(const EnvMap& host_env, int local_rank);
-
-// The variables gangrun sets for worker in the given round, with its files
-// in run_dir (docs/environment.md, "What each worker gets"). Inherited values of
-// NCCL_ASYNC_ERROR_HANDLING, TORCH_NCCL_ASYNC_ERROR_HANDLING and
-// OMP_NUM_THREADS are kept; the worker's device_env is added.
-EnvMap worker_variables(const LaunchPlan& plan, const WorkerPlan& worker,
-                        const RoundAssignment& round, const std::string& run_dir);
 
 // The worker's console line prefix in the given round, expanded.
 std::string worker_prefix(const LaunchPlan& plan, const WorkerPlan& worker,

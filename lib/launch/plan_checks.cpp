@@ -184,11 +184,11 @@ Expected<void> check_writable_directory(const std::string& path, const std::stri
 }
 
 Expected<void> check_output_paths(const LaunchPlan& plan) {
-  if (plan.options.report) {
-    if (auto ok = check_report_path(*plan.options.report); !ok) return ok;
+  if (plan.report_path) {
+    if (auto ok = check_report_path(*plan.report_path); !ok) return ok;
   }
-  if (plan.options.log_dir && plan.log_dir) {
-    return check_writable_directory(*plan.log_dir, "--log_dir " + *plan.options.log_dir,
+  if (plan.log_dir) {
+    return check_writable_directory(*plan.log_dir, "--log_dir " + *plan.log_dir,
                                     "give a directory you may write");
   }
   // The directory RunDirectory::create uses: TMPDIR (an empty one leaves the
@@ -209,9 +209,7 @@ Expected<void> check_output_paths(const LaunchPlan& plan) {
 
 Expected<void> check_store_host_resolves(const LaunchPlan& plan) {
   if (!plan.multi_node) return {};
-  const config::Options& options = plan.options;
-  std::string host =
-      plan.c10d && options.rdzv_endpoint ? options.rdzv_endpoint->host : plan.master_addr;
+  const std::string& host = plan.master_addr;  // the c10d endpoint's host under c10d
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -220,12 +218,7 @@ Expected<void> check_store_host_resolves(const LaunchPlan& plan) {
   if (found != nullptr) ::freeaddrinfo(found);
   if (status == 0) return {};
 
-  std::string origin = plan.c10d ? "--rdzv_endpoint" : "--master_addr";
-  if (auto it = options.origins.find("master_addr"); !plan.c10d && options.slurm_job &&
-                                                     it != options.origins.end() &&
-                                                     it->second.source == config::Source::slurm) {
-    origin = "the head node: " + slurm::head_node_origin(*options.slurm_job);
-  }
+  const std::string& origin = plan.master_addr_origin;
   return fail_usage(fmt::format(
       "the store's host '{}' ({}) does not resolve on {}: {}. Every worker resolves it too; "
       "give --master_addr an address every node reaches (an IP address), or add '{}' to "
@@ -234,7 +227,7 @@ Expected<void> check_store_host_resolves(const LaunchPlan& plan) {
 }
 
 Expected<void> check_virtual_local_rank(const LaunchPlan& plan) {
-  if (!plan.options.virtual_local_rank) return {};
+  if (!plan.virtual_local_rank) return {};
   auto inherited = env_lookup(plan.host_env, "CUDA_VISIBLE_DEVICES");
   if (!inherited) return {};
   const std::size_t listed = strings::split(*inherited, ',').size();

@@ -3,14 +3,14 @@
 // through a ctest skip (tests/CMakeLists.txt) rather than pass.
 //
 // Tests that probe devices run this binary again in gangrun's hidden probe
-// mode (launch/probe_mode.hpp), with any probe a test file registered.
+// mode (probe/probe_mode.hpp), with any probe a test file registered.
 #define CATCH_CONFIG_RUNNER
-#include "launch/probe_mode.hpp"
+#include "probe/probe_mode.hpp"
 
 #include <catch2/catch.hpp>
 
 int main(int argc, char* argv[]) {
-  if (gangrun::launch::is_probe_mode(argc, argv)) gangrun::launch::run_probe_mode(argc, argv);
+  if (gangrun::probe::is_probe_mode(argc, argv)) gangrun::probe::run_probe_mode(argc, argv);
   Catch::Session session;
   session.configData().warnings = Catch::WarnAbout::NoAssertions;
   if (const int status = session.applyCommandLine(argc, argv); status != 0) return status;

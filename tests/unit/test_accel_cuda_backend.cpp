@@ -4,7 +4,7 @@
 // driver reads CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER once per process.
 #include "accel/cuda_backend.hpp"
 #include "accel/report_json.hpp"
-#include "launch/probe_runner.hpp"
+#include "probe/probe_runner.hpp"
 #include "util/dynamic_library.hpp"
 
 #include <catch2/catch.hpp>
@@ -25,7 +25,7 @@
 using namespace gangrun;
 using namespace gangrun::accel;
 using Catch::Matchers::Contains;
-using gangrun::launch::probe_cuda_in_child;
+using gangrun::probe::probe_cuda_in_child;
 
 namespace {
 

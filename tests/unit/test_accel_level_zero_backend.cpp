@@ -1,5 +1,5 @@
 #include "accel/level_zero_backend.hpp"
-#include "launch/probe_runner.hpp"
+#include "probe/probe_runner.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -39,7 +39,7 @@ TEST_CASE("level zero: the installed loader without an Intel driver is no XPU, a
 }
 
 TEST_CASE("level zero: probing in a child gives the same answer as in process", "[accel]") {
-  using gangrun::launch::probe_level_zero_in_child;
+  using gangrun::probe::probe_level_zero_in_child;
   auto missing =
       probe_level_zero_in_child({{"GANGRUN_LEVEL_ZERO_LIBRARY", "/nonexistent/libze_loader.so.1"}});
   CHECK(missing.kind == DeviceKind::xpu);

@@ -7,8 +7,8 @@
 // accel/ze_affinity.hpp's emulation of the same driver.
 #include "accel/level_zero_backend.hpp"
 #include "accel/ze_affinity.hpp"
-#include "launch/probe_mode.hpp"
-#include "launch/probe_runner.hpp"
+#include "probe/probe_mode.hpp"
+#include "probe/probe_runner.hpp"
 #include "util/dynamic_library.hpp"
 
 #include <catch2/catch.hpp>
@@ -30,7 +30,7 @@
 using namespace gangrun;
 using namespace gangrun::accel;
 using Catch::Matchers::Contains;
-using gangrun::launch::probe_level_zero_in_child;
+using gangrun::probe::probe_level_zero_in_child;
 
 namespace {
 
@@ -113,7 +113,7 @@ EnvMap fake_env(const std::string& machine, const EnvMap& extra = {}) {
   return env;
 }
 
-BackendReport probe(const std::string& machine, const EnvMap& extra = {}) {
+BackendReport probe_fake(const std::string& machine, const EnvMap& extra = {}) {
   return probe_level_zero_in_child(fake_env(machine, extra));
 }
 
@@ -144,7 +144,7 @@ TEST_CASE("Level Zero fake: built as libze_loader.so.1 in a directory of its own
 
 TEST_CASE("Level Zero fake: COMPOSITE lists the cards, each with its tiles",
           "[accel][level_zero]") {
-  BackendReport report = probe(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}});
+  BackendReport report = probe_fake(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}});
   INFO(why(report));
   REQUIRE_FALSE(report.unavailable);
   CHECK(report.kind == DeviceKind::xpu);
@@ -176,7 +176,7 @@ TEST_CASE("Level Zero fake: COMPOSITE lists the cards, each with its tiles",
 TEST_CASE("Level Zero fake: FLAT lists every tile as a device, card by card",
           "[accel][level_zero]") {
   Uuids leaves{k_tile_a0, k_tile_a1, k_tile_b0, k_tile_b1, k_card_c};
-  BackendReport flat = probe(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "FLAT"}});
+  BackendReport flat = probe_fake(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "FLAT"}});
   INFO(why(flat));
   CHECK(uuids(flat) == leaves);
   CHECK(tiles(flat) == std::vector<int>{0, 0, 0, 0, 0});
@@ -192,28 +192,28 @@ TEST_CASE("Level Zero fake: FLAT lists every tile as a device, card by card",
 
   // The machine's default is FLAT; COMBINED lists the same leaves; a value
   // that is not exactly a mode name is ignored.
-  CHECK(uuids(probe(pvc_node())) == leaves);
-  CHECK(uuids(probe(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMBINED"}})) == leaves);
-  CHECK(uuids(probe(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "composite"}})) == leaves);
+  CHECK(uuids(probe_fake(pvc_node())) == leaves);
+  CHECK(uuids(probe_fake(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMBINED"}})) == leaves);
+  CHECK(uuids(probe_fake(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "composite"}})) == leaves);
 }
 
 TEST_CASE("Level Zero fake: ZE_AFFINITY_MASK never reorders", "[accel][level_zero]") {
   for (const char* mask : {"0,2", "2,0", "2,0,2"}) {
     INFO("ZE_AFFINITY_MASK=" << mask);
-    BackendReport composite =
-        probe(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}, {"ZE_AFFINITY_MASK", mask}});
+    BackendReport composite = probe_fake(
+        pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}, {"ZE_AFFINITY_MASK", mask}});
     INFO(why(composite));
     CHECK(uuids(composite) == Uuids{k_card_a, k_card_c});
     CHECK(tiles(composite) == std::vector<int>{2, 0});
     REQUIRE(composite.devices.size() == 2);
     CHECK(composite.devices[1].index == 1);
 
-    BackendReport flat = probe(pvc_node(), {{"ZE_AFFINITY_MASK", mask}});
+    BackendReport flat = probe_fake(pvc_node(), {{"ZE_AFFINITY_MASK", mask}});
     CHECK(uuids(flat) == Uuids{k_tile_a0, k_tile_b0});
   }
   // Unfiltered spellings.
   for (const char* mask : {"", "default"}) {
-    CHECK(probe(pvc_node(), {{"ZE_AFFINITY_MASK", mask}}).devices.size() == 5);
+    CHECK(probe_fake(pvc_node(), {{"ZE_AFFINITY_MASK", mask}}).devices.size() == 5);
   }
 }
 
@@ -221,7 +221,7 @@ TEST_CASE("Level Zero fake: card.tile under COMPOSITE keeps only that tile",
           "[accel][level_zero]") {
   EnvMap composite{{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}};
   composite["ZE_AFFINITY_MASK"] = "1.1";
-  BackendReport one = probe(pvc_node(), composite);
+  BackendReport one = probe_fake(pvc_node(), composite);
   INFO(why(one));
   REQUIRE(one.devices.size() == 1);
   CHECK(one.devices[0].uuid == k_card_b);  // the card, with one sub-device left
@@ -231,42 +231,44 @@ TEST_CASE("Level Zero fake: card.tile under COMPOSITE keeps only that tile",
   CHECK(one.devices[0].compute_units == 512);
 
   composite["ZE_AFFINITY_MASK"] = "1.0,0.1,1.1";
-  BackendReport mixed = probe(pvc_node(), composite);
+  BackendReport mixed = probe_fake(pvc_node(), composite);
   CHECK(uuids(mixed) == Uuids{k_card_a, k_card_b});
   CHECK(tiles(mixed) == std::vector<int>{1, 2});
 
   // The single-tile card has one slot: "2.0" is the whole card.
   composite["ZE_AFFINITY_MASK"] = "2.0";
-  CHECK(uuids(probe(pvc_node(), composite)) == Uuids{k_card_c});
+  CHECK(uuids(probe_fake(pvc_node(), composite)) == Uuids{k_card_c});
 }
 
 TEST_CASE("Level Zero fake: FLAT ignores card.tile entries", "[accel][level_zero]") {
-  BackendReport some = probe(pvc_node(), {{"ZE_AFFINITY_MASK", "0.1,3"}});
+  BackendReport some = probe_fake(pvc_node(), {{"ZE_AFFINITY_MASK", "0.1,3"}});
   INFO(why(some));
   CHECK(uuids(some) == Uuids{k_tile_b1});
 
   // Nothing left: the driver does not initialise.
-  BackendReport none = probe(pvc_node(), {{"ZE_AFFINITY_MASK", "0.0,0.1"}});
+  BackendReport none = probe_fake(pvc_node(), {{"ZE_AFFINITY_MASK", "0.0,0.1"}});
   CHECK(none.devices.empty());
   CHECK_THAT(why(none), Contains("ZE_RESULT_ERROR_UNINITIALIZED"));
 }
 
 TEST_CASE("Level Zero fake: entries past the end are skipped, not an end", "[accel][level_zero]") {
-  CHECK(uuids(probe(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"},
-                                 {"ZE_AFFINITY_MASK", "5,1"}})) == Uuids{k_card_b});
-  CHECK(uuids(probe(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"},
-                                 {"ZE_AFFINITY_MASK", "0.7,2"}})) == Uuids{k_card_c});
-  CHECK(uuids(probe(pvc_node(), {{"ZE_AFFINITY_MASK", "9,4,1"}})) == Uuids{k_tile_a1, k_card_c});
+  CHECK(uuids(probe_fake(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"},
+                                      {"ZE_AFFINITY_MASK", "5,1"}})) == Uuids{k_card_b});
+  CHECK(uuids(probe_fake(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"},
+                                      {"ZE_AFFINITY_MASK", "0.7,2"}})) == Uuids{k_card_c});
+  CHECK(uuids(probe_fake(pvc_node(), {{"ZE_AFFINITY_MASK", "9,4,1"}})) ==
+        Uuids{k_tile_a1, k_card_c});
 }
 
 TEST_CASE("Level Zero fake: ZE_ENABLE_PCI_ID_DEVICE_ORDER puts an integrated GPU first",
           "[accel][level_zero]") {
-  BackendReport usual = probe(desktop());
+  BackendReport usual = probe_fake(desktop());
   INFO(why(usual));
   CHECK(uuids(usual) == Uuids{k_arc, k_igpu});  // discrete first
-  CHECK(uuids(probe(desktop(), {{"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "0"}})) == Uuids{k_arc, k_igpu});
+  CHECK(uuids(probe_fake(desktop(), {{"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "0"}})) ==
+        Uuids{k_arc, k_igpu});
 
-  BackendReport by_pci = probe(desktop(), {{"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "1"}});
+  BackendReport by_pci = probe_fake(desktop(), {{"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "1"}});
   CHECK(uuids(by_pci) == Uuids{k_igpu, k_arc});
   REQUIRE(by_pci.devices.size() == 2);
   CHECK(by_pci.devices[0].name == "Intel(R) UHD Graphics 770");
@@ -275,19 +277,19 @@ TEST_CASE("Level Zero fake: ZE_ENABLE_PCI_ID_DEVICE_ORDER puts an integrated GPU
   CHECK(*by_pci.devices[0].pci == PciAddress{0, 0, 2, 0});
 
   // The order decides what a mask index means.
-  CHECK(uuids(probe(desktop(), {{"ZE_AFFINITY_MASK", "0"}})) == Uuids{k_arc});
-  CHECK(uuids(probe(desktop(), {{"ZE_AFFINITY_MASK", "0"},
-                                {"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "1"}})) == Uuids{k_igpu});
+  CHECK(uuids(probe_fake(desktop(), {{"ZE_AFFINITY_MASK", "0"}})) == Uuids{k_arc});
+  CHECK(uuids(probe_fake(desktop(), {{"ZE_AFFINITY_MASK", "0"},
+                                     {"ZE_ENABLE_PCI_ID_DEVICE_ORDER", "1"}})) == Uuids{k_igpu});
 }
 
 TEST_CASE("Level Zero fake: a failing zeInit is unavailable, with the code",
           "[accel][level_zero]") {
-  BackendReport lost = probe(pvc_node(), {{"FAKE_ZE_FAIL_INIT", "0x70000001"}});
+  BackendReport lost = probe_fake(pvc_node(), {{"FAKE_ZE_FAIL_INIT", "0x70000001"}});
   CHECK(lost.devices.empty());
   CHECK(lost.kind == DeviceKind::xpu);
   CHECK(why(lost) == "zeInit failed: ZE_RESULT_ERROR_DEVICE_LOST (0x70000001)");
 
-  BackendReport unknown = probe(pvc_node(), {{"FAKE_ZE_FAIL_INIT", "2147483646"}});
+  BackendReport unknown = probe_fake(pvc_node(), {{"FAKE_ZE_FAIL_INIT", "2147483646"}});
   CHECK(why(unknown) == "zeInit failed: error 0x7ffffffe");
 
   // No machine: the loader finds no driver, as on a machine without one.
@@ -298,7 +300,7 @@ TEST_CASE("Level Zero fake: a failing zeInit is unavailable, with the code",
         "zeInit failed: ZE_RESULT_ERROR_UNINITIALIZED (0x78000001): no Level Zero driver");
 
   // A mask the driver's std::stoul throws on.
-  BackendReport junk = probe(pvc_node(), {{"ZE_AFFINITY_MASK", "0,abc"}});
+  BackendReport junk = probe_fake(pvc_node(), {{"ZE_AFFINITY_MASK", "0,abc"}});
   CHECK(junk.devices.empty());
   CHECK_THAT(why(junk), Contains("zeInit failed"));
 }
@@ -308,7 +310,7 @@ TEST_CASE("Level Zero fake: a driver without the PCI extension gives no address"
   static MachineFile no_pci(R"({"pci_ext": false, "cards": [
       {"name": "Intel(R) Arc(TM) A770 Graphics", "uuid": "00000000000000000000000000030000",
        "pci": "0000:03:00.0", "memory": 16225243136, "eus": 512}]})");
-  BackendReport report = probe(no_pci.path());
+  BackendReport report = probe_fake(no_pci.path());
   INFO(why(report));
   REQUIRE(report.devices.size() == 1);
   CHECK_FALSE(report.devices[0].pci);
@@ -387,14 +389,14 @@ BackendReport misuse_probe(const EnvMap& env) {
 // The probe child is this binary again: it must know the probe by name
 // before main() dispatches to the probe mode.
 const bool misuse_probe_registered = [] {
-  gangrun::launch::register_probe("level_zero_misuse", misuse_probe);
+  gangrun::probe::register_probe("level_zero_misuse", misuse_probe);
   return true;
 }();
 
 }  // namespace
 
 TEST_CASE("Level Zero fake: bad handles and structs are refused", "[accel][level_zero]") {
-  BackendReport report = gangrun::launch::probe_in_child(
+  BackendReport report = gangrun::probe::probe_in_child(
       "level_zero_misuse", DeviceKind::xpu, "Level Zero misuse",
       fake_env(pvc_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}}),
       k_level_zero_probe_timeout);
@@ -445,8 +447,8 @@ std::string hierarchy_name(ZeHierarchy hierarchy) { return std::string(to_string
 TEST_CASE("Level Zero fake: the driver's view matches emulate_ze_affinity_mask",
           "[accel][level_zero]") {
   // The unfiltered views: cards (with tiles) and leaves, in driver order.
-  BackendReport cards = probe(mixed_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}});
-  BackendReport leaves = probe(mixed_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "FLAT"}});
+  BackendReport cards = probe_fake(mixed_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "COMPOSITE"}});
+  BackendReport leaves = probe_fake(mixed_node(), {{"ZE_FLAT_DEVICE_HIERARCHY", "FLAT"}});
   INFO(why(cards) << " / " << why(leaves));
   REQUIRE(tiles(cards) == std::vector<int>{3, 0, 2});
   REQUIRE(leaves.devices.size() == 6);
@@ -461,7 +463,7 @@ TEST_CASE("Level Zero fake: the driver's view matches emulate_ze_affinity_mask",
     for (const char* mask : masks) {
       INFO(hierarchy_name(hierarchy) << " ZE_AFFINITY_MASK=\"" << mask << "\"");
       ZeVisibility expected = emulate_ze_affinity_mask(mask, cards.devices, hierarchy);
-      BackendReport seen = probe(
+      BackendReport seen = probe_fake(
           mixed_node(),
           {{"ZE_FLAT_DEVICE_HIERARCHY", hierarchy_name(hierarchy)}, {"ZE_AFFINITY_MASK", mask}});
       INFO(why(seen));

@@ -32,7 +32,7 @@ TEST_CASE("the agent store listens on the address given: loopback stays loopback
   several.master_addr = "10.1.2.3";
   CHECK(agent_store_bind_host(several) == "10.1.2.3");
   // --local_addr: the address this node is reached at, and listens on.
-  several.options.local_addr = "fd00::1";
+  several.local_addr = "fd00::1";
   CHECK(agent_store_bind_host(several) == "fd00::1");
 }
 

@@ -2,6 +2,7 @@
 // effect (checked, then ignored), those it refuses with the reason, the
 // --shutdown_timeout spelling of --term-timeout, and --virtual_local_rank.
 #include "config_test_support.hpp"
+#include "launch/dialects/worker_variables.hpp"
 #include "launch/plan.hpp"
 
 #include <catch2/catch.hpp>

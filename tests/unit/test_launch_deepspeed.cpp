@@ -1,8 +1,9 @@
 // What deepspeed's conventions change in a worker: its argv, its variables,
 // its cores.
-#include "launch/core_binding.hpp"
-#include "launch/deepspeed_env.hpp"
-#include "launch/deepspeed_pid_file.hpp"
+#include "launch/dialects/deepspeed.hpp"
+#include "launch/dialects/deepspeed_cores.hpp"
+#include "launch/dialects/deepspeed_pid_file.hpp"
+#include "launch/dialects/worker_variables.hpp"
 #include "launch/plan.hpp"
 
 #include <catch2/catch.hpp>
@@ -67,21 +68,22 @@ TEST_CASE("launch deepspeed: LOCAL_SIZE, CROSS_RANK and CROSS_SIZE in deepspeed 
 
 TEST_CASE("launch deepspeed: cores are shared out as deepspeed does", "[launch][deepspeed]") {
   Options options = job(3);
-  CHECK(split_cores(options, 3, {})->at(2).empty());  // not asked for
+  CHECK(split_cores(options.deepspeed, 3, {})->at(2).empty());  // not asked for
   options.deepspeed.bind_cores_to_rank = true;
-  auto shares = split_cores(options, 3, CoreHost{8, {}});
+  auto shares = split_cores(options.deepspeed, 3, CoreHost{8, {}});
   REQUIRE(shares);
   CHECK(*shares == std::vector<std::vector<int>>{{0, 1}, {2, 3}, {4, 5}});
   options.deepspeed.bind_core_list = std::vector<int>{1, 3, 4, 5, 7};
-  CHECK(*split_cores(options, 2, CoreHost{8, {}}) == std::vector<std::vector<int>>{{1, 3}, {4, 5}});
-  auto too_few = split_cores(options, 6, CoreHost{8, {}});
+  CHECK(*split_cores(options.deepspeed, 2, CoreHost{8, {}}) ==
+        std::vector<std::vector<int>>{{1, 3}, {4, 5}});
+  auto too_few = split_cores(options.deepspeed, 6, CoreHost{8, {}});
   REQUIRE_FALSE(too_few);
   CHECK(too_few.error().message().find("6 workers") != std::string::npos);
-  auto not_allowed = split_cores(options, 1, CoreHost{8, {0, 1, 2, 3}});
+  auto not_allowed = split_cores(options.deepspeed, 1, CoreHost{8, {0, 1, 2, 3}});
   REQUIRE_FALSE(not_allowed);
   CHECK(not_allowed.error().message().find("core 4") != std::string::npos);
   options.deepspeed.bind_core_list.reset();
-  CHECK_FALSE(split_cores(options, 1, CoreHost{std::nullopt, {}}));
+  CHECK_FALSE(split_cores(options.deepspeed, 1, CoreHost{std::nullopt, {}}));
 }
 
 TEST_CASE("launch deepspeed: a pinned worker gets OMP_NUM_THREADS of its share",

@@ -1,3 +1,5 @@
+#include "launch/dialects/torchrun.hpp"
+#include "launch/dialects/worker_variables.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
 

@@ -1,4 +1,4 @@
-#include "launch/probe_mode.hpp"
+#include "probe/probe_mode.hpp"
 
 #include "accel/cuda_backend.hpp"
 #include "accel/level_zero_backend.hpp"
@@ -12,7 +12,7 @@
 #include <map>
 #include <utility>
 
-namespace gangrun::launch {
+namespace gangrun::probe {
 namespace {
 
 // Built on first use, so that static initializers of other files may
@@ -57,4 +57,4 @@ void run_probe_mode(int argc, char** argv) {
   leave(0, nullptr);
 }
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::probe

@@ -1,7 +1,7 @@
-#include "launch/probe_runner.hpp"
+#include "probe/probe_runner.hpp"
 
 #include "accel/report_json.hpp"
-#include "launch/probe_mode.hpp"
+#include "probe/probe_mode.hpp"
 #include "supervise/process.hpp"
 #include "util/strings.hpp"
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-namespace gangrun::launch {
+namespace gangrun::probe {
 namespace {
 
 // The running binary itself, even if its file was replaced or removed
@@ -74,4 +74,4 @@ accel::BackendReport probe_level_zero_in_child(const EnvMap& env_for_child,
                         timeout);
 }
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::probe

@@ -1,4 +1,4 @@
-#include "launch/logging.hpp"
+#include "logging/logging.hpp"
 
 #include <spdlog/details/os.h>
 #include <spdlog/pattern_formatter.h>
@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-namespace gangrun::launch {
+namespace gangrun::logging {
 namespace {
 
 spdlog::level::level_enum level_for(int verbosity) {
@@ -126,4 +126,4 @@ void route_logging_through(logmux::Console* console) {
   logger->sinks() = {sink};
 }
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::logging

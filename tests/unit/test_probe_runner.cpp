@@ -1,7 +1,7 @@
-// launch::probe_in_child's failures, with probes this binary registers for
+// probe::probe_in_child's failures, with probes this binary registers for
 // its own probe mode (tests/unit/main.cpp runs it when re-executed).
-#include "launch/probe_mode.hpp"
-#include "launch/probe_runner.hpp"
+#include "probe/probe_mode.hpp"
+#include "probe/probe_runner.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +13,7 @@
 using namespace gangrun;
 using gangrun::accel::BackendReport;
 using gangrun::accel::DeviceKind;
-using gangrun::launch::probe_in_child;
+using gangrun::probe::probe_in_child;
 
 namespace {
 
@@ -38,9 +38,9 @@ BackendReport echo_probe(const EnvMap& env) {
 }
 
 const bool test_probes_registered = [] {
-  launch::register_probe("test_killed", killed_probe);
-  launch::register_probe("test_throw", throwing_probe);
-  launch::register_probe("test_echo", echo_probe);
+  probe::register_probe("test_killed", killed_probe);
+  probe::register_probe("test_throw", throwing_probe);
+  probe::register_probe("test_echo", echo_probe);
   return true;
 }();
 
@@ -78,10 +78,10 @@ TEST_CASE("probe_in_child: a probe that dies or throws is unavailable, and says 
 TEST_CASE("probe mode: only the hidden flag as the first argument asks for it", "[launch][probe]") {
   char name[] = "gangrun";
   char flag[] = "--gangrun-internal-probe";
-  char probe[] = "cuda";
-  char* probing[] = {name, flag, probe, nullptr};
-  char* launching[] = {name, probe, flag, nullptr};
-  CHECK(launch::is_probe_mode(3, probing));
-  CHECK_FALSE(launch::is_probe_mode(3, launching));
-  CHECK_FALSE(launch::is_probe_mode(1, probing));
+  char which[] = "cuda";
+  char* probing[] = {name, flag, which, nullptr};
+  char* launching[] = {name, which, flag, nullptr};
+  CHECK(probe::is_probe_mode(3, probing));
+  CHECK_FALSE(probe::is_probe_mode(3, launching));
+  CHECK_FALSE(probe::is_probe_mode(1, probing));
 }

@@ -1,4 +1,4 @@
-#include "launch/deepspeed_pid_file.hpp"
+#include "launch/dialects/deepspeed_pid_file.hpp"
 
 #include <cstdio>
 #include <fstream>

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-namespace gangrun::launch {
+namespace gangrun::probe {
 
 inline constexpr std::string_view k_probe_mode_flag = "--gangrun-internal-probe";
 
@@ -45,4 +45,4 @@ bool is_probe_mode(int argc, char** argv);
 // printing to stdout cannot corrupt the report.
 [[noreturn]] void run_probe_mode(int argc, char** argv);
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::probe

@@ -5,7 +5,7 @@
 #include "config/options.hpp"
 #include "logmux/console.hpp"
 
-namespace gangrun::launch {
+namespace gangrun::logging {
 
 // Before options are known: warnings and errors, no color.
 void setup_default_logging();
@@ -41,4 +41,4 @@ class LoggingThroughConsole {
   logmux::Console* console_;
 };
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::logging

@@ -1,4 +1,4 @@
-#include "launch/core_binding.hpp"
+#include "launch/dialects/deepspeed_cores.hpp"
 
 #include "util/strings.hpp"
 
@@ -6,9 +6,8 @@
 
 namespace gangrun::launch {
 
-Expected<std::vector<std::vector<int>>> split_cores(const config::Options& options,
+Expected<std::vector<std::vector<int>>> split_cores(const config::DeepspeedSettings& ds,
                                                     int local_workers, const CoreHost& host) {
-  const config::DeepspeedSettings& ds = options.deepspeed;
   std::vector<std::vector<int>> shares(static_cast<std::size_t>(local_workers));
   if (!ds.bind_cores_to_rank) return shares;
 

@@ -20,7 +20,7 @@
 #include <chrono>
 #include <string_view>
 
-namespace gangrun::launch {
+namespace gangrun::probe {
 
 // Runs the probe registered as probe_name (probe_mode.hpp) in a child whose
 // whole environment is env_for_child. kind is the report's kind when the
@@ -38,4 +38,4 @@ accel::BackendReport probe_level_zero_in_child(
     const EnvMap& env_for_child,
     std::chrono::milliseconds timeout = accel::k_level_zero_probe_timeout);
 
-}  // namespace gangrun::launch
+}  // namespace gangrun::probe

@@ -4,9 +4,10 @@
 // physical cores; each worker gets floor(cores / workers) of them, in order,
 // local rank 0 first; what is left over goes to nobody. deepspeed also binds
 // memory to the NUMA node of the share (numactl -m); gangrun does not.
+// A pinned worker's OMP_NUM_THREADS is omp_threads.hpp's.
 #pragma once
 
-#include "config/options.hpp"
+#include "config/deepspeed_settings.hpp"
 #include "util/error.hpp"
 
 #include <optional>
@@ -25,7 +26,7 @@ struct CoreHost {
 // --bind_cores_to_rank is not asked for. Usage errors: fewer cores than
 // workers, a core gangrun may not run on (not in `allowed`), or no way to
 // count the physical cores without a --bind_core_list.
-Expected<std::vector<std::vector<int>>> split_cores(const config::Options& options,
+Expected<std::vector<std::vector<int>>> split_cores(const config::DeepspeedSettings& ds,
                                                     int local_workers, const CoreHost& host);
 
 }  // namespace gangrun::launch
