@@ -31,7 +31,7 @@ Expected<LevelZero> bind(const DynamicLibrary& library) {
     slot = *found;
     return {};
   };
-  for (auto bound :
+  for (const auto& bound :
        {need(api.init, "zeInit"), need(api.driver_get, "zeDriverGet"),
         need(api.device_get, "zeDeviceGet"), need(api.device_properties, "zeDeviceGetProperties"),
         need(api.sub_devices, "zeDeviceGetSubDevices"),

@@ -89,6 +89,7 @@ RocmVisibility every(std::size_t count) {
 
 std::vector<Device> pick(const std::vector<Device>& all, const std::vector<std::size_t>& which) {
   std::vector<Device> out;
+  out.reserve(which.size());
   for (std::size_t i : which) out.push_back(all[i]);
   return out;
 }

@@ -132,7 +132,7 @@ Problem number_problem(NumberFault fault, std::string_view number, const VendorT
 // The Ascend runtime stops reading the value at the first space and the list
 // at the first invalid ID: what it would use.
 std::string ascend_reading(std::string_view value) {
-  auto space = std::find_if(value.begin(), value.end(), is_space);
+  const auto* space = std::find_if(value.begin(), value.end(), is_space);
   std::string_view read = value.substr(0, static_cast<std::size_t>(space - value.begin()));
   std::vector<std::string> ids;
   for (const std::string& entry : strings::split(read, ',')) {
@@ -237,6 +237,7 @@ Expected<void> check_ascending(const VendorText& text, std::string_view value,
     std::vector<int> sorted = ids;
     std::sort(sorted.begin(), sorted.end());
     std::vector<std::string> words;
+    words.reserve(sorted.size());
     for (int id : sorted) words.push_back(std::to_string(id));
     return entry_error(
         text, value, entries[i],

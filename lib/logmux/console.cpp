@@ -4,7 +4,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): POSIX pthread_sigmask
 
 #include <cerrno>
 #include <system_error>

@@ -180,7 +180,7 @@ struct Coordinator::Impl {
       return reject(from,
                     report ? key + ": the report names another agent" : report.error().message());
     }
-    if (round->answers.count(where->agent) == 0) return;  // a spare has no workers to report
+    if (!round->answers.contains(where->agent)) return;  // a spare has no workers to report
     round->heard[where->agent] = Heard{*report, std::chrono::system_clock::now()};
     if (failed) {
       if (!round->end) on_failure(*report);
@@ -219,8 +219,7 @@ struct Coordinator::Impl {
     auto info = agent_info_from_json(*message);
     if (!info) return reject(from, info.error().message());
     if (info->id != claimed) return reject(from, key + " holds the join of another agent");
-    if (agents.count(info->id) != 0 || agent_of_link.count(from) != 0 ||
-        welcomed.count(info->id) != 0) {
+    if (agents.contains(info->id) || agent_of_link.contains(from) || welcomed.contains(info->id)) {
       return reject(from, fmt::format("{} joined twice", info->id));
     }
     if (info->run_id != settings.run_id) return refuse(info->id, another_job(info->run_id));
@@ -317,14 +316,16 @@ struct Coordinator::Impl {
 
   // The agent is gone: its link closed, or its heartbeats stopped (then the
   // link is closed here, so that the agent stops its workers if it wakes).
-  void lose_agent(std::string id, const std::string& why, bool close_link = false) {
+  // ID by value: callers pass a key of agent_of_link or agents, which this erases.
+  void lose_agent(std::string id,  // NOLINT(performance-unnecessary-value-param)
+                  const std::string& why, bool close_link = false) {
     Agent agent = std::move(agents.at(id));
     agents.erase(id);
     agent_of_link.erase(agent.link);
     if (close_link) server.disconnect(agent.link, "the rendezvous dropped its agent: " + why);
     const std::string& host = agent.info.host;
     if (outcome) return check_answered();
-    if (!round || round->answers.count(id) == 0 || round->answers[id]) {
+    if (!round || !round->answers.contains(id) || round->answers[id]) {
       if (close_link) {
         spdlog::warn("rendezvous: dropped the agent on {}: {}", host, why);
       } else {
@@ -410,7 +411,7 @@ struct Coordinator::Impl {
     if (!round || !round->end) return "";
     std::vector<std::string> hosts;
     for (const auto& [id, answer] : round->answers) {
-      if (answer || round->lost.count(id) != 0) continue;
+      if (answer || round->lost.contains(id)) continue;
       auto agent = agents.find(id);
       hosts.push_back(agent == agents.end() ? id : agent->second.info.host);
     }
@@ -618,7 +619,9 @@ struct Coordinator::Impl {
     first_round = false;
     last_call.cancel();
     join_deadline.cancel();
-    round.emplace();
+    // Not round.emplace(): clang (and so clang-tidy) cannot default-construct a nested
+    // struct with member initializers from inside the enclosing class.
+    round = Round{};
     round->plan = plan;
     for (const Member& member : plan.members) round->answers[member.id] = std::nullopt;
     spdlog::info("rendezvous: round {} (restart count {}): {} nodes, world size {}: {}", plan.round,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <ranges>
 #include <string_view>
 
 namespace gangrun::report {
@@ -36,8 +37,8 @@ bool is_launcher_package(const std::string& module) {
 }
 
 std::optional<std::string> last_module_named(const std::vector<std::string>& lines) {
-  for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
-    if (auto module = module_named_in(*line)) return module;
+  for (const std::string& line : std::views::reverse(lines)) {
+    if (auto module = module_named_in(line)) return module;
   }
   return std::nullopt;
 }

@@ -57,7 +57,7 @@ Expected<Read<int>> required_count(const EnvMap& env, std::initializer_list<cons
 Expected<std::optional<Read<int>>> tasks_on_node(const EnvMap& env, int node_id) {
   std::optional<Read<std::string>> list = text_of(env, {"SLURM_STEP_TASKS_PER_NODE"});
   if (!list) return std::nullopt;
-  GANGRUN_TRY_ASSIGN(counts, expand_counts(list->value).map_error([&](Error error) {
+  GANGRUN_TRY_ASSIGN(counts, expand_counts(list->value).map_error([&](const Error& error) {
     return Error(ErrorCode::usage, list->variable + "=" + list->text + ": " + error.message());
   }));
   if (node_id >= static_cast<int>(counts->size())) {

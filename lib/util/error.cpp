@@ -3,13 +3,14 @@
 #include "util/exit_codes.hpp"
 
 #include <cstring>
+#include <ranges>
 
 namespace gangrun {
 
 std::string Error::describe() const {
   std::string text;
-  for (auto it = context_.rbegin(); it != context_.rend(); ++it) {
-    text += *it;
+  for (const std::string& frame : std::views::reverse(context_)) {
+    text += frame;
     text += ": ";
   }
   return text + message_;

@@ -91,9 +91,11 @@ tl::unexpected<Error> pass_up(T&& expected) {
 // GANGRUN_TRY_ASSIGN(name, expr): declares `auto name = (expr);` and returns
 // its error as GANGRUN_TRY does; on success *name is the value. Two
 // statements: never the lone body of an unbraced if or loop.
+// NOLINTBEGIN(bugprone-macro-parentheses): `name` is declared, so it cannot be parenthesized.
 #define GANGRUN_TRY_ASSIGN(name, expr) \
   auto name = (expr);                  \
-  if (!name) return ::gangrun::pass_up(std::move(name))
+  if (!(name)) return ::gangrun::pass_up(std::move(name))
+// NOLINTEND(bugprone-macro-parentheses)
 
 namespace gangrun {
 

@@ -32,6 +32,7 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
 
 std::string join_numbers(const std::vector<int>& numbers, std::string_view separator) {
   std::vector<std::string> parts;
+  parts.reserve(numbers.size());
   for (int number : numbers) parts.push_back(std::to_string(number));
   return join(parts, separator);
 }

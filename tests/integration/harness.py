@@ -47,12 +47,25 @@ EVENT_TIMEOUT = 60
 
 # Set for the sanitize.* runs (tests/CMakeLists.txt): gangrun is built with ASan+UBSan.
 SANITIZED = os.environ.get("GANGRUN_TEST_SANITIZED") == "1"
+# Set ("thread") by scripts/tsan: gangrun is built with ThreadSanitizer.
+THREAD_SANITIZED = os.environ.get("GANGRUN_TEST_SANITIZED") == "thread"
 
 
 def rss_limit_kib(kib):
     """KIB, a test's limit on the resident memory of a gangrun process; in a sanitized run
-    twice that plus 64 MiB, for ASan's shadow memory, redzones and freed-memory quarantine."""
+    twice that plus 64 MiB, for ASan's shadow memory, redzones and freed-memory quarantine;
+    under ThreadSanitizer four times that plus 64 MiB, for its shadow memory (several bytes
+    per byte the program touches) and the metadata of every allocation."""
+    if THREAD_SANITIZED:
+        return 4 * kib + 64 * 1024
     return 2 * kib + 64 * 1024 if SANITIZED else kib
+
+
+def per_object_limit(size):
+    """SIZE, a test's limit on the memory one object (an idle connection) costs gangrun;
+    twice that under ThreadSanitizer, whose allocator keeps metadata beside every block.
+    ASan's cost fits in SIZE, so its runs keep the plain limit."""
+    return 2 * size if THREAD_SANITIZED else size
 
 
 # No core files from workers that die by signal on purpose.

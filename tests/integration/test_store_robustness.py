@@ -88,7 +88,8 @@ class Robustness(GangrunTestCase):
                     self.assertTrue(served(store))
                     rss = store_wire.vm_rss_kib(store.pid)
                     per_connection = (rss - rss_before) * 1024 / wanted
-                    self.assertLess(per_connection, 4096, f"{per_connection:.0f} bytes per idle connection")
+                    self.assertLess(per_connection, harness.per_object_limit(4096),
+                                    f"{per_connection:.0f} bytes per idle connection")
                 finally:
                     for s in sockets:
                         s.close()
