@@ -1,6 +1,7 @@
 #include "cli_docs/help_text.hpp"
 
 #include "config/command_table.hpp"
+#include "config/option_names.hpp"
 #include "config/option_table.hpp"
 #include "util/strings.hpp"
 
@@ -114,8 +115,9 @@ std::string devices_help_text(std::size_t width) {
   append_paragraph(out, k_devices_intro, width);
   out += "\n";
   for (const OptionSpec& spec : option_table()) {
-    bool shapes_masks = spec.group == OptionGroup::devices || spec.name == "nproc_per_node" ||
-                        spec.name == "num_gpus" || spec.name == "json" || spec.name == "verbose";
+    bool shapes_masks = spec.group == OptionGroup::devices || spec.name == opt::nproc_per_node ||
+                        spec.name == opt::num_gpus || spec.name == opt::json ||
+                        spec.name == opt::verbose;
     if (shapes_masks) append_option(out, spec, width);
   }
   out += "\n";

@@ -240,9 +240,10 @@ void apply_no_color(Options& o, const EnvMap& env) {
 
 Expected<Options> build_options(const LayeredValues& values,
                                 std::vector<std::string> program_and_args, const EnvMap& env,
-                                Purpose purpose) {
-  // Every value on its own first: each problem is reported, all at once.
-  Problems problems;
+                                Purpose purpose, Problems found_before) {
+  // Every value on its own first: each problem is reported, all at once,
+  // after those layering found.
+  Problems problems = std::move(found_before);
   Options o;
   check_refused(values, problems);
   apply_rows(values, o, problems);

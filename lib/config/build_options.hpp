@@ -6,6 +6,7 @@
 
 #include "config/layering.hpp"
 #include "config/options.hpp"
+#include "config/problems.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -19,9 +20,13 @@ namespace gangrun::config {
 enum class Purpose { launch, devices };
 
 // `env` is consulted only for NO_COLOR. Records Options::origins for every
-// value in `values`.
+// value in `values`. `found_before` holds the problems layering found
+// (layer_values); the values it could read are still typed and their problems
+// reported with those, but the checks that set options against each other
+// are left out then, since a value that did not read would make them report
+// a consequence rather than a mistake.
 Expected<Options> build_options(const LayeredValues& values,
                                 std::vector<std::string> program_and_args, const EnvMap& env,
-                                Purpose purpose = Purpose::launch);
+                                Purpose purpose = Purpose::launch, Problems found_before = {});
 
 }  // namespace gangrun::config

@@ -197,9 +197,12 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   if (asked_for(given, opt::version)) return VersionRequest{};
 
   GANGRUN_TRY_ASSIGN(program, program_words(app.remaining()));
-  GANGRUN_TRY_ASSIGN(layered, layer_values(given, env));
-  GANGRUN_TRY_ASSIGN(options, build_options(layered->values, std::move(*program), env, purpose));
-  options->slurm_job = std::move(layered->slurm_job);
+  // Layering's problems and the typing's are reported together.
+  Problems problems;
+  Layers layered = layer_values(given, env, problems);
+  GANGRUN_TRY_ASSIGN(options, build_options(layered.values, std::move(*program), env, purpose,
+                                            std::move(problems)));
+  options->slurm_job = std::move(layered.slurm_job);
   GANGRUN_TRY(check_slurm_job(*options));
   if (purpose == Purpose::devices) return DevicesRequest{std::move(*options)};
   return LaunchRequest{std::move(*options), std::vector<std::string>(argv + 1, argv + argc)};

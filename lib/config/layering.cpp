@@ -23,7 +23,7 @@ constexpr std::string_view k_pet_prefix = "PET_";
 // The highest layer's text per option, before the layers below are consulted.
 using Partial = std::map<std::string, LayeredValue, std::less<>>;
 
-Expected<Partial> from_command_line(const std::vector<CommandLineValue>& command_line) {
+Partial from_command_line(const std::vector<CommandLineValue>& command_line, Problems& problems) {
   Partial values;
   std::map<std::string, int, std::less<>> counts;
   for (const CommandLineValue& given : command_line) {
@@ -32,7 +32,10 @@ Expected<Partial> from_command_line(const std::vector<CommandLineValue>& command
     std::string text = given.text;
     if (spec.kind == OptionKind::counter) {
       Expected<int> count = parse_count(given.text);
-      if (!count) return fail_usage(given.spelling + ": " + count.error().message());
+      if (!count) {
+        problems.add(Error(ErrorCode::usage, given.spelling + ": " + count.error().message()));
+        continue;
+      }
       // Saturates: -v=2147483647 -v must not wrap around to -q.
       int& total = counts[std::string(spec.name)];
       total = *count > std::numeric_limits<int>::max() - total ? std::numeric_limits<int>::max()
@@ -80,27 +83,35 @@ Expected<void> check_config_type(const OptionSpec& spec, const ConfigEntry& entr
   return {};
 }
 
-Expected<Partial> from_json_config(const std::string& path) {
-  GANGRUN_TRY_ASSIGN(entries, load_config_file(path));
+// A file that cannot be read is one problem; each entry that does not fit is
+// one more, and is left out so that the layers below decide its option.
+Partial from_json_config(const std::string& path, Problems& problems) {
   Partial values;
+  Expected<std::vector<ConfigEntry>> entries = load_config_file(path);
+  if (!problems.keep(entries)) return values;
   std::map<std::string, std::string, std::less<>> key_of_option;
   for (const ConfigEntry& entry : *entries) {
     const std::string where = path + ": key \"" + entry.key + "\"";
     const OptionSpec* spec = find_option(entry.key);
     if (spec == nullptr) {
-      return fail_usage(where +
-                        ": unknown option (keys are long option names such as "
-                        "\"nproc_per_node\" or \"master-port\")");
+      problems.add(Error(ErrorCode::usage, where +
+                                               ": unknown option (keys are long option names such "
+                                               "as \"nproc_per_node\" or \"master-port\")"));
+      continue;
     }
     if (spec->command_line_only || spec->name == opt::config || spec->name == opt::config_file) {
-      return fail_usage(where + ": --" + entry.key + " cannot be set in a config file");
+      problems.add(
+          Error(ErrorCode::usage, where + ": --" + entry.key + " cannot be set in a config file"));
+      continue;
     }
     auto [previous, inserted] = key_of_option.emplace(std::string(spec->name), entry.key);
     if (!inserted) {
-      return fail_usage(where + ": sets --" + std::string(spec->name) + " again (key \"" +
-                        previous->second + "\" already does)");
+      problems.add(Error(ErrorCode::usage, where + ": sets --" + std::string(spec->name) +
+                                               " again (key \"" + previous->second +
+                                               "\" already does)"));
+      continue;
     }
-    GANGRUN_TRY(check_config_type(*spec, entry, where));
+    if (!problems.keep(check_config_type(*spec, entry, where))) continue;
     values[std::string(spec->name)] = LayeredValue{
         .text = entry.text,
         .source = Source::json_config,
@@ -131,8 +142,9 @@ bool mode_given_above(const Partial& command_line, const EnvMap& env) {
 // would read it: when the command line uses one of accelerate's own flags
 // and not --cpu. A torchrun-style line never reads it, so that a default
 // config left by accelerate config cannot change what it does.
-Expected<void> from_accelerate_config(const Partial& cli, const EnvMap& env,
-                                      std::optional<LayeredValue>& config_file, Partial& values) {
+void from_accelerate_config(const Partial& cli, const EnvMap& env,
+                            std::optional<LayeredValue>& config_file, Partial& values,
+                            Problems& problems) {
   const OptionSpec& spec = option_row(opt::config_file);
   if (auto it = cli.find(opt::config_file); it != cli.end()) {
     config_file = it->second;
@@ -143,23 +155,25 @@ Expected<void> from_accelerate_config(const Partial& cli, const EnvMap& env,
   }
   if (config_file) {
     if (strings::trim(config_file->text).empty()) {
-      return fail_usage(config_file->where + ": empty file name");
+      problems.add(Error(ErrorCode::usage, config_file->where + ": empty file name"));
+      return;
     }
   } else {
     auto cpu = cli.find(opt::cpu);
     if (!speaks_accelerate(cli) ||
         (cpu != cli.end() && parse_bool(cpu->second.text).value_or(true))) {
-      return {};
+      return;
     }
     std::optional<std::string> path = default_accelerate_config_path(env);
     struct stat info {};
-    if (!path || ::stat(path->c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return {};
+    if (!path || ::stat(path->c_str(), &info) != 0 || !S_ISREG(info.st_mode)) return;
     config_file = LayeredValue{.text = *path,
                                .source = Source::accelerate_config,
                                .where = *path,
                                .given = "accelerate's default config " + *path};
   }
-  GANGRUN_TRY_ASSIGN(entries, load_accelerate_config(config_file->text));
+  Expected<std::vector<AccelerateConfigEntry>> entries = load_accelerate_config(config_file->text);
+  if (!problems.keep(entries)) return;
   const bool mode_given = mode_given_above(cli, env);
   for (const AccelerateConfigEntry& entry : *entries) {
     if (entry.from_distributed_type && mode_given) continue;
@@ -174,7 +188,6 @@ Expected<void> from_accelerate_config(const Partial& cli, const EnvMap& env,
         .file_position = entry.position,
     };
   }
-  return {};
 }
 
 LayeredValue from_default(const OptionSpec& spec, std::string_view text) {
@@ -209,25 +222,35 @@ std::string env_name(std::string_view prefix, std::string_view snake_name) {
 
 Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
                               const EnvMap& env) {
-  GANGRUN_TRY_ASSIGN(cli, from_command_line(command_line));
+  Problems problems;
+  Layers layers = layer_values(command_line, env, problems);
+  GANGRUN_TRY(problems.result());
+  return layers;
+}
+
+Layers layer_values(const std::vector<CommandLineValue>& command_line, const EnvMap& env,
+                    Problems& problems) {
+  const Partial cli = from_command_line(command_line, problems);
 
   Partial file;
-  std::optional<LayeredValue> config = config_path(*cli, env);
+  std::optional<LayeredValue> config = config_path(cli, env);
   if (config) {
-    if (strings::trim(config->text).empty()) return fail_usage(config->where + ": empty file name");
-    GANGRUN_TRY_ASSIGN(loaded, from_json_config(config->text));
-    file = std::move(*loaded);
+    if (strings::trim(config->text).empty()) {
+      problems.add(Error(ErrorCode::usage, config->where + ": empty file name"));
+    } else {
+      file = from_json_config(config->text, problems);
+    }
   }
   // accelerate's YAML config sits below gangrun's own --config file.
   Partial accelerate_file;
   std::optional<LayeredValue> config_file;
-  GANGRUN_TRY(from_accelerate_config(*cli, env, config_file, accelerate_file));
+  from_accelerate_config(cli, env, config_file, accelerate_file, problems);
 
   // The value an option has from the layers above Slurm: the command line,
   // GANGRUN_*, PET_*, the config file. The launcher decides whether Slurm is
   // a layer at all, so it is looked up before the layers are merged.
   auto given_above_slurm = [&](const OptionSpec& spec) -> std::optional<LayeredValue> {
-    if (auto it = cli->find(spec.name); it != cli->end()) return it->second;
+    if (auto it = cli.find(spec.name); it != cli.end()) return it->second;
     if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) return value;
     if (auto pet = from_env(spec, env, k_pet_prefix, Source::pet_env)) return pet;
     if (auto in_file = file.find(spec.name); in_file != file.end()) return in_file->second;
@@ -241,14 +264,19 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
   Partial slurm;
   std::optional<LayeredValue> launcher = given_by_name(opt::launcher);
   if (!launcher || parse_launcher(launcher->text) != Options::Launcher::local) {
-    GANGRUN_TRY_ASSIGN(job, slurm::read_job(env));
-    layers.slurm_job = std::move(*job);
+    Expected<std::optional<slurm::Job>> job = slurm::read_job(env);
+    if (problems.keep(job)) layers.slurm_job = std::move(*job);
   }
+  std::optional<Partial> job_layer;
   if (layers.slurm_job) {
+    // A job whose variables do not read is one problem; its layer is left out.
     std::optional<LayeredValue> per_task = given_by_name(opt::worker_per_task);
-    GANGRUN_TRY_ASSIGN(from_slurm,
-                       slurm_layer(*layers.slurm_job, per_task && parse_bool(per_task->text)));
-    slurm = std::move(*from_slurm);
+    Expected<Partial> job_values =
+        slurm_layer(*layers.slurm_job, per_task && parse_bool(per_task->text));
+    if (problems.keep(job_values)) job_layer = std::move(*job_values);
+  }
+  if (job_layer) {
+    slurm = std::move(*job_layer);
     // Slurm's values stand back where the user chose what they would contradict.
     auto user_set = [&](std::string_view name) {
       std::optional<LayeredValue> value = given_by_name(name);

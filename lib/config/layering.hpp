@@ -9,6 +9,7 @@
 
 #include "config/option_table.hpp"
 #include "config/options.hpp"
+#include "config/problems.hpp"
 #include "slurm/job_environment.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
@@ -79,6 +80,15 @@ struct Layers {
 // the master address and port for --rdzv_endpoint, the workers per node for
 // --num_processes and --num_gpus. Usage errors name the option as spelled,
 // the variable, or the file and key.
+//
+// Every problem is added to `problems` and layering goes on with what it could
+// read: a value that does not read is left out (the layers below decide its
+// option), a config file or Slurm job that does not read leaves its whole
+// layer out. The caller types what came back and reports everything together.
+Layers layer_values(const std::vector<CommandLineValue>& command_line, const EnvMap& env,
+                    Problems& problems);
+
+// The same, failing with the problems (as Problems::result) when there are any.
 Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line, const EnvMap& env);
 
 }  // namespace gangrun::config
