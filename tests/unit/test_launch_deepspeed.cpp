@@ -5,6 +5,7 @@
 #include "launch/dialects/deepspeed_pid_file.hpp"
 #include "launch/dialects/worker_variables.hpp"
 #include "launch/plan.hpp"
+#include "launch_test_support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,7 +16,6 @@
 
 using gangrun::config::LaunchStyle;
 using gangrun::config::Options;
-using gangrun::config::ProcCount;
 using gangrun::launch::CoreHost;
 using gangrun::launch::make_plan;
 using gangrun::launch::split_cores;
@@ -24,12 +24,7 @@ using gangrun::launch::worker_variables;
 
 namespace {
 
-Options job(int nproc) {
-  Options options;
-  options.nproc_per_node = ProcCount{ProcCount::Kind::number, nproc};
-  options.program_and_args = {"/bin/echo", "a", "b"};
-  return options;
-}
+Options job(int nproc) { return gangrun::launch::test::job(nproc, {"/bin/echo", "a", "b"}); }
 
 }  // namespace
 

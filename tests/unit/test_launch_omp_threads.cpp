@@ -4,25 +4,19 @@
 #include "launch/dialects/omp_threads.hpp"
 #include "launch/dialects/worker_variables.hpp"
 #include "launch/plan.hpp"
+#include "launch_test_support.hpp"
 
 #include <catch2/catch.hpp>
 
 using gangrun::config::Options;
-using gangrun::config::ProcCount;
 using gangrun::launch::make_plan;
 using gangrun::launch::omp_threads;
 using gangrun::launch::omp_threads_message;
 using gangrun::launch::static_assignment;
 using gangrun::launch::worker_variables;
+using gangrun::launch::test::job;
 
 namespace {
-
-Options job(int nproc) {
-  Options options;
-  options.nproc_per_node = ProcCount{ProcCount::Kind::number, nproc};
-  options.program_and_args = {"/bin/true"};
-  return options;
-}
 
 // What worker 0 gets in its variables, or "unset".
 std::string first_worker_threads(const gangrun::launch::LaunchPlan& plan) {

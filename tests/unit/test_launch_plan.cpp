@@ -2,6 +2,7 @@
 #include "launch/dialects/worker_variables.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
+#include "launch_test_support.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -16,17 +17,7 @@ using gangrun::launch::make_plan;
 using gangrun::launch::static_assignment;
 using gangrun::launch::worker_prefix;
 using gangrun::launch::worker_variables;
-
-namespace {
-
-Options job(int nproc) {
-  Options options;
-  options.nproc_per_node = ProcCount{ProcCount::Kind::number, nproc};
-  options.program_and_args = {"/bin/true"};
-  return options;
-}
-
-}  // namespace
+using gangrun::launch::test::job;
 
 TEST_CASE("launch::make_plan numbers ranks node by node", "[launch]") {
   Options options = job(2);
