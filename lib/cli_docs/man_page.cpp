@@ -388,10 +388,12 @@ std::string man_page(std::string_view version) {
   append_exit_status(out);
   append_examples(out);
   out += ".SH \"SEE ALSO\"\n.BR torchrun (1)\n.PP\n" +
-         prose("/usr/share/doc/gangrun/README.md.gz and the reference pages in "
-               "/usr/share/doc/gangrun/docs/ (flags, environment, devices, multi-node, Slurm, "
-               "ssh, the store, supervision, benchmarks), or README.md and docs/ in the source "
-               "tree.") + "\n";
+         prose(
+             "/usr/share/doc/gangrun/README.md.gz and the reference pages in "
+             "/usr/share/doc/gangrun/docs/ (flags, environment, devices, multi-node, Slurm, "
+             "ssh, the store, supervision, benchmarks), or README.md and docs/ in the source "
+             "tree.") +
+         "\n";
   return out;
 }
 

@@ -11,6 +11,8 @@
 
 namespace gangrun::report {
 
+// NOLINTNEXTLINE(bugprone-exception-escape): the implicit move constructor is noexcept
+// because nlohmann::json's is; clang-tidy 14 cannot see that json's throws nothing.
 struct WorkerError {
   std::string message;                   // "ValueError: bad batch"
   std::optional<std::string> traceback;  // extraInfo.py_callstack
