@@ -153,7 +153,7 @@ struct Participant::Impl {
       beat_in_flight = true;
       std::string key = keys::alive(settings.me.id);
       write(
-          key, std::to_string(++beats), [](Expected<void>) {}, settings.read_timeout);
+          key, std::to_string(++beats), [](const Expected<void>&) {}, settings.read_timeout);
       writes.check({key}, then<bool>([this](bool) {
                      beat_in_flight = false;
                      last_answer = Clock::now();

@@ -626,9 +626,10 @@ struct Server::Impl {
   // A connection's socket is ready (watch's handler). A connection is read
   // only when it is readable, so no read of a client that has not sent yet
   // fails with EAGAIN.
-  // NOLINTNEXTLINE(bugprone-exception-escape): noexcept on purpose. Serving runs inside
-  // guarded(); what is left (accepting waiting clients, arming the accept retry timer)
-  // throws only when memory runs out, where ending the process is the answer.
+  // noexcept on purpose: serving runs inside guarded(); what is left (accepting waiting
+  // clients, arming the accept retry timer) throws only when memory runs out, where
+  // ending the process is the answer.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   void socket_ready(ConnectionId id, bool readable, bool writable) noexcept {
     auto found = connections.find(id);
     if (found == connections.end()) return;                  // closed since the kernel said so
