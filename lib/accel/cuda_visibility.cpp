@@ -129,7 +129,7 @@ class Checker {
   }
   std::string shows() const { return "the CUDA runtime would show " + shown_text(); }
   std::string shown_text() const { return describe_gpu_positions(shown_); }
-  std::string empties() const {
+  static std::string empties() {
     return "the CUDA runtime would then show no GPU at all (PyTorch's emulation; drivers were "
            "not measured)";
   }
@@ -171,7 +171,7 @@ Expected<CudaVisibility> check_indices(std::string_view value, const std::vector
     if (index >= all.size()) return checker.fail(text, range_of(all.size()), checker.stops(kept));
     auto position = static_cast<std::size_t>(index);
     if (std::find(kept.begin(), kept.end(), position) != kept.end()) {
-      return checker.fail(text, "repeats GPU " + std::to_string(position), checker.empties());
+      return checker.fail(text, "repeats GPU " + std::to_string(position), Checker::empties());
     }
     kept.push_back(position);
   }
@@ -228,7 +228,7 @@ Expected<CudaVisibility> check_uuids(std::string_view value, CudaEntryForm form,
     std::size_t position = matches.front();
     if (std::find(kept.begin(), kept.end(), position) != kept.end()) {
       return checker.fail(text, "names GPU " + std::to_string(position) + " again",
-                          checker.empties());
+                          Checker::empties());
     }
     if (form == CudaEntryForm::mig_uuids && !kept.empty()) {
       return checker.fail(text, "is a second MIG device, but a CUDA process enumerates only one",

@@ -383,6 +383,7 @@ std::string deepspeed_fields(const LayeredValues& values) {
   }
   std::sort(fields.begin(), fields.end());
   std::vector<std::string> keys;
+  keys.reserve(fields.size() + 1);
   for (auto& field : fields) keys.push_back(strings::to_lower(field.second));
   auto mixed = values.find(opt::mixed_precision);
   if (mixed != values.end() && from_a_config_file(mixed->second.source)) {

@@ -148,7 +148,7 @@ void apply_rendezvous(Options& o, const LayeredValues& values) {
   }
   if (o.rdzv_backend != "static" || !o.rdzv_endpoint) return;
   const LayeredValue& endpoint = value_of(values, opt::rdzv_endpoint);
-  auto derive = [&](std::string_view name, std::string text) {
+  auto derive = [&](std::string_view name, const std::string& text) {
     o.origins[std::string(name)] =
         Options::Origin{text + " (from " + endpoint.given + ")", endpoint.source};
   };

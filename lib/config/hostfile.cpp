@@ -71,7 +71,7 @@ Expected<std::vector<std::pair<std::string, std::vector<int>>>> parse_node_specs
 // NUL would cut it short) or a leading '-' (ssh would take it for an option)
 // is never part of a real host's name.
 Expected<HostfileEntry> checked_line(std::string_view line, const std::string& where) {
-  auto control = std::find_if(line.begin(), line.end(), [](char c) {
+  const auto* control = std::find_if(line.begin(), line.end(), [](char c) {
     return (static_cast<unsigned char>(c) < 0x20 && !is_space(c)) || c == 0x7f;
   });
   if (control != line.end()) {
@@ -95,6 +95,7 @@ Expected<HostfileEntry> checked_line(std::string_view line, const std::string& w
 
 std::vector<int> first_ids(int count) {
   std::vector<int> ids;
+  ids.reserve(static_cast<std::size_t>(std::max(count, 0)));
   for (int i = 0; i < count; ++i) ids.push_back(i);
   return ids;
 }
@@ -164,7 +165,7 @@ Expected<std::vector<HostSlots>> filter_hosts(const std::vector<HostfileEntry>& 
     GANGRUN_TRY_ASSIGN(nodes, parse_node_specs(spec, flag));
     for (const auto& [host, slots] : *nodes) {
       auto entry = std::find_if(entries.begin(), entries.end(),
-                                [&](const HostfileEntry& e) { return e.host == host; });
+                                [&host = host](const HostfileEntry& e) { return e.host == host; });
       if (entry == entries.end()) {
         return fail_usage(flag + " " + strings::quoted(spec) + ": host " + strings::quoted(host) +
                           " is not in the hostfile");
@@ -182,7 +183,7 @@ Expected<std::vector<HostSlots>> filter_hosts(const std::vector<HostfileEntry>& 
       } else if (slots.empty()) {
         kept[host].clear();
       } else {
-        std::erase_if(kept[host], [&](int id) {
+        std::erase_if(kept[host], [&slots = slots](int id) {
           return std::find(slots.begin(), slots.end(), id) != slots.end();
         });
       }

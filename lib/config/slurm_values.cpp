@@ -89,9 +89,10 @@ Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job
     return values;
   }
 
-  GANGRUN_TRY_ASSIGN(hosts, slurm::expand_hostlist(job.node_list.value).map_error([&](Error error) {
-    return Error(ErrorCode::usage, job.node_list.variable + ": " + error.message());
-  }));
+  GANGRUN_TRY_ASSIGN(
+      hosts, slurm::expand_hostlist(job.node_list.value).map_error([&](const Error& error) {
+        return Error(ErrorCode::usage, job.node_list.variable + ": " + error.message());
+      }));
   if (hosts->empty()) {
     return fail_usage(variable_text(job.node_list) + " names no node");
   }

@@ -16,6 +16,7 @@ std::string planned_port(const LaunchPlan& plan) {
 
 std::string quoted_command(const std::vector<std::string>& argv) {
   std::vector<std::string> words;
+  words.reserve(argv.size());
   for (const std::string& word : argv) words.push_back(strings::shell_quote(word));
   return strings::join(words, " ");
 }
@@ -27,6 +28,7 @@ std::string devices_text(const LaunchPlan& plan) {
   const NodeDevices& devices = *plan.devices;
   if (!devices.view) return accel::to_string(devices.kind);
   std::vector<std::string> tokens;
+  tokens.reserve(devices.selected.size());
   for (const placement::Candidate& candidate : devices.selected) tokens.push_back(candidate.token);
   return fmt::format("{}: {} selected ({} {}), {}", accel::to_string(devices.kind),
                      devices.selected.size(), devices.view->variable,

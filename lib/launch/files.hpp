@@ -26,6 +26,7 @@ class RunDirectory {
   RunDirectory(RunDirectory&& other) noexcept;
   RunDirectory& operator=(RunDirectory&&) = delete;
   RunDirectory(const RunDirectory&) = delete;
+  RunDirectory& operator=(const RunDirectory&) = delete;
   ~RunDirectory();  // removes a temporary directory with everything in it
 
   const std::string& path() const { return path_; }

@@ -35,7 +35,10 @@ std::optional<long> read_number(const fs::path& file) {
 // /proc/loadavg: "0.00 0.01 0.05 1/234 5678"; 234 is every thread on the system.
 std::optional<long> tasks_in_use() {
   std::ifstream in("/proc/loadavg");
-  std::string load1, load5, load15, running;
+  std::string load1;
+  std::string load5;
+  std::string load15;
+  std::string running;
   if (!(in >> load1 >> load5 >> load15 >> running)) return std::nullopt;
   auto slash = running.find('/');
   if (slash == std::string::npos) return std::nullopt;

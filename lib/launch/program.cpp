@@ -53,7 +53,7 @@ report::Interpreter chosen_interpreter(const config::Options& options, const Env
   if (options.python) {
     interpreter.source = report::InterpreterSource::python_option;
     interpreter.origin = "--python, from the command line, GANGRUN_PYTHON or --config";
-  } else if (env.count("PYTHON_EXEC")) {
+  } else if (env.contains("PYTHON_EXEC")) {
     interpreter.source = report::InterpreterSource::python_exec;
     interpreter.origin = "PYTHON_EXEC=" + name;
   } else {
@@ -101,9 +101,9 @@ Expected<ResolvedProgram> through_python(const config::Options& options, const E
                                          std::vector<std::string> python_args) {
   std::string python =
       options.python ? *options.python : env_lookup(env, "PYTHON_EXEC").value_or("python3");
-  std::string what = options.python             ? "--python interpreter"
-                     : env.count("PYTHON_EXEC") ? "Python interpreter (PYTHON_EXEC)"
-                                                : "Python interpreter";
+  std::string what = options.python                ? "--python interpreter"
+                     : env.contains("PYTHON_EXEC") ? "Python interpreter (PYTHON_EXEC)"
+                                                   : "Python interpreter";
   GANGRUN_TRY_ASSIGN(executable, find_executable(python, env, what));
   ResolvedProgram program;
   program.executable = *executable;

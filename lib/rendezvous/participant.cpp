@@ -102,7 +102,7 @@ struct Participant::Impl {
 
   void wait_for_welcome() {
     std::string key = keys::welcome(settings.me.id);
-    writes.get(key, then<std::string>([this, key](std::string value) {
+    writes.get(key, then<std::string>([this, key](const std::string& value) {
                  auto answer = signer.open(key, value);
                  if (answer && answer->empty()) {
                    // The first heartbeat one interval from now: reading the
@@ -153,7 +153,7 @@ struct Participant::Impl {
       beat_in_flight = true;
       std::string key = keys::alive(settings.me.id);
       write(
-          key, std::to_string(++beats), [](Expected<void>) {}, settings.read_timeout);
+          key, std::to_string(++beats), [](const Expected<void>&) {}, settings.read_timeout);
       writes.check({key}, then<bool>([this](bool) {
                      beat_in_flight = false;
                      last_answer = Clock::now();
@@ -177,7 +177,8 @@ struct Participant::Impl {
     double seconds = std::chrono::duration<double>(waited).count();
     writes.check({key}, then<bool>([this, key, seconds](bool exists) {
                    if (!exists) return;
-                   writes.get(key, then<std::string>([this, key, seconds](std::string value) {
+                   writes.get(key,
+                              then<std::string>([this, key, seconds](const std::string& value) {
                                 auto whom = signer.open(key, value);
                                 if (!whom || whom->empty() || !waiting_since) return;
                                 spdlog::warn(
@@ -196,8 +197,8 @@ struct Participant::Impl {
   void find_latest() {
     writes.check({keys::latest()}, then<bool>([this](bool exists) {
                    if (!exists) return wait_for_round(0);
-                   writes.get(keys::latest(), then<std::string>([this](std::string value) {
-                                opened(keys::latest(), value, [this](std::string text) {
+                   writes.get(keys::latest(), then<std::string>([this](const std::string& value) {
+                                opened(keys::latest(), value, [this](const std::string& text) {
                                   std::uint64_t number = 0;
                                   std::from_chars(text.data(), text.data() + text.size(), number);
                                   wait_for_round(number);
@@ -211,8 +212,9 @@ struct Participant::Impl {
   void wait_for_round(std::uint64_t number) {
     if (!waiting_since) waiting_since = Clock::now();
     std::string key = keys::round(number);
-    waits.get(key, then<std::string>([this, number, key](std::string value) {
-                opened(key, value, [this, number](std::string text) { on_round(number, text); });
+    waits.get(key, then<std::string>([this, number, key](const std::string& value) {
+                opened(key, value,
+                       [this, number](const std::string& text) { on_round(number, text); });
               }),
               k_as_long_as_the_job);
   }
@@ -271,8 +273,8 @@ struct Participant::Impl {
 
   void watch_round_end(std::uint64_t number) {
     std::string key = keys::end(number);
-    waits.get(key, then<std::string>([this, number, key](std::string value) {
-                opened(key, value, [this, number](std::string text) {
+    waits.get(key, then<std::string>([this, number, key](const std::string& value) {
+                opened(key, value, [this, number](const std::string& text) {
                   auto end = round_end_from_json(text);
                   if (!end) return lose(end.error());
                   if (current != number || reported) return;  // this node is past it

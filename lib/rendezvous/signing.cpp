@@ -42,7 +42,7 @@ void update(crypto_auth_hmacsha256_state& state, std::string_view part) {
 }  // namespace
 
 Signer::Signer(std::optional<std::string> secret, std::string run_id)
-    : secret_(secret.value_or("")), run_id_(std::move(run_id)) {
+    : secret_(std::move(secret).value_or("")), run_id_(std::move(run_id)) {
   ensure_sodium();
 }
 

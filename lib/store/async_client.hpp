@@ -28,8 +28,11 @@ class AsyncClient final : public AsyncStore {
  public:
   // Does not connect yet; nothing fails here.
   AsyncClient(boost::asio::io_context& io, ClientSettings settings);
-  // Closes the connection; pending callbacks are never called.
-  ~AsyncClient() override;
+  AsyncClient(const AsyncClient&) = delete;
+  AsyncClient& operator=(const AsyncClient&) = delete;
+  // Closes the connection; pending callbacks are never called. (Never throws: see the
+  // definition.)
+  ~AsyncClient() override;  // NOLINT(bugprone-exception-escape)
 
  protected:
   void submit(PendingCall call) override;

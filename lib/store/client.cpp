@@ -209,7 +209,7 @@ struct Client::Impl {
     return malformed_reply_error(op, where, what);
   }
 
-  Expected<std::string> encode(const Request& request) {
+  Expected<std::string> encode(const Request& request) const {
     return encode_for(settings.dialect, request);
   }
 

@@ -39,6 +39,8 @@ class Client {
   static Expected<Client> connect(const ClientSettings& settings);
   Client(Client&&) noexcept;
   Client& operator=(Client&&) noexcept;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
   ~Client();
 
   Expected<void> set(const std::string& key, const std::string& value);

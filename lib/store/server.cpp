@@ -281,6 +281,9 @@ struct Server::Impl {
         accept_retry_timer(io_context),
         spaces(settings.limits) {}
 
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
   ~Impl() {
     *alive = false;
     close_all();
@@ -623,6 +626,10 @@ struct Server::Impl {
   // A connection's socket is ready (watch's handler). A connection is read
   // only when it is readable, so no read of a client that has not sent yet
   // fails with EAGAIN.
+  // noexcept on purpose: serving runs inside guarded(); what is left (accepting waiting
+  // clients, arming the accept retry timer) throws only when memory runs out, where
+  // ending the process is the answer.
+  // NOLINTNEXTLINE(bugprone-exception-escape)
   void socket_ready(ConnectionId id, bool readable, bool writable) noexcept {
     auto found = connections.find(id);
     if (found == connections.end()) return;                  // closed since the kernel said so
@@ -666,7 +673,7 @@ struct Server::Impl {
     connection.watched = wanted;
   }
 
-  void heard_from(Connection& connection) {
+  static void heard_from(Connection& connection) {
     connection.last_heard = Clock::now();
     if (AddressGroup* group = connection.group) {
       group->line.splice(group->line.end(), group->line, connection.in_line);

@@ -64,7 +64,7 @@ struct Gang::Impl {
       : io(io_context),
         console(console_sink),
         spawner(process_spawner),
-        settings(gang_settings),
+        settings(std::move(gang_settings)),
         kill_timer(io_context),
         drain_timer(io_context),
         failure_window_timer(io_context) {}
@@ -463,7 +463,7 @@ struct Gang::Impl {
 };
 
 Gang::Gang(asio::io_context& io, logmux::Console& console, Spawner& spawner, GangSettings settings)
-    : impl_(std::make_unique<Impl>(io, console, spawner, settings)) {}
+    : impl_(std::make_unique<Impl>(io, console, spawner, std::move(settings))) {}
 
 Gang::~Gang() = default;
 

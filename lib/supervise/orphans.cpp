@@ -28,7 +28,7 @@ std::vector<pid_t> list_children() {
 int reap_exited_orphans(const std::set<pid_t>& keep) {
   int reaped = 0;
   for (pid_t pid : list_children()) {
-    if (keep.count(pid) != 0) continue;
+    if (keep.contains(pid)) continue;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) ++reaped;
   }
@@ -40,7 +40,7 @@ int kill_orphans(const std::set<pid_t>& keep, int max_rounds) {
   for (int round = 0; round < max_rounds; ++round) {
     std::vector<pid_t> orphans;
     for (pid_t pid : list_children()) {
-      if (keep.count(pid) == 0) orphans.push_back(pid);
+      if (!keep.contains(pid)) orphans.push_back(pid);
     }
     if (orphans.empty()) break;
     for (pid_t pid : orphans) {

@@ -329,7 +329,7 @@ int milliseconds_left(Clock::time_point deadline) {
 struct Watch {
   const SpawnSpec& spec;
   Child& child;
-  int output_fd;
+  int output_fd = -1;
   CapturedRun run;
   bool output_open = true;
   std::optional<int> wait_status;

@@ -78,10 +78,10 @@ int list_children(pid_t (&pids)[k_max_listed]) {
 }
 
 struct Shim {
-  pid_t worker;
-  int control_fd;
-  int report_fd;
-  int sigchld_fd;
+  pid_t worker = -1;
+  int control_fd = -1;
+  int report_fd = -1;
+  int sigchld_fd = -1;
   bool worker_reaped = false;
 
   void deliver(int signal_number) {
@@ -93,7 +93,7 @@ struct Shim {
 
   // SIGKILLs every child (and the group it leads); they are reaped by the
   // loop like any other exit.
-  void kill_children() {
+  static void kill_children() {
     pid_t pids[k_max_listed];
     int count = list_children(pids);
     for (int i = 0; i < count; ++i) {
@@ -135,7 +135,7 @@ struct Shim {
     ::_exit(0);
   }
 
-  void drain_sigchld() {
+  void drain_sigchld() const {
     signalfd_siginfo info[8];
     while (::read(sigchld_fd, info, sizeof info) > 0) {
     }
