@@ -1,6 +1,7 @@
 #include "agent/srun_start.hpp"
 
 #include "agent/tool_start.hpp"
+#include "config/option_names.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/program.hpp"
 #include "util/strings.hpp"
@@ -9,6 +10,7 @@
 
 #include <array>
 #include <optional>
+#include <string_view>
 
 namespace gangrun::agent {
 
@@ -19,16 +21,17 @@ namespace {
 
 // Options with which the user places this node, which the batch form
 // leaves to Slurm.
-constexpr std::array<const char*, 4> k_placing_options = {"node_rank", "master_addr",
-                                                          "rdzv_endpoint", "standalone"};
+constexpr std::array<std::string_view, 4> k_placing_options = {
+    config::opt::node_rank, config::opt::master_addr, config::opt::rdzv_endpoint,
+    config::opt::standalone};
 
 // The option's origin when the user gave it (above Slurm's layer); a flag
 // counts only when on.
-std::optional<std::string> given_by_user(const Options& options, const std::string& name) {
-  auto it = options.origins.find(name);
+std::optional<std::string> given_by_user(const Options& options, std::string_view name) {
+  auto it = options.origins.find(std::string(name));
   if (it == options.origins.end() || it->second.source <= Source::slurm) return std::nullopt;
-  if (name == "standalone" && !options.standalone) return std::nullopt;
-  return "--" + name + " (" + config::to_string(it->second.source) + ")";
+  if (name == config::opt::standalone && !options.standalone) return std::nullopt;
+  return "--" + std::string(name) + " (" + config::to_string(it->second.source) + ")";
 }
 
 }  // namespace
@@ -40,7 +43,7 @@ Expected<bool> starts_through_srun(const Options& options) {
   }
   const slurm::Job& job = *options.slurm_job;
   std::optional<std::string> placed;
-  for (const char* name : k_placing_options) {
+  for (std::string_view name : k_placing_options) {
     if ((placed = given_by_user(options, name))) break;
   }
   if (options.launcher == Options::Launcher::slurm) {

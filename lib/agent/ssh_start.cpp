@@ -3,6 +3,7 @@
 #include "agent/tool_start.hpp"
 #include "config/deepspeed_env_file.hpp"
 #include "config/hostfile.hpp"
+#include "config/option_names.hpp"
 #include "config/option_table.hpp"
 #include "launch/program.hpp"
 #include "util/exit_codes.hpp"
@@ -24,12 +25,16 @@ namespace {
 // ssh's own code when it could not connect or authenticate.
 constexpr int k_ssh_failed = 255;
 
+namespace opt = config::opt;
+
 // The options ssh_command() sets for each copy, or that only the
 // calling gangrun uses.
 constexpr std::array<std::string_view, 17> k_replaced_options = {
-    "hostfile",     "include",        "exclude",       "nnodes",   "node_rank",     "master_addr",
-    "master_port",  "rdzv_endpoint",  "standalone",    "launcher", "launcher_args", "ssh_port",
-    "no_ssh_check", "nproc_per_node", "num_processes", "num_gpus", "dry_run"};
+    opt::hostfile,     opt::include,        opt::exclude,       opt::nnodes,
+    opt::node_rank,    opt::master_addr,    opt::master_port,   opt::rdzv_endpoint,
+    opt::standalone,   opt::launcher,       opt::launcher_args, opt::ssh_port,
+    opt::no_ssh_check, opt::nproc_per_node, opt::num_processes, opt::num_gpus,
+    opt::dry_run};
 
 constexpr std::array<std::string_view, 5> k_exported_prefixes = {"MLFLOW", "PYTHON", "MV2", "UCX",
                                                                  "NCCL"};
@@ -53,8 +58,8 @@ std::string remote_script(const std::string& cwd, const std::string& command) {
          "exec 3<&-; wait $p; c=$?; kill $w 2>/dev/null; exit $c";
 }
 
-bool given_by_user(const Options& options, const std::string& name) {
-  auto it = options.origins.find(name);
+bool given_by_user(const Options& options, std::string_view name) {
+  auto it = options.origins.find(std::string(name));
   return it != options.origins.end() && it->second.source > config::Source::slurm;
 }
 
@@ -62,7 +67,7 @@ bool given_by_user(const Options& options, const std::string& name) {
 
 Expected<bool> starts_through_ssh(const Options& options) {
   if (options.launcher != Options::Launcher::ssh) return false;
-  if (options.slurm_job && !given_by_user(options, "launcher")) {
+  if (options.slurm_job && !given_by_user(options, opt::launcher)) {
     return fail_usage(
         "-H/--hostfile names hosts to reach over ssh, and this gangrun runs in "
         "Slurm job " +
@@ -121,7 +126,7 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                                      const std::string& cwd, const EnvMap& exported) {
   const std::vector<config::HostSlots>& hosts = options.hosts.hosts;
   const config::HostSlots& host = hosts[index];
-  std::string master_addr = given_by_user(options, "master_addr") && options.master_addr
+  std::string master_addr = given_by_user(options, opt::master_addr) && options.master_addr
                                 ? *options.master_addr
                                 : hosts.front().host;
   std::vector<std::string> copy = {"env"};

@@ -1,5 +1,6 @@
 #include "launch/plan.hpp"
 
+#include "config/option_names.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
@@ -141,15 +142,15 @@ config::Streams either(config::Streams a, config::Streams b) {
 // "--nproc_per_node 500000", "--num_processes 8 over 2 nodes": where the
 // worker count came from, for messages.
 std::string worker_count_given(const config::Options& options, int per_node) {
-  auto text = [&](const char* name) {
-    auto origin = options.origins.find(name);
+  auto text = [&](std::string_view name) {
+    auto origin = options.origins.find(std::string(name));
     return origin == options.origins.end() ? std::to_string(per_node) : origin->second.text;
   };
-  if (options.nproc_per_node) return "--nproc_per_node " + text("nproc_per_node");
-  if (options.num_gpus) return "--num_gpus " + text("num_gpus");
+  if (options.nproc_per_node) return "--nproc_per_node " + text(config::opt::nproc_per_node);
+  if (options.num_gpus) return "--num_gpus " + text(config::opt::num_gpus);
   if (options.num_processes) {
-    return "--num_processes " + text("num_processes") + " over " + std::to_string(options.nnodes) +
-           " nodes";
+    return "--num_processes " + text(config::opt::num_processes) + " over " +
+           std::to_string(options.nnodes) + " nodes";
   }
   return std::to_string(per_node) + " workers per node";
 }
@@ -169,7 +170,7 @@ Expected<void> check_worker_count(const config::Options& options, int per_node,
 // Where the store's host name came from, for messages.
 std::string master_addr_origin(const config::Options& options, bool c10d) {
   if (c10d) return "--rdzv_endpoint";
-  auto it = options.origins.find("master_addr");
+  auto it = options.origins.find(std::string(config::opt::master_addr));
   if (options.slurm_job && it != options.origins.end() &&
       it->second.source == config::Source::slurm) {
     return "the head node: " + slurm::head_node_origin(*options.slurm_job);
