@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <ranges>
 #include <string_view>
 
 namespace gangrun::report {
@@ -37,8 +36,9 @@ bool is_launcher_package(const std::string& module) {
 }
 
 std::optional<std::string> last_module_named(const std::vector<std::string>& lines) {
-  for (const std::string& line : std::views::reverse(lines)) {
-    if (auto module = module_named_in(line)) return module;
+  // Not std::views::reverse: clang cannot build libstdc++ 12's <ranges>.
+  for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
+    if (auto module = module_named_in(*line)) return module;
   }
   return std::nullopt;
 }

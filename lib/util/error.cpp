@@ -3,14 +3,15 @@
 #include "util/exit_codes.hpp"
 
 #include <cstring>
-#include <ranges>
 
 namespace gangrun {
 
 std::string Error::describe() const {
   std::string text;
-  for (const std::string& frame : std::views::reverse(context_)) {
-    text += frame;
+  // Not std::views::reverse: clang (the fuzz targets' compiler) cannot build
+  // libstdc++ 12's <ranges>.
+  for (auto frame = context_.rbegin(); frame != context_.rend(); ++frame) {
+    text += *frame;
     text += ": ";
   }
   return text + message_;
