@@ -215,7 +215,7 @@ class NodeAgent {
     set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
     gang_->start(
         make_launches(plan_, round, run_dir_->path()),
-        [this, round](supervise::AttemptOutcome outcome) { on_round_done(round, outcome); });
+        [this, round](const supervise::AttemptOutcome& outcome) { on_round_done(round, outcome); });
     // A teardown signal that came between rounds ends this one before any
     // worker starts.
     if (stop_signal_) gang_->stop(*stop_signal_);
@@ -415,7 +415,7 @@ class NodeAgent {
   }
 
   void on_signal(int signal_number) {
-    if (plan_.teardown_signals.count(signal_number) != 0) {
+    if (plan_.teardown_signals.contains(signal_number)) {
       on_teardown_signal(signal_number);
       return;
     }

@@ -15,7 +15,6 @@
 namespace gangrun::agent {
 
 using config::Options;
-using config::Source;
 
 namespace {
 
@@ -25,13 +24,13 @@ constexpr std::array<std::string_view, 4> k_placing_options = {
     config::opt::node_rank, config::opt::master_addr, config::opt::rdzv_endpoint,
     config::opt::standalone};
 
-// The option's origin when the user gave it (above Slurm's layer); a flag
-// counts only when on.
-std::optional<std::string> given_by_user(const Options& options, std::string_view name) {
-  auto it = options.origins.find(std::string(name));
-  if (it == options.origins.end() || it->second.source <= Source::slurm) return std::nullopt;
+// "--name (where)" when the user placed this node with the option; a flag
+// places only when on.
+std::optional<std::string> placed_by_user(const Options& options, std::string_view name) {
+  const Options::Origin* origin = options.user_origin(name);
+  if (!origin) return std::nullopt;
   if (name == config::opt::standalone && !options.standalone) return std::nullopt;
-  return "--" + std::string(name) + " (" + config::to_string(it->second.source) + ")";
+  return "--" + std::string(name) + " (" + config::to_string(origin->source) + ")";
 }
 
 }  // namespace
@@ -44,7 +43,7 @@ Expected<bool> starts_through_srun(const Options& options) {
   const slurm::Job& job = *options.slurm_job;
   std::optional<std::string> placed;
   for (std::string_view name : k_placing_options) {
-    if ((placed = given_by_user(options, name))) break;
+    if ((placed = placed_by_user(options, name))) break;
   }
   if (options.launcher == Options::Launcher::slurm) {
     if (job.place == slurm::Place::step) {

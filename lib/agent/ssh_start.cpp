@@ -58,16 +58,11 @@ std::string remote_script(const std::string& cwd, const std::string& command) {
          "exec 3<&-; wait $p; c=$?; kill $w 2>/dev/null; exit $c";
 }
 
-bool given_by_user(const Options& options, std::string_view name) {
-  auto it = options.origins.find(std::string(name));
-  return it != options.origins.end() && it->second.source > config::Source::slurm;
-}
-
 }  // namespace
 
 Expected<bool> starts_through_ssh(const Options& options) {
   if (options.launcher != Options::Launcher::ssh) return false;
-  if (options.slurm_job && !given_by_user(options, opt::launcher)) {
+  if (options.slurm_job && options.user_origin(opt::launcher) == nullptr) {
     return fail_usage(
         "-H/--hostfile names hosts to reach over ssh, and this gangrun runs in "
         "Slurm job " +
@@ -110,9 +105,10 @@ std::vector<std::string> remote_arguments(const std::vector<std::string>& argume
 EnvMap exported_variables(const EnvMap& env, const std::string& cwd) {
   EnvMap exported;
   for (const auto& [name, value] : env) {
-    bool wanted = name == "PATH" ||
-                  std::any_of(k_exported_prefixes.begin(), k_exported_prefixes.end(),
-                              [&](std::string_view prefix) { return name.starts_with(prefix); });
+    bool wanted =
+        name == "PATH" ||
+        std::any_of(k_exported_prefixes.begin(), k_exported_prefixes.end(),
+                    [&name = name](std::string_view prefix) { return name.starts_with(prefix); });
     if (wanted) exported[name] = value;
   }
   auto python_path = exported.find("PYTHONPATH");
@@ -126,7 +122,7 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                                      const std::string& cwd, const EnvMap& exported) {
   const std::vector<config::HostSlots>& hosts = options.hosts.hosts;
   const config::HostSlots& host = hosts[index];
-  std::string master_addr = given_by_user(options, opt::master_addr) && options.master_addr
+  std::string master_addr = options.user_origin(opt::master_addr) != nullptr && options.master_addr
                                 ? *options.master_addr
                                 : hosts.front().host;
   std::vector<std::string> copy = {"env"};
@@ -146,7 +142,7 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
     command.insert(command.end(), {"-p", std::to_string(*options.hosts.ssh_port)});
   command.insert(command.end(), options.launcher_args.begin(), options.launcher_args.end());
   // A host name starting with '-' must not become an option of ssh.
-  command.push_back("--");
+  command.emplace_back("--");
   command.push_back(host.host);
   command.push_back("sh -c " +
                     strings::shell_quote(remote_script(cwd, strings::join(quoted, " "))));

@@ -59,7 +59,7 @@ void ToolGang::start(const std::vector<ToolCommand>& commands, const EnvMap& env
     if (how_.stop_by == StopBy::closing_stdin) launch.stdin_first_line = how_.first_stdin_line;
   }
   gang_.start(std::move(launches),
-              [this](supervise::AttemptOutcome outcome) { on_gang_done(outcome); });
+              [this](const supervise::AttemptOutcome& outcome) { on_gang_done(outcome); });
 }
 
 void ToolGang::on_gang_done(const supervise::AttemptOutcome& outcome) {

@@ -133,6 +133,7 @@ std::vector<Completable> all_store_options() {
 
 std::vector<std::string> names_of(const std::vector<Described>& described) {
   std::vector<std::string> names;
+  names.reserve(described.size());
   for (const Described& each : described) names.push_back(each.name);
   return names;
 }

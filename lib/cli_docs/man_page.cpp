@@ -182,6 +182,7 @@ std::string sentence(std::string_view text) {
 
 std::string bold_list(const std::vector<std::string>& words, std::string_view prefix = "") {
   std::vector<std::string> parts;
+  parts.reserve(words.size());
   for (const std::string& word : words) parts.push_back(bold(std::string(prefix) + word));
   return strings::join(parts, ", ");
 }

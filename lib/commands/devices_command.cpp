@@ -53,6 +53,7 @@ nlohmann::json devices_json(accel::DeviceKind kind, const std::vector<accel::Dev
 
 std::vector<accel::Device> devices_of(const std::vector<placement::Candidate>& candidates) {
   std::vector<accel::Device> devices;
+  devices.reserve(candidates.size());
   for (const placement::Candidate& candidate : candidates) devices.push_back(candidate.device);
   return devices;
 }

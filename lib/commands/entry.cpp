@@ -23,6 +23,10 @@ template <typename... Handlers>
 struct Dispatch : Handlers... {
   using Handlers::operator()...;
 };
+// Spelled out for compilers without C++20's deduction for aggregates (clang
+// before 17, which the fuzz targets and clang-tidy use).
+template <typename... Handlers>
+Dispatch(Handlers...) -> Dispatch<Handlers...>;
 
 // Each kind of Command to the one handler of its subcommand.
 Expected<int> dispatch(const config::Command& command, const EnvMap& env) {

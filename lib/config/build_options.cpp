@@ -247,7 +247,12 @@ Expected<Options> build_options(const LayeredValues& values,
   Options o;
   check_refused(values, problems);
   apply_rows(values, o, problems);
-  GANGRUN_TRY(problems.result());
+  if (!problems.empty()) {
+    // The rest reads typed values, so it waits for them; the hostfile needs
+    // only its own, and a missing one is worth knowing in the same run.
+    problems.keep(check_hostfile_alone(o));
+    GANGRUN_TRY(problems.result());
+  }
   settle_quiet_and_verbose(values, o);
 
   // Then what the tools' flags do beyond their fields, and the checks that

@@ -16,8 +16,7 @@ namespace {
 
 bool given_by_user(const LayeredValues& values, std::string_view name) {
   auto it = values.find(name);
-  return it != values.end() && it->second.source != Source::default_value &&
-         it->second.source != Source::slurm;
+  return it != values.end() && config::given_by_user(it->second.source);
 }
 
 bool runs_here_only(const std::vector<HostSlots>& hosts) {
@@ -79,6 +78,12 @@ Expected<void> type_hosts_values(const LayeredValues& values, Options& options) 
   }
   options.launcher = Options::Launcher::ssh;
   options.nnodes = options.min_nnodes = static_cast<int>(hosts.hosts.size());
+  return {};
+}
+
+Expected<void> check_hostfile_alone(const Options& options) {
+  if (!options.hosts.hostfile) return {};
+  GANGRUN_TRY(read_hostfile(*options.hosts.hostfile));
   return {};
 }
 

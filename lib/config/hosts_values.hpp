@@ -18,4 +18,9 @@ Expected<int> parse_ssh_port(std::string_view text);
 // the option as given.
 Expected<void> type_hosts_values(const LayeredValues& values, Options& options);
 
+// Reads the hostfile alone, for when another value did not type and
+// type_hosts_values does not run: a hostfile that cannot be read or parsed is
+// reported with the other problems. Nothing when no hostfile is given.
+Expected<void> check_hostfile_alone(const Options& options);
+
 }  // namespace gangrun::config

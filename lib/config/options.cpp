@@ -2,6 +2,11 @@
 
 namespace gangrun::config {
 
+const Options::Origin* Options::user_origin(std::string_view name) const {
+  auto it = origins.find(std::string(name));
+  return it != origins.end() && given_by_user(it->second.source) ? &it->second : nullptr;
+}
+
 const char* to_string(Source source) {
   switch (source) {
     case Source::default_value:

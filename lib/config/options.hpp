@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gangrun::config {
@@ -35,6 +36,9 @@ const char* to_string(Source source);
 inline bool from_a_config_file(Source source) {
   return source == Source::accelerate_config || source == Source::json_config;
 }
+// Given by the user (a config file, the environment or the command line):
+// neither a default nor read from Slurm's variables.
+inline bool given_by_user(Source source) { return source > Source::slurm; }
 
 // --nproc_per_node N|auto|gpu|xpu|cpu
 struct ProcCount {
@@ -181,6 +185,8 @@ struct Options {
     bool operator==(const Origin&) const = default;
   };
   std::map<std::string, Origin> origins;
+  // The option's origin when the user gave it (see given_by_user), else null.
+  [[nodiscard]] const Origin* user_origin(std::string_view name) const;
 
   bool operator==(const Options&) const = default;
 };

@@ -39,6 +39,7 @@ Expected<std::vector<int>> checked_positions(const std::vector<int>& positions,
 std::vector<Candidate> pick(const std::vector<Candidate>& visible,
                             const std::vector<int>& positions) {
   std::vector<Candidate> picked;
+  picked.reserve(positions.size());
   for (int position : positions) picked.push_back(visible[static_cast<std::size_t>(position)]);
   return picked;
 }

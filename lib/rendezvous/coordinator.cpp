@@ -136,6 +136,8 @@ struct Coordinator::Impl {
     watch_heartbeats();
   }
 
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
   ~Impl() { server.observe({}); }
 
   // Every value the coordinator writes is sealed for its key.
@@ -400,6 +402,7 @@ struct Coordinator::Impl {
       for (const auto& [id, agent] : agents) missing.erase(agent.info.node_rank);
       if (missing.empty()) return "";
       std::vector<std::string> names;
+      names.reserve(missing.size());
       for (int rank : missing) names.push_back(std::to_string(rank));
       return fmt::format("node rank{} {} to join ({} of {} joined)", missing.size() == 1 ? "" : "s",
                          strings::join(names, ", "), agents.size(), settings.max_nodes);

@@ -31,6 +31,8 @@ struct FakeStore::Impl {
     shared->clients.emplace(id, this);
   }
 
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
   ~Impl() {
     *alive = false;
     shared->spaces.disconnect(membership, id);

@@ -24,6 +24,8 @@ class FakeStore final : public AsyncStore {
   explicit FakeStore(boost::asio::io_context& io,
                      std::chrono::milliseconds timeout = std::chrono::minutes(5));
   // Forgets its pending wait; pending callbacks are never called.
+  FakeStore(const FakeStore&) = delete;
+  FakeStore& operator=(const FakeStore&) = delete;
   ~FakeStore() override;
 
   // Another client of the same store, with its own connection and queue.

@@ -46,6 +46,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -100,6 +101,8 @@ class UniqueSocket {
   UniqueSocket() = default;
   explicit UniqueSocket(int fd) : fd_(fd) {}
   UniqueSocket(UniqueSocket&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  UniqueSocket(const UniqueSocket&) = delete;
+  UniqueSocket& operator=(const UniqueSocket&) = delete;
   UniqueSocket& operator=(UniqueSocket&& other) noexcept {
     std::swap(fd_, other.fd_);
     return *this;
@@ -208,7 +211,7 @@ int run_setget(const tcp::endpoint& endpoint, int connections, double seconds) {
   std::printf(
       "{\"mode\": \"setget\", \"connections\": %d, \"seconds\": %.3f, \"requests\": %llu, "
       "\"requests_per_second\": %.1f}\n",
-      connections, elapsed, static_cast<unsigned long long>(rounds * 2),
+      connections, elapsed, static_cast<unsigned long long>(rounds) * 2,
       static_cast<double>(rounds * 2) / elapsed);
   return 0;
 }
@@ -233,9 +236,9 @@ tcp::socket storm_socket(asio::io_context& io, const tcp::endpoint& server,
   return socket;
 }
 
-// One thread's share of a storm: `count` of the `total` connections, on its
+// One thread's share of a storm: `share` of the `total` connections, on its
 // own event loop. Returns when all of them were released (or exits on error).
-Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int total,
+Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int share, int total,
                                   double timeout_seconds, int thread) {
   std::optional<asio::ip::address> source;
   if (!one_source && endpoint.address().is_v4() && endpoint.address().is_loopback()) {
@@ -243,7 +246,7 @@ Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int 
         asio::ip::address_v4::uint_type{0x7f000001u | (static_cast<unsigned>(thread + 1) << 8)});
   }
   asio::io_context io;
-  const std::string counter = "/storm/count";
+  const std::string counter = "/storm/share";
   const std::string done = "/storm/done";
   const std::string add = request(store::Op::add, {counter}, {}, 1);
   const std::string wait = request(store::Op::wait, {done}, {});
@@ -254,7 +257,7 @@ Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int 
   Clock::time_point last_release = Clock::now();
   asio::steady_timer timer(io, to_duration(timeout_seconds));
 
-  for (int i = 0; i < count; ++i) {
+  for (int i = 0; i < share; ++i) {
     clients.push_back(
         std::make_unique<StormClient>(StormClient{storm_socket(io, endpoint, source), {}}));
     StormClient& client = *clients.back();
@@ -277,7 +280,7 @@ Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int 
                                  [&](auto error3, std::size_t) {
                                    if (error3) die("read WAIT reply: " + error3.message());
                                    last_release = Clock::now();
-                                   if (++released == count) timer.cancel();
+                                   if (++released == share) timer.cancel();
                                  });
               });
             });
@@ -304,7 +307,7 @@ Clock::time_point run_storm_share(const tcp::endpoint& endpoint, int count, int 
     if (!error) {
       die("storm of " + std::to_string(total) + " timed out after " +
           std::to_string(timeout_seconds) + " s with " + std::to_string(released) + " of " +
-          std::to_string(count) + " released on one thread");
+          std::to_string(share) + " released on one thread");
     }
   });
   io.run();
@@ -336,7 +339,7 @@ int run_storm(const tcp::endpoint& endpoint, int count, double timeout_seconds, 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   for (; argc > 1 && std::string(argv[1]).starts_with("--"); --argc, ++argv) {
     if (std::string(argv[1]) == "--validated") {
       dialect = store::Dialect::validated;
@@ -368,4 +371,7 @@ int main(int argc, char** argv) {
   if (threads <= 0) die("THREADS must be positive");
   if (mode == "storm") return run_storm(endpoint, count, seconds, threads);
   die("unknown mode " + mode);
+} catch (const std::exception& error) {
+  // Only allocation can throw here; say so rather than abort.
+  die(std::string("store_load: ") + error.what());
 }

@@ -135,7 +135,10 @@ FakeDevice parse_board(const nlohmann::json& in) {
   device.name = in.at("name").get<std::string>();
   device.uuid = parse_uuid(in.at("uuid").get<std::string>());
   device.parent_uuid = device.uuid;
-  unsigned domain = 0, bus = 0, slot = 0, function = 0;
+  unsigned domain = 0;
+  unsigned bus = 0;
+  unsigned slot = 0;
+  unsigned function = 0;
   std::string pci = in.at("pci").get<std::string>();
   if (std::sscanf(pci.c_str(), "%x:%x:%x.%x", &domain, &bus, &slot, &function) != 4) {
     throw std::runtime_error("pci \"" + pci + "\" is not dddd:bb:dd.f");

@@ -53,25 +53,23 @@
 // user program.
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
-
-extern char** environ;
 
 namespace {
 
@@ -327,7 +325,7 @@ void serve_pending_signals() {
     if (auto it = g_record_file.find(s); it != g_record_file.end()) {
       append_file(it->second, signal_label(s) + " " + now_text() + "\n");
     }
-    if (is_fatal_by_default(s) && g_ignored.count(s) == 0) {
+    if (is_fatal_by_default(s) && !g_ignored.contains(s)) {
       die_by_signal(s);
     }
   }
@@ -510,11 +508,13 @@ void write_error_file(const std::string& message) {
   }
   const std::string timestamp = std::to_string(static_cast<long long>(time(nullptr)));
   const std::string callstack =
-      "Traceback (most recent call last):\n  File \"fake_worker\", line 1, in <module>\n" +
-      message + "\n";
-  const std::string json = "{\"message\": {\"message\": " + json_string(message) +
-                           ", \"extraInfo\": {\"py_callstack\": " + json_string(callstack) +
-                           ", \"timestamp\": " + json_string(timestamp) + "}}}";
+      R"(Traceback (most recent call last):
+  File "fake_worker", line 1, in <module>
+)" + message +
+      "\n";
+  const std::string json = R"({"message": {"message": )" + json_string(message) +
+                           R"(, "extraInfo": {"py_callstack": )" + json_string(callstack) +
+                           R"(, "timestamp": )" + json_string(timestamp) + "}}}";
   write_file_atomically(path, json);
 }
 
@@ -597,9 +597,8 @@ std::vector<Action> parse(const std::vector<std::string>& args) {
       }
       return args[++i];
     };
-    if (word == "--") {
-      break;  // the rest is ignored: arguments for tests that check what arrived
-    } else if (word == "--pid-dir") {
+    if (word == "--") break;  // the rest is ignored: arguments for tests that check what arrived
+    if (word == "--pid-dir") {
       g_pid_dir = value();
     } else if (word == "--only-rank") {
       pending.only_ranks = split_ranks(value());

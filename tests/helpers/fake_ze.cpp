@@ -202,7 +202,9 @@ std::optional<Hierarchy> hierarchy_named(const std::string& name) {
 }
 
 std::uint32_t parse_driver_version(const std::string& text) {
-  unsigned major = 0, minor = 0, build = 0;
+  unsigned major = 0;
+  unsigned minor = 0;
+  unsigned build = 0;
   if (std::sscanf(text.c_str(), "%u.%u.%u", &major, &minor, &build) != 3 || major > 0xff ||
       minor > 0xff || build > 0xffff) {
     throw std::runtime_error("driver_version \"" + text + "\" is not a.b.c (255.255.65535)");
@@ -237,8 +239,8 @@ Card parse_card(const nlohmann::json& in) {
     card.tiles.push_back(std::move(tile));
   }
   if (card.tiles.size() == 1) {
-    throw std::runtime_error("card \"" + card.name +
-                             "\" has one tile: omit \"tiles\" for a card without sub-devices");
+    throw std::runtime_error(R"(card ")" + card.name +
+                             R"(" has one tile: omit "tiles" for a card without sub-devices)");
   }
   return card;
 }

@@ -57,6 +57,20 @@ class EveryProblemAtOnce(GangrunTestCase):
         self.assertFalse(os.path.exists(marker), "the worker was started")
         self.assert_nothing_started()
 
+    def test_a_hostfile_that_cannot_be_read_is_reported_beside_a_bad_value(self):
+        # The hostfile is read after every value typed; when one does not,
+        # it is still read on its own so that both problems come in one run.
+        marker = self.path("worker-started")
+        missing = self.path("no-such-hostfile")
+        result = self.gangrun(["--hostfile", missing, "--max_restarts", "lots",
+                               *self.fake("--touch", marker, "--exit", 0)])
+        self.assertExit(result, 2)
+        self.assertIn("2 problems; nothing was started:", result.stderr, result.describe())
+        self.assertIn("--max_restarts: 'lots'", result.stderr, result.describe())
+        self.assertIn(missing, result.stderr, result.describe())
+        self.assertFalse(os.path.exists(marker), "the worker was started")
+        self.assert_nothing_started()
+
     def test_one_mistake_reads_as_before(self):
         result = self.gangrun(["--max_restarts", "lots", *self.fake("--exit", 0)])
         self.assertExit(result, 2)

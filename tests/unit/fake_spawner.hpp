@@ -157,7 +157,7 @@ class FakeSpawner final : public supervise::Spawner {
 
   int kill_strays() override {
     ++strays_killed;
-    journal.push_back("kill_strays");
+    journal.emplace_back("kill_strays");
     return 0;
   }
 

@@ -35,6 +35,8 @@ constexpr bool same_abi() {
     using O = std::remove_pointer_t<Ours>;
     using T = std::remove_pointer_t<Theirs>;
     if constexpr (std::is_class_v<O> && std::is_class_v<T>) {
+      // Where both are one type the comparisons are trivially true, which is the point.
+      // NOLINTNEXTLINE(misc-redundant-expression)
       return sizeof(O) == sizeof(T) && alignof(O) == alignof(T) && std::is_standard_layout_v<O> &&
              std::is_standard_layout_v<T> && std::is_const_v<O> == std::is_const_v<T>;
     } else {

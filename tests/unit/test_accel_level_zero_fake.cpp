@@ -14,9 +14,9 @@
 #include <catch2/catch.hpp>
 
 #include <level_zero/ze_api.h>
-#include <stdlib.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>

@@ -2,8 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <stdlib.h>
-
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>

@@ -13,7 +13,6 @@
 namespace {
 
 using gangrun::EnvMap;
-using gangrun::ErrorCode;
 using gangrun::Expected;
 using gangrun::config::Accelerator;
 using gangrun::config::Command;
@@ -339,9 +338,9 @@ TEST_CASE("config::parse_command_line records defaults as origins", "[config]") 
   CHECK(o.origins.at("term_timeout").text == "30");
   CHECK(o.origins.at("rdzv_id").text == "none");
   CHECK(o.origins.at("standalone").text == "false");
-  CHECK(o.origins.count("nproc_per_node") == 0);
-  CHECK(o.origins.count("master_addr") == 0);
-  CHECK(o.origins.count("help") == 0);
+  CHECK_FALSE(o.origins.contains("nproc_per_node"));
+  CHECK_FALSE(o.origins.contains("master_addr"));
+  CHECK_FALSE(o.origins.contains("help"));
   CHECK(o.rdzv_id == "none");
   CHECK(o.role == "default");
   CHECK(o.monitor_interval == 0.1);

@@ -19,7 +19,6 @@ namespace {
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using gangrun::EnvMap;
-using gangrun::config::CommandLineValue;
 using gangrun::config::Layers;
 using gangrun::config::option_row;
 using gangrun::config::Problems;

@@ -47,7 +47,7 @@ TEST_CASE("config::man_page has the sections of a manual page", "[config]") {
     CHECK_THAT(page, Contains(section));
   }
   for (const char* subcommand : {".B gangrun devices\n", ".B gangrun store\n",
-                                 ".B gangrun completion\n", "\\fBzsh\\fR|\\fBfish\\fR"}) {
+                                 ".B gangrun completion\n", R"(\fBzsh\fR|\fBfish\fR)"}) {
     CHECK_THAT(page, Contains(subcommand));
   }
   for (const char* variable : {"GANGRUN_CUDA_LIBRARY", "GANGRUN_LEVEL_ZERO_LIBRARY",

@@ -222,11 +222,11 @@ TEST_CASE("option rows: each of accelerate's own flags reaches the workers", "[c
     if (accelerate_without_variable.contains(name)) continue;
     INFO("--" << name);
     std::vector<std::string> base = accelerate_context(name);
-    base.push_back("p");
+    base.emplace_back("p");
     std::vector<std::string> given = accelerate_context(name);
     given.push_back("--" + name);
     if (spec.kind != OptionKind::flag) given.push_back(accelerate_sample(spec));
-    given.push_back("p");
+    given.emplace_back("p");
     const Options without = launch(base);
     const Options with = launch(given);
     CHECK(with.accelerate != without.accelerate);

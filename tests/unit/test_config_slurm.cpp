@@ -2,6 +2,7 @@
 // every layer the user writes; values that would contradict what the user
 // chose stand back; --launcher local turns it off; the checks of a step's
 // shape and of --launcher.
+#include "config/option_names.hpp"
 #include "config/slurm_values.hpp"
 #include "config_test_support.hpp"
 
@@ -15,6 +16,7 @@ using gangrun::config::Options;
 using gangrun::config::Source;
 using gangrun::config::test::launch;
 using gangrun::config::test::usage_error;
+namespace opt = gangrun::config::opt;
 
 EnvMap step_env(int node_id = 1) {
   return {{"SLURM_JOB_ID", "41"},
@@ -51,6 +53,9 @@ TEST_CASE("inside a step the node options come from Slurm", "[config][slurm]") {
   CHECK(origin(o, "master_addr").text ==
         "gpu-a07 (the first host of SLURM_STEP_NODELIST=gpu-a[07-09])");
   CHECK_THAT(origin(o, "master_port").text, Contains("SLURM_JOB_ID=41, SLURM_STEP_ID=0"));
+  // Read from Slurm, or a default: not the user's.
+  CHECK(o.user_origin(opt::nnodes) == nullptr);
+  CHECK(o.user_origin(opt::launcher) == nullptr);
 }
 
 TEST_CASE("workers per node default to the GPUs Slurm gave", "[config][slurm]") {
@@ -80,6 +85,9 @@ TEST_CASE("every layer the user writes wins over Slurm", "[config][slurm]") {
     CHECK(o.nnodes == 2);
     CHECK(origin(o, "master_port").source == Source::command_line);
     CHECK(origin(o, "node_rank").source == Source::slurm);
+    REQUIRE(o.user_origin(opt::master_port) != nullptr);
+    CHECK(o.user_origin(opt::master_port)->text == "23456");
+    CHECK(o.user_origin(opt::node_rank) == nullptr);
   }
   SECTION("GANGRUN_ and PET_ variables") {
     env["GANGRUN_MASTER_ADDR"] = "10.0.0.1";
@@ -88,6 +96,8 @@ TEST_CASE("every layer the user writes wins over Slurm", "[config][slurm]") {
     CHECK(o.master_addr == "10.0.0.1");
     CHECK(o.rdzv_id == "mine");
     CHECK(origin(o, "master_addr").source == Source::gangrun_env);
+    CHECK(o.user_origin(opt::master_addr) != nullptr);
+    CHECK(o.user_origin(opt::rdzv_id) != nullptr);
   }
 }
 

@@ -38,7 +38,7 @@ TEST_CASE("without a secret messages are stored as they are", "[rendezvous]") {
   // A sealed value from a side that has a secret: its message, unchecked.
   CHECK(open_signer.open("k", Signer(k_secret, "job").seal("k", "{}")).value() == "{}");
   // A message whose own colon falls where a MAC's would end is read whole.
-  std::string message = "{\"agent\":\"" + std::string(53, 'a') + "\":1}";
+  std::string message = R"({"agent":")" + std::string(53, 'a') + R"(":1})";
   REQUIRE(message[64] == ':');
   CHECK(open_signer.open("k", message).value() == message);
 }
@@ -133,7 +133,7 @@ TEST_CASE("an outcome's exit code and signal are in range, and success has no ro
 }
 
 TEST_CASE("text from the store comes back printable", "[rendezvous]") {
-  auto end = round_end_from_json("{\"reason\":\"failure\",\"message\":\"x\\u001b[2Jy\"}");
+  auto end = round_end_from_json(R"({"reason":"failure","message":"x\u001b[2Jy"})");
   REQUIRE(end);
   CHECK(end->message == "x\\x1b[2Jy");
 }

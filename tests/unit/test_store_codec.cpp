@@ -403,7 +403,7 @@ TEST_CASE("store::codec detects the dialect from as few bytes as possible", "[st
     decoder.feed("\xCE\xF7\x85");
     CHECK(waiting(decoder));
     CHECK_FALSE(decoder.dialect());
-    decoder.feed("\x3C");
+    decoder.feed(std::string{'\x3C'});
     CHECK(waiting(decoder));
     CHECK(decoder.dialect() == Dialect::magic_prefixed);
     decoder.feed("\x02");  // GET, its key still to come
@@ -605,7 +605,7 @@ TEST_CASE("store::codec enforces the request-size limit as early as it can", "[s
 
 TEST_CASE("store::codec stays failed after an error", "[store][codec]") {
   RequestDecoder decoder{Limits{}};
-  decoder.feed("\x2a");
+  decoder.feed(std::string{'\x2a'});
   auto first = decoder.next();
   REQUIRE_FALSE(first);
   const std::size_t buffered = decoder.buffered_bytes();

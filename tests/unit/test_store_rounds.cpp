@@ -23,12 +23,9 @@ namespace {
 using gangrun::testing::ok;
 using gangrun::testing::value_of;
 
-namespace asio = boost::asio;
 using gangrun::Expected;
 using gangrun::store::Client;
-using gangrun::store::ClientSettings;
 using gangrun::store::Dialect;
-using gangrun::store::Server;
 using gangrun::store::ServerSettings;
 using gangrun::store::ServerStats;
 using std::chrono::milliseconds;

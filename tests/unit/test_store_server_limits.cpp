@@ -76,7 +76,7 @@ class LoopServer {
 
   // The connection that wrote key (once the server told its observer).
   ConnectionId writer_of(const std::string& key) {
-    until([&] { return writers_.count(key) > 0; }, "the server to report a write of " + key);
+    until([&] { return writers_.contains(key); }, "the server to report a write of " + key);
     return writers_.at(key);
   }
 

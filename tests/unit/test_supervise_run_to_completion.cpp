@@ -31,7 +31,7 @@ TEST_CASE("run_to_completion: the child's stdout and exit code", "[supervise]") 
 }
 
 TEST_CASE("run_to_completion: the environment is exactly the given one", "[supervise]") {
-  auto run = run_to_completion(shell("printf '%s|%s' \"$ONLY\" \"${HOME-unset}\"", {{"ONLY", "x"}}),
+  auto run = run_to_completion(shell(R"(printf '%s|%s' "$ONLY" "${HOME-unset}")", {{"ONLY", "x"}}),
                                k_generous);
   REQUIRE(run);
   CHECK(run->output == "x|unset");

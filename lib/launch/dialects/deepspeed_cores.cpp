@@ -34,7 +34,7 @@ Expected<std::vector<std::vector<int>>> split_cores(const config::DeepspeedSetti
     auto first = cores.begin() + static_cast<std::ptrdiff_t>(worker * per_worker);
     shares[worker].assign(first, first + static_cast<std::ptrdiff_t>(per_worker));
     for (int core : shares[worker]) {
-      if (!host.allowed.empty() && host.allowed.count(core) == 0) {
+      if (!host.allowed.empty() && !host.allowed.contains(core)) {
         std::vector<int> allowed(host.allowed.begin(), host.allowed.end());
         return fail_usage("--bind_cores_to_rank: core " + std::to_string(core) + " (of " + named +
                           ") is not one gangrun may run on (allowed: " +
