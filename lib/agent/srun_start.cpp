@@ -87,12 +87,9 @@ std::vector<std::string> srun_command(const Options& options, const std::string&
 }
 
 std::string srun_dry_run_text(const std::vector<std::string>& command) {
-  std::vector<std::string> quoted;
-  quoted.reserve(command.size());
-  for (const std::string& word : command) quoted.push_back(strings::shell_quote(word));
   return "gangrun dry run: in this Slurm allocation gangrun would start itself on every node, "
          "one srun task per node:\n  " +
-         strings::join(quoted, " ") +
+         strings::shell_join(command) +
          "\n(Run as it is inside the allocation, that command prints each node's own dry "
          "run.)\n";
 }

@@ -135,8 +135,6 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
     copy.insert(copy.end(), {"--include", *include});
   copy.insert(copy.end(), remote_args.begin(), remote_args.end());
 
-  std::vector<std::string> quoted;
-  for (const std::string& word : copy) quoted.push_back(strings::shell_quote(word));
   std::vector<std::string> command = {ssh, "-o", "BatchMode=yes"};
   if (options.hosts.ssh_port)
     command.insert(command.end(), {"-p", std::to_string(*options.hosts.ssh_port)});
@@ -144,8 +142,7 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
   // A host name starting with '-' must not become an option of ssh.
   command.emplace_back("--");
   command.push_back(host.host);
-  command.push_back("sh -c " +
-                    strings::shell_quote(remote_script(cwd, strings::join(quoted, " "))));
+  command.push_back("sh -c " + strings::shell_quote(remote_script(cwd, strings::shell_join(copy))));
   return command;
 }
 
@@ -153,9 +150,7 @@ std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& comman
   std::string text = "gangrun dry run: gangrun would start itself on " +
                      std::to_string(commands.size()) + " host(s) over ssh, one command per host:\n";
   for (const std::vector<std::string>& command : commands) {
-    std::vector<std::string> quoted;
-    for (const std::string& word : command) quoted.push_back(strings::shell_quote(word));
-    text += "  " + strings::join(quoted, " ") + "\n";
+    text += "  " + strings::shell_join(command) + "\n";
   }
   return text;
 }

@@ -158,7 +158,7 @@ class ClientCommand {
     return keys;
   }
 
-  static Expected<int> done(Expected<void> result) {
+  static Expected<int> done(const Expected<void>& result) {
     GANGRUN_TRY(result);
     return exit_codes::k_success;
   }

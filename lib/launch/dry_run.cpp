@@ -14,13 +14,6 @@ std::string planned_port(const LaunchPlan& plan) {
   return plan.master_port ? std::to_string(*plan.master_port) : k_free_port_placeholder;
 }
 
-std::string quoted_command(const std::vector<std::string>& argv) {
-  std::vector<std::string> words;
-  words.reserve(argv.size());
-  for (const std::string& word : argv) words.push_back(strings::shell_quote(word));
-  return strings::join(words, " ");
-}
-
 // "cuda: 2 selected (named 2,0 in CUDA_VISIBLE_DEVICES), per-rank"; "inherited" when
 // the launch does not depend on devices.
 std::string devices_text(const LaunchPlan& plan) {
@@ -152,7 +145,7 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
   for (const WorkerPlan& worker : plan.workers) {
     out +=
         fmt::format("rank {} (local_rank {}):\n", first_round.rank_of(worker), worker.local_rank);
-    out += fmt::format("  command: {}\n", quoted_command(worker.argv));
+    out += fmt::format("  command: {}\n", strings::shell_join(worker.argv));
     if (!worker.cpus.empty()) {
       out += fmt::format("  cpus:    {} (--bind_cores_to_rank)\n", fmt::join(worker.cpus, ","));
     }

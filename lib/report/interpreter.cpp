@@ -37,8 +37,8 @@ bool is_launcher_package(const std::string& module) {
 
 std::optional<std::string> last_module_named(const std::vector<std::string>& lines) {
   // Not std::views::reverse: clang cannot build libstdc++ 12's <ranges>.
-  for (auto line = lines.rbegin(); line != lines.rend();
-       ++line) {  // NOLINT(modernize-loop-convert)
+  // NOLINTNEXTLINE(modernize-loop-convert)
+  for (auto line = lines.rbegin(); line != lines.rend(); ++line) {
     if (auto module = module_named_in(*line)) return module;
   }
   return std::nullopt;

@@ -10,8 +10,8 @@ std::string Error::describe() const {
   std::string text;
   // Not std::views::reverse: clang (the fuzz targets' compiler) cannot build
   // libstdc++ 12's <ranges>.
-  for (auto frame = context_.rbegin(); frame != context_.rend();
-       ++frame) {  // NOLINT(modernize-loop-convert)
+  // NOLINTNEXTLINE(modernize-loop-convert)
+  for (auto frame = context_.rbegin(); frame != context_.rend(); ++frame) {
     text += *frame;
     text += ": ";
   }

@@ -128,6 +128,15 @@ std::string shell_quote(std::string_view word) {
   return out + "'";
 }
 
+std::string shell_join(const std::vector<std::string>& words) {
+  std::string line;
+  for (const std::string& word : words) {
+    if (!line.empty()) line += ' ';
+    line += shell_quote(word);
+  }
+  return line;
+}
+
 std::vector<std::string> wrap(std::string_view text, std::size_t width) {
   std::vector<std::string> lines(1);
   for (const std::string& word : split(text, ' ')) {

@@ -72,6 +72,8 @@ std::string quoted(std::string_view text);
 
 // Quotes a word for a POSIX shell only when it needs it (for printing commands).
 std::string shell_quote(std::string_view word);
+// The words as one shell command line, each quoted as shell_quote does.
+std::string shell_join(const std::vector<std::string>& words);
 
 // text safe to print on a terminal: control characters (escape sequences,
 // NUL, newlines) as \xNN, so that text from the network cannot move the

@@ -29,7 +29,6 @@ using gangrun::config::Options;
 using gangrun::config::Source;
 
 using gangrun::config::test::launch;
-using gangrun::config::test::parse;
 using gangrun::config::test::usage_error;
 
 // A file in a fresh directory, removed with it at the end of the test.

@@ -16,7 +16,6 @@
 #include <string>
 #include <thread>
 
-using gangrun::UniqueFd;
 using gangrun::logmux::Console;
 
 using gangrun::Pipe;

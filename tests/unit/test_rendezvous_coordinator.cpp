@@ -35,6 +35,9 @@ struct TestNode {
   std::optional<Error> refused;
   bool running = false;
 
+  // Leaves without a word, as a node that dies does.
+  void leave() { participant.reset(); }
+
   void finish_round(bool succeeded, int exit_code = 0) {
     NodeReport report;
     report.agent = participant->me().id;
@@ -133,8 +136,6 @@ class Cluster {
       io_.run_one_for(50ms);
     }
   }
-
-  void leave(TestNode& node) { node.participant.reset(); }
 
   // A client of the store that is no agent: a stranger on the network, or
   // a fake agent that joins and then says nothing.
@@ -251,7 +252,7 @@ TEST_CASE("static: a node whose connection closes is lost, and the others exit 3
   TestNode& a = cluster.join("a", 1, 0);
   TestNode& b = cluster.join("b", 1, 1);
   cluster.run_until([&] { return a.running && b.running; });
-  cluster.leave(b);
+  b.leave();
   cluster.run_until([&] { return a.outcome.has_value(); });
   REQUIRE(a.ends.size() == 1);
   CHECK(a.ends[0].reason == EndReason::lost_node);
@@ -311,7 +312,7 @@ TEST_CASE("c10d: a lost node shrinks the job to the nodes left, with one restart
   TestNode& a = cluster.join("a", 1);
   TestNode& b = cluster.join("b", 1);
   cluster.run_until([&] { return a.running && b.running; });
-  cluster.leave(b);
+  b.leave();
   cluster.run_until([&] { return a.rounds.size() == 2; });
   CHECK(a.rounds[1].members.size() == 1);
   CHECK(a.rounds[1].world_size == 1);
@@ -326,7 +327,7 @@ TEST_CASE("c10d: below MIN after a loss, the survivors wait for a replacement", 
   TestNode& a = cluster.join("a", 1);
   TestNode& b = cluster.join("b", 1);
   cluster.run_until([&] { return a.running && b.running; });
-  cluster.leave(b);
+  b.leave();
   cluster.run_until([&] { return !a.ends.empty() && !a.running; });
   CHECK(a.ends[0].reason == EndReason::lost_node);
   CHECK(a.rounds.size() == 1);  // one node left, MIN is 2: no round yet
@@ -345,7 +346,7 @@ TEST_CASE("c10d: without a replacement within the join timeout, the survivors ex
   TestNode& a = cluster.join("a", 1);
   TestNode& b = cluster.join("b", 1);
   cluster.run_until([&] { return a.running && b.running; });
-  cluster.leave(b);
+  b.leave();
   cluster.run_until([&] { return a.outcome.has_value(); });
   CHECK(a.outcome->exit_code == 3);
   CHECK(a.outcome->message.find("only 1 of the 2 nodes") != std::string::npos);

@@ -35,6 +35,12 @@ TEST_CASE("util::strings::shell_quote quotes only what needs it", "[util]") {
   CHECK(strings::shell_quote("") == "''");
 }
 
+TEST_CASE("util::strings::shell_join quotes each word", "[util]") {
+  CHECK(strings::shell_join({}).empty());
+  CHECK(strings::shell_join({"python", "train.py", "--name", "my run", ""}) ==
+        "python train.py --name 'my run' ''");
+}
+
 TEST_CASE("util::signals maps names and numbers both ways", "[util]") {
   CHECK(gangrun::signals::name(15) == "SIGTERM");
   CHECK(gangrun::signals::from_text("SIGUSR1") == 10);
