@@ -401,6 +401,7 @@ Expected<CapturedRun> capture(const SpawnSpec& spec, std::chrono::milliseconds t
   if (!output) return cannot_start(spec, output.error().message());
   SpawnSpec to_pipe = spec;
   to_pipe.stdout_fd = output->write_end.get();
+  if (spec.stderr_fd == k_stderr_to_output) to_pipe.stderr_fd = output->write_end.get();
   Expected<Child> child = spawn(to_pipe);
   // From here only the child (and, until it has started the child, the
   // shim) holds the write end: EOF means the child closed its stdout.

@@ -68,6 +68,10 @@ Error start_failure(const SpawnSpec& spec, const ShimRecord& record);
 // workers are re-parented to gangrun and can be found and killed.
 Expected<void> become_subreaper();
 
+// run_to_completion's stderr_fd for a child whose stderr goes into its
+// captured output too (a tool that reports its errors there).
+inline constexpr int k_stderr_to_output = -2;
+
 // What a short-lived child left behind (run_to_completion).
 struct CapturedRun {
   std::string output;                // every byte it wrote to its stdout
@@ -75,7 +79,8 @@ struct CapturedRun {
 };
 
 // Starts spec like spawn() does, under a shim, with the child's stdout a
-// pipe (spec.stdout_fd is ignored), and blocks until the child has exited
+// pipe (spec.stdout_fd is ignored; stderr too when spec.stderr_fd is
+// k_stderr_to_output), and blocks until the child has exited
 // and its stdout has reached EOF, or until timeout has passed. Either way
 // it then ends whatever is left under the shim (the child's whole tree, by
 // SIGKILL) and reaps the shim with waitpid on its pid alone, so it neither

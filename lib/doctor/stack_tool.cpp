@@ -1,0 +1,145 @@
+#include "doctor/stack_tool.hpp"
+
+#include "launch/program.hpp"
+#include "supervise/process.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace gangrun::doctor {
+
+namespace {
+
+constexpr const char* k_tool_name = "py-spy";
+
+std::optional<std::string> read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  return line;
+}
+
+bool mentions(std::string_view text, std::string_view what) {
+  return text.find(what) != std::string_view::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> find_stack_tool(const std::optional<std::string>& configured,
+                                           const std::optional<std::string>& interpreter_dir,
+                                           const EnvMap& env) {
+  if (configured) {
+    auto found = launch::find_executable(*configured, env, "stack tool");
+    return found ? std::optional<std::string>(*found) : std::nullopt;
+  }
+  if (interpreter_dir) {
+    auto beside = launch::find_executable(*interpreter_dir + "/" + k_tool_name, env, "stack tool");
+    if (beside) return *beside;
+  }
+  auto on_path = launch::find_executable(k_tool_name, env, "stack tool");
+  return on_path ? std::optional<std::string>(*on_path) : std::nullopt;
+}
+
+std::string missing_tool_hint() {
+  return "py-spy, which reads a Python process's stacks, was not found (next to the workers' "
+         "interpreter or on PATH); install it with `pip install py-spy` in the job's "
+         "environment, or name it with --stack-tool PATH";
+}
+
+std::vector<std::string> dump_command(const std::string& tool, long pid, bool native) {
+  std::vector<std::string> command = {tool, "dump", "--json", "--pid", std::to_string(pid)};
+  if (native) command.emplace_back("--native");
+  return command;
+}
+
+std::string explain_failure(std::string_view output, long pid, std::optional<int> ptrace_scope) {
+  const std::string who = "pid " + std::to_string(pid);
+  if (mentions(output, "Permission denied") || mentions(output, "Operation not permitted")) {
+    if (ptrace_scope && *ptrace_scope >= 2) {
+      return "not allowed to read " + who + ": kernel.yama.ptrace_scope is " +
+             std::to_string(*ptrace_scope) +
+             ", which lets only root (scope 2) or no one (scope 3) attach to a process; ask for "
+             "`sysctl kernel.yama.ptrace_scope=1` (or 0), or run the capture as root";
+    }
+    return "not allowed to read " + who +
+           ": the stack tool needs ptrace permission over the worker (the same user, and in a "
+           "container CAP_SYS_PTRACE: docker run --cap-add SYS_PTRACE)";
+  }
+  if (mentions(output, "No such process") || mentions(output, "Failed to find process")) {
+    return who + " has ended";
+  }
+  if (mentions(output, "python") || mentions(output, "Python")) {
+    return who + " is not a Python process the stack tool can read (" +
+           std::string(output.substr(0, output.find('\n'))) + ")";
+  }
+  std::string first_line(output.substr(0, output.find('\n')));
+  return "the stack tool failed on " + who + (first_line.empty() ? "" : ": " + first_line);
+}
+
+std::optional<int> read_ptrace_scope(const std::string& proc_root) {
+  auto line = read_first_line(proc_root + "/sys/kernel/yama/ptrace_scope");
+  if (!line) return std::nullopt;
+  try {
+    return std::stoi(*line);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<std::string> proc_state(long pid, const std::string& proc_root) {
+  const std::string dir = proc_root + "/" + std::to_string(pid);
+  auto stat = read_first_line(dir + "/stat");
+  if (!stat) return std::nullopt;
+  // "pid (comm) S ...": the command may hold spaces and parentheses, so the
+  // state is the first field after the last ')'.
+  std::size_t close = stat->rfind(')');
+  if (close == std::string::npos || close + 2 >= stat->size()) return std::nullopt;
+  char state = (*stat)[close + 2];
+  std::string text;
+  switch (state) {
+    case 'R':
+      return "running";
+    case 'S':
+      text = "sleeping";
+      break;
+    case 'D':
+      text = "in uninterruptible wait (D)";
+      break;
+    case 'T':
+    case 't':
+      return "stopped";
+    case 'Z':
+      return "a zombie (exited, not yet reaped)";
+    default:
+      return std::string("in state ") + state;
+  }
+  auto wchan = read_first_line(dir + "/wchan");
+  if (wchan && !wchan->empty() && *wchan != "0") text += " in " + *wchan;
+  return text;
+}
+
+Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long pid, bool native,
+                                                  const EnvMap& env,
+                                                  std::chrono::milliseconds timeout) {
+  supervise::SpawnSpec spec;
+  spec.executable = tool;
+  spec.argv = dump_command(tool, pid, native);
+  spec.env = env;
+  spec.stderr_fd = supervise::k_stderr_to_output;  // its errors say why it failed
+  GANGRUN_TRY_ASSIGN(run, supervise::run_to_completion(spec, timeout));
+  if (!run->status) {
+    return fail(ErrorCode::io, "the stack tool did not finish reading pid " + std::to_string(pid) +
+                                   " within " + std::to_string(timeout.count()) + " ms");
+  }
+  // Its stderr shares the output: a warning may come before the JSON list,
+  // which starts a line of its own.
+  std::string_view output = run->output;
+  std::size_t list = output.starts_with('[') ? 0 : output.find("\n[");
+  auto threads = list == std::string_view::npos
+                     ? parse_py_spy_json("")
+                     : parse_py_spy_json(output.substr(list == 0 ? 0 : list + 1));
+  if (!threads) return fail(ErrorCode::io, explain_failure(run->output, pid, read_ptrace_scope()));
+  return threads;
+}
+
+}  // namespace gangrun::doctor

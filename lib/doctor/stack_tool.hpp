@@ -1,0 +1,50 @@
+// The stack tool: finding py-spy, asking it for one process's stacks, and
+// turning its failures into what the user should do. gangrun never reads
+// another process's memory itself; the tool is an optional runtime
+// dependency, and without it gangrun still says what /proc tells (proc_state).
+#pragma once
+
+#include "doctor/stacks.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gangrun::doctor {
+
+// Where py-spy is, in this order: `configured` (an option; it must be an
+// executable file), next to the workers' interpreter (a virtual environment's
+// bin/ holds both), then PATH. nullopt when none has it.
+std::optional<std::string> find_stack_tool(const std::optional<std::string>& configured,
+                                           const std::optional<std::string>& interpreter_dir,
+                                           const EnvMap& env);
+
+// What to tell a user who has no stack tool.
+std::string missing_tool_hint();
+
+// `py-spy dump --json --pid PID` (with --native: C and C++ frames too).
+std::vector<std::string> dump_command(const std::string& tool, long pid, bool native);
+
+// The reason, and the fix, for a dump that failed with `output` (the tool's
+// stdout and stderr). ptrace_scope is the value of Yama's setting, or nullopt
+// where the kernel has none.
+std::string explain_failure(std::string_view output, long pid, std::optional<int> ptrace_scope);
+
+// Yama's kernel.yama.ptrace_scope, read under proc_root ("/proc" in use).
+std::optional<int> read_ptrace_scope(const std::string& proc_root = "/proc");
+
+// "sleeping in futex_wait_queue", "running", "stopped": the process's state
+// and wait channel from /proc, for when no stack can be read; nullopt when
+// the process is gone.
+std::optional<std::string> proc_state(long pid, const std::string& proc_root = "/proc");
+
+// Runs the tool on pid and parses what it printed, within timeout.
+Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long pid, bool native,
+                                                  const EnvMap& env,
+                                                  std::chrono::milliseconds timeout);
+
+}  // namespace gangrun::doctor

@@ -1,0 +1,214 @@
+// The gang doctor's stacks (lib/doctor/): py-spy's JSON read into threads,
+// ranks grouped by where their main thread stands with the odd ones out
+// first, the stack tool found, run through the same spawn path as every
+// child (a stand-in script prints what py-spy would), and its failures
+// explained with the fix.
+#include "doctor/stack_groups.hpp"
+#include "doctor/stack_tool.hpp"
+#include "doctor/stacks.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+namespace fs = std::filesystem;
+using namespace gangrun::doctor;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+// py-spy 0.4's `dump --json` for a process with a helper thread and a main
+// thread in load_batch (fields it writes that gangrun does not read left out).
+const char* const k_dump = R"([
+  {"pid": 4711, "thread_id": 140, "thread_name": "Thread-1", "os_thread_id": 4713,
+   "active": false, "owns_gil": false,
+   "frames": [{"name": "<lambda>", "filename": "/job/train.py", "short_filename": "train.py",
+               "line": 4, "locals": null}]},
+  {"pid": 4711, "thread_id": 141, "thread_name": "MainThread", "os_thread_id": 4711,
+   "active": true, "owns_gil": true,
+   "frames": [{"name": "load_batch", "filename": "/job/train.py", "short_filename": "train.py",
+               "line": 2},
+              {"name": "train", "filename": "/job/train.py", "short_filename": "train.py",
+               "line": 3},
+              {"name": "<module>", "filename": "/job/train.py", "short_filename": "train.py",
+               "line": 5}]}
+])";
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "gangrun-doctor-XXXXXX").string();
+    path = ::mkdtemp(pattern.data());
+  }
+  ~TempDir() { fs::remove_all(path); }
+  fs::path file(const std::string& name, const std::string& text, bool executable = false) const {
+    fs::path file_path = path / name;
+    fs::create_directories(file_path.parent_path());
+    std::ofstream(file_path) << text;
+    ::chmod(file_path.c_str(), executable ? 0755 : 0644);
+    return file_path;
+  }
+};
+
+std::vector<Frame> frames(std::initializer_list<const char*> names) {
+  std::vector<Frame> out;
+  int line = 10;
+  for (const char* name : names) out.push_back(Frame{name, "train.py", line++});
+  return out;
+}
+
+RankStacks rank_at(int rank, const std::string& host, long pid, std::vector<Frame> main) {
+  RankStacks stacks{rank, host, pid, {}, std::nullopt};
+  stacks.threads.push_back(ThreadStack{"MainThread", pid, false, std::move(main)});
+  return stacks;
+}
+
+}  // namespace
+
+TEST_CASE("py-spy's JSON is read into threads, innermost frame first", "[doctor]") {
+  auto threads = parse_py_spy_json(k_dump);
+  REQUIRE(threads);
+  REQUIRE(threads->size() == 2);
+  const ThreadStack* main = main_thread(*threads, 4711);
+  REQUIRE(main != nullptr);
+  CHECK(main->name == "MainThread");
+  CHECK(main->active);
+  REQUIRE(main->frames.size() == 3);
+  CHECK(main->frames[0] == Frame{"load_batch", "train.py", 2});
+  CHECK(frames_line(main->frames) == "load_batch <- train <- <module>");
+  CHECK((*threads)[0].os_thread_id == 4713);
+
+  SECTION("null fields take their defaults") {
+    auto nulls = parse_py_spy_json(
+        R"([{"thread_name": null, "os_thread_id": null, "frames": [{"name": "f", "line": null}]}])");
+    REQUIRE(nulls);
+    CHECK((*nulls)[0].name.empty());
+    CHECK((*nulls)[0].frames[0] == Frame{"f", "", 0});
+  }
+  SECTION("what is not a list of threads is refused") {
+    CHECK_FALSE(parse_py_spy_json("Error: Permission denied (os error 13)"));
+    CHECK_FALSE(parse_py_spy_json(R"({"frames": []})"));
+    CHECK_FALSE(parse_py_spy_json(R"([{"thread_name": "x"}])"));
+  }
+}
+
+TEST_CASE("the main thread is the pid's, else MainThread, else the first", "[doctor]") {
+  std::vector<ThreadStack> threads = {{"worker", 8, false, {}}, {"MainThread", 9, false, {}}};
+  CHECK(main_thread(threads, 8)->name == "worker");
+  CHECK(main_thread(threads, 1)->name == "MainThread");
+  threads.pop_back();
+  CHECK(main_thread(threads, 1)->name == "worker");
+  CHECK(main_thread({}, 1) == nullptr);
+}
+
+TEST_CASE("ranks in the same place form a group; the odd ones out come first", "[doctor]") {
+  std::vector<Frame> waiting = frames({"all_reduce", "train_step", "train"});
+  std::vector<RankStacks> ranks = {
+      rank_at(3, "node1", 303, waiting), rank_at(0, "node0", 100, waiting),
+      rank_at(2, "node1", 302, frames({"load_batch", "train"})), rank_at(1, "node0", 101, waiting)};
+  ranks.push_back(RankStacks{4, "node1", 304, {}, "pid 304 has ended"});
+
+  std::vector<StackGroup> groups = group_by_stack(ranks);
+  REQUIRE(groups.size() == 3);
+  std::vector<std::string> lines = summary_lines(groups);
+  CHECK(lines[0] == "rank 2 (node1, pid 302): load_batch <- train");
+  CHECK(lines[1] == "ranks 0, 1, 3 (node0, node1): all_reduce <- train_step <- train");
+  CHECK(lines[2] == "rank 4 (node1, pid 304): no stack: pid 304 has ended");
+
+  SECTION("the full text follows the summary with every rank's threads") {
+    std::string text = full_text(ranks, groups);
+    CHECK_THAT(text, StartsWith(lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n"));
+    CHECK_THAT(text, Contains("\nrank 2 (node1, pid 302)\n  thread 302 (MainThread, idle)\n"
+                              "    load_batch (train.py:10)\n    train (train.py:11)\n"));
+    CHECK(text.find("\nrank 0 ") < text.find("\nrank 1 "));
+  }
+  SECTION("the same function at another line is another place") {
+    std::vector<RankStacks> two = {rank_at(0, "n", 1, frames({"step"})),
+                                   rank_at(1, "n", 2, frames({"step"}))};
+    two[1].threads[0].frames[0].line = 99;
+    CHECK(group_by_stack(two).size() == 2);
+  }
+}
+
+TEST_CASE("a long stack is cut after six frames", "[doctor]") {
+  std::vector<Frame> deep = frames({"a", "b", "c", "d", "e", "f", "g", "h"});
+  CHECK(frames_line(deep) == "a <- b <- c <- d <- e <- f <- ...");
+  CHECK(frames_line(deep, 2) == "a <- b <- ...");
+  CHECK(frames_line({}) == "(no Python frames)");
+}
+
+TEST_CASE("the stack tool's command and where it is found", "[doctor]") {
+  CHECK(dump_command("/v/bin/py-spy", 42, false) ==
+        std::vector<std::string>{"/v/bin/py-spy", "dump", "--json", "--pid", "42"});
+  CHECK(dump_command("py-spy", 42, true).back() == "--native");
+
+  TempDir dir;
+  fs::path beside = dir.file("venv/bin/py-spy", "#!/bin/sh\n", true);
+  fs::path on_path = dir.file("path/py-spy", "#!/bin/sh\n", true);
+  gangrun::EnvMap env = {{"PATH", (dir.path / "path").string()}};
+  CHECK(find_stack_tool(std::nullopt, (dir.path / "venv/bin").string(), env) == beside.string());
+  CHECK(find_stack_tool(std::nullopt, (dir.path / "nowhere").string(), env) == on_path.string());
+  CHECK(find_stack_tool(on_path.string(), (dir.path / "venv/bin").string(), env) ==
+        on_path.string());
+  CHECK_FALSE(find_stack_tool((dir.path / "missing").string(), std::nullopt, env));
+  CHECK_FALSE(find_stack_tool(std::nullopt, std::nullopt, {{"PATH", dir.path.string()}}));
+  CHECK_THAT(missing_tool_hint(), Contains("pip install py-spy"));
+}
+
+TEST_CASE("a failed capture says why and what to do", "[doctor]") {
+  CHECK_THAT(explain_failure("Error: Permission denied (os error 13)\n", 7, 1),
+             Contains("CAP_SYS_PTRACE"));
+  CHECK_THAT(explain_failure("Error: Operation not permitted (os error 1)", 7, 2),
+             Contains("kernel.yama.ptrace_scope is 2"));
+  CHECK_THAT(explain_failure("Error: Failed to find process 7", 7, 0), Contains("pid 7 has ended"));
+  CHECK_THAT(explain_failure("Error: Failed to find python version from target process", 7, 0),
+             Contains("is not a Python process"));
+  CHECK(explain_failure("", 7, std::nullopt) == "the stack tool failed on pid 7");
+}
+
+TEST_CASE("/proc says what a process is doing when no stack can be read", "[doctor]") {
+  TempDir proc;
+  proc.file("sys/kernel/yama/ptrace_scope", "2\n");
+  proc.file("41/stat", "41 (python (x) y) S 1 41 41 0 -1\n");
+  proc.file("41/wchan", "futex_wait_queue");
+  proc.file("42/stat", "42 (python) R 1 42 42 0 -1\n");
+  proc.file("43/stat", "43 (python) D 1 43 43 0 -1\n");
+  proc.file("43/wchan", "0");
+  CHECK(read_ptrace_scope(proc.path.string()) == 2);
+  CHECK(proc_state(41, proc.path.string()) == "sleeping in futex_wait_queue");
+  CHECK(proc_state(42, proc.path.string()) == "running");
+  CHECK(proc_state(43, proc.path.string()) == "in uninterruptible wait (D)");
+  CHECK_FALSE(proc_state(44, proc.path.string()));
+  CHECK_FALSE(read_ptrace_scope((proc.path / "none").string()));
+}
+
+TEST_CASE("capture runs the tool as a child and reads what it printed", "[doctor]") {
+  TempDir dir;
+  fs::path dump = dir.file("dump.json", k_dump);
+  // A stand-in for py-spy: checks its arguments, warns on stderr, prints the dump.
+  fs::path tool = dir.file("py-spy",
+                           "#!/bin/sh\n"
+                           "[ \"$1 $2 $3 $4\" = 'dump --json --pid 4711' ] || exit 3\n"
+                           "echo 'py-spy> warning: something' >&2\n"
+                           "cat '" +
+                               dump.string() + "'\n",
+                           true);
+  gangrun::EnvMap env = {{"PATH", "/usr/bin:/bin"}};
+  auto threads = capture_stacks(tool.string(), 4711, false, env, std::chrono::seconds(20));
+  REQUIRE(threads);
+  CHECK(threads->size() == 2);
+
+  SECTION("its error becomes the reason") {
+    fs::path denied = dir.file(
+        "denied", "#!/bin/sh\necho 'Error: Permission denied (os error 13)' >&2\nexit 1\n", true);
+    auto failed = capture_stacks(denied.string(), 4711, false, env, std::chrono::seconds(20));
+    REQUIRE_FALSE(failed);
+    CHECK_THAT(failed.error().message(), Contains("not allowed to read pid 4711"));
+  }
+}
