@@ -3,6 +3,7 @@
 // on an accelerate-style line, and every way the file can be refused.
 #include "config/accelerate_config_file.hpp"
 #include "config_test_support.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,6 +16,8 @@
 
 namespace {
 
+using gangrun::test::TempDir;
+
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using gangrun::EnvMap;
@@ -23,34 +26,6 @@ using gangrun::config::Options;
 using gangrun::config::Source;
 using gangrun::config::test::launch;
 using gangrun::config::test::usage_error;
-
-// A directory of its own, removed at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    dir_ =
-        std::filesystem::temp_directory_path() /
-        ("gangrun_accelerate_test_" + std::to_string(::getpid()) + "_" + std::to_string(++counter));
-    std::filesystem::create_directories(dir_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string write(const std::string& name, const std::string& text) const {
-    std::filesystem::path path = dir_ / name;
-    std::filesystem::create_directories(path.parent_path());
-    std::ofstream(path) << text;
-    return path.string();
-  }
-  std::string dir() const { return dir_.string(); }
-
- private:
-  std::filesystem::path dir_;
-};
 
 std::map<std::string, std::string> entries(const std::string& yaml) {
   auto parsed = gangrun::config::parse_accelerate_config_text(yaml, "cfg.yaml");
@@ -161,7 +136,7 @@ TEST_CASE("config accelerate file: the default config is read only on an acceler
   dir.write("hf/accelerate/default_config.yaml",
             "compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\n"
             "num_processes: 3\nmixed_precision: fp16\n");
-  EnvMap env = {{"HF_HOME", dir.dir() + "/hf"}};
+  EnvMap env = {{"HF_HOME", dir.path().string() + "/hf"}};
 
   // torchrun-style: the default config changes nothing.
   Options torchrun_style = launch({"--nproc_per_node", "2", "x.py"}, env);

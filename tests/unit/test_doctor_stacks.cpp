@@ -6,6 +6,7 @@
 #include "doctor/stack_groups.hpp"
 #include "doctor/stack_tool.hpp"
 #include "doctor/stacks.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -20,6 +21,7 @@ namespace fs = std::filesystem;
 using namespace gangrun::doctor;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
+using gangrun::test::TempDir;
 
 namespace {
 
@@ -39,22 +41,6 @@ const char* const k_dump = R"([
               {"name": "<module>", "filename": "/job/train.py", "short_filename": "train.py",
                "line": 5}]}
 ])";
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gangrun-doctor-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path file(const std::string& name, const std::string& text, bool executable = false) const {
-    fs::path file_path = path / name;
-    fs::create_directories(file_path.parent_path());
-    std::ofstream(file_path) << text;
-    ::chmod(file_path.c_str(), executable ? 0755 : 0644);
-    return file_path;
-  }
-};
 
 std::vector<Frame> frames(std::initializer_list<const char*> names) {
   std::vector<Frame> out;
@@ -149,15 +135,15 @@ TEST_CASE("the stack tool's command and where it is found", "[doctor]") {
   CHECK(dump_command("py-spy", 42, true).back() == "--native");
 
   TempDir dir;
-  fs::path beside = dir.file("venv/bin/py-spy", "#!/bin/sh\n", true);
-  fs::path on_path = dir.file("path/py-spy", "#!/bin/sh\n", true);
-  gangrun::EnvMap env = {{"PATH", (dir.path / "path").string()}};
-  CHECK(find_stack_tool(std::nullopt, (dir.path / "venv/bin").string(), env) == beside.string());
-  CHECK(find_stack_tool(std::nullopt, (dir.path / "nowhere").string(), env) == on_path.string());
-  CHECK(find_stack_tool(on_path.string(), (dir.path / "venv/bin").string(), env) ==
+  fs::path beside = dir.write("venv/bin/py-spy", "#!/bin/sh\n", true);
+  fs::path on_path = dir.write("path/py-spy", "#!/bin/sh\n", true);
+  gangrun::EnvMap env = {{"PATH", (dir.path() / "path").string()}};
+  CHECK(find_stack_tool(std::nullopt, (dir.path() / "venv/bin").string(), env) == beside.string());
+  CHECK(find_stack_tool(std::nullopt, (dir.path() / "nowhere").string(), env) == on_path.string());
+  CHECK(find_stack_tool(on_path.string(), (dir.path() / "venv/bin").string(), env) ==
         on_path.string());
-  CHECK_FALSE(find_stack_tool((dir.path / "missing").string(), std::nullopt, env));
-  CHECK_FALSE(find_stack_tool(std::nullopt, std::nullopt, {{"PATH", dir.path.string()}}));
+  CHECK_FALSE(find_stack_tool((dir.path() / "missing").string(), std::nullopt, env));
+  CHECK_FALSE(find_stack_tool(std::nullopt, std::nullopt, {{"PATH", dir.path().string()}}));
   CHECK_THAT(missing_tool_hint(), Contains("pip install py-spy"));
 }
 
@@ -174,38 +160,38 @@ TEST_CASE("a failed capture says why and what to do", "[doctor]") {
 
 TEST_CASE("/proc says what a process is doing when no stack can be read", "[doctor]") {
   TempDir proc;
-  proc.file("sys/kernel/yama/ptrace_scope", "2\n");
-  proc.file("41/stat", "41 (python (x) y) S 1 41 41 0 -1\n");
-  proc.file("41/wchan", "futex_wait_queue");
-  proc.file("42/stat", "42 (python) R 1 42 42 0 -1\n");
-  proc.file("43/stat", "43 (python) D 1 43 43 0 -1\n");
-  proc.file("43/wchan", "0");
-  CHECK(read_ptrace_scope(proc.path.string()) == 2);
-  CHECK(proc_state(41, proc.path.string()) == "sleeping in futex_wait_queue");
-  CHECK(proc_state(42, proc.path.string()) == "running");
-  CHECK(proc_state(43, proc.path.string()) == "in uninterruptible wait (D)");
-  CHECK_FALSE(proc_state(44, proc.path.string()));
-  CHECK_FALSE(read_ptrace_scope((proc.path / "none").string()));
+  proc.write("sys/kernel/yama/ptrace_scope", "2\n");
+  proc.write("41/stat", "41 (python (x) y) S 1 41 41 0 -1\n");
+  proc.write("41/wchan", "futex_wait_queue");
+  proc.write("42/stat", "42 (python) R 1 42 42 0 -1\n");
+  proc.write("43/stat", "43 (python) D 1 43 43 0 -1\n");
+  proc.write("43/wchan", "0");
+  CHECK(read_ptrace_scope(proc.path().string()) == 2);
+  CHECK(proc_state(41, proc.path().string()) == "sleeping in futex_wait_queue");
+  CHECK(proc_state(42, proc.path().string()) == "running");
+  CHECK(proc_state(43, proc.path().string()) == "in uninterruptible wait (D)");
+  CHECK_FALSE(proc_state(44, proc.path().string()));
+  CHECK_FALSE(read_ptrace_scope((proc.path() / "none").string()));
 }
 
 TEST_CASE("capture runs the tool as a child and reads what it printed", "[doctor]") {
   TempDir dir;
-  fs::path dump = dir.file("dump.json", k_dump);
+  fs::path dump = dir.write("dump.json", k_dump);
   // A stand-in for py-spy: checks its arguments, warns on stderr, prints the dump.
-  fs::path tool = dir.file("py-spy",
-                           "#!/bin/sh\n"
-                           "[ \"$1 $2 $3 $4\" = 'dump --json --pid 4711' ] || exit 3\n"
-                           "echo 'py-spy> warning: something' >&2\n"
-                           "cat '" +
-                               dump.string() + "'\n",
-                           true);
+  fs::path tool = dir.write("py-spy",
+                            "#!/bin/sh\n"
+                            "[ \"$1 $2 $3 $4\" = 'dump --json --pid 4711' ] || exit 3\n"
+                            "echo 'py-spy> warning: something' >&2\n"
+                            "cat '" +
+                                dump.string() + "'\n",
+                            true);
   gangrun::EnvMap env = {{"PATH", "/usr/bin:/bin"}};
   auto threads = capture_stacks(tool.string(), 4711, false, env, std::chrono::seconds(20));
   REQUIRE(threads);
   CHECK(threads->size() == 2);
 
   SECTION("its error becomes the reason") {
-    fs::path denied = dir.file(
+    fs::path denied = dir.write(
         "denied", "#!/bin/sh\necho 'Error: Permission denied (os error 13)' >&2\nexit 1\n", true);
     auto failed = capture_stacks(denied.string(), 4711, false, env, std::chrono::seconds(20));
     REQUIRE_FALSE(failed);

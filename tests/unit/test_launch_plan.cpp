@@ -3,6 +3,7 @@
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
 #include "launch_test_support.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -107,6 +108,8 @@ TEST_CASE("launch::make_plan routes redirects, tees and the console filter", "[l
 }
 
 namespace {
+
+using gangrun::test::TempDir;
 
 gangrun::launch::NodeDevices cuda_node(const std::vector<std::string>& tokens) {
   gangrun::launch::NodeDevices node;
@@ -294,30 +297,7 @@ TEST_CASE("launch::make_plan checks the worker count before building workers", "
                                        "2147483647 ranks"));
 }
 
-namespace {
-
-// A fresh directory, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "gangrun-plan-check-XXXXXX").string();
-    REQUIRE(::mkdtemp(pattern.data()) != nullptr);
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("launch::check_report_path finds an unwritable report before the run", "[launch]") {
   using gangrun::launch::check_report_path;

@@ -1,4 +1,5 @@
 #include "launch/program.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -15,20 +16,12 @@ using gangrun::launch::resolve_program;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gangrun-test-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path file(const std::string& name, bool executable) const {
-    fs::path file_path = path / name;
-    std::ofstream(file_path) << "#!/bin/sh\nexit 0\n";
-    ::chmod(file_path.c_str(), executable ? 0755 : 0644);
-    return file_path;
-  }
-};
+using gangrun::test::TempDir;
+
+// An executable (or not) shell script in dir.
+fs::path script_in(const TempDir& dir, const std::string& name, bool executable) {
+  return dir.write(name, "#!/bin/sh\nexit 0\n", executable);
+}
 
 Options with_program(std::vector<std::string> words) {
   Options options;
@@ -40,11 +33,11 @@ Options with_program(std::vector<std::string> words) {
 
 TEST_CASE("launch::resolve_program finds executables through PATH", "[launch]") {
   TempDir dir;
-  dir.file("tool", true);
-  gangrun::EnvMap env = {{"PATH", "/nonexistent:" + dir.path.string()}};
+  script_in(dir, "tool", true);
+  gangrun::EnvMap env = {{"PATH", "/nonexistent:" + dir.path().string()}};
   auto program = resolve_program(with_program({"tool", "--flag"}), env);
   REQUIRE(program);
-  CHECK(program->executable == (dir.path / "tool").string());
+  CHECK(program->executable == (dir.path() / "tool").string());
   CHECK(program->argv == std::vector<std::string>{"tool", "--flag"});
   CHECK_FALSE(program->uses_python);
 }
@@ -60,7 +53,7 @@ TEST_CASE("launch::resolve_program reports a missing program as not found", "[la
 
 TEST_CASE("launch::resolve_program reports a non-executable path as 126", "[launch]") {
   TempDir dir;
-  fs::path file = dir.file("data.bin", false);
+  fs::path file = script_in(dir, "data.bin", false);
   Options options = with_program({file.string()});
   options.no_python = true;
   auto program = resolve_program(options, {{"PATH", "/usr/bin:/bin"}});
@@ -71,16 +64,16 @@ TEST_CASE("launch::resolve_program reports a non-executable path as 126", "[laun
 
 TEST_CASE("launch::resolve_program runs .py files and plain files through Python", "[launch]") {
   TempDir dir;
-  fs::path script = dir.file("train.py", true);
-  fs::path python = dir.file("python3", true);
-  gangrun::EnvMap env = {{"PATH", dir.path.string()}};
+  fs::path script = script_in(dir, "train.py", true);
+  fs::path python = script_in(dir, "python3", true);
+  gangrun::EnvMap env = {{"PATH", dir.path().string()}};
   auto program = resolve_program(with_program({script.string(), "--lr", "0.1"}), env);
   REQUIRE(program);
   CHECK(program->uses_python);
   CHECK(program->executable == python.string());
   CHECK(program->argv == std::vector<std::string>{"python3", "-u", script.string(), "--lr", "0.1"});
 
-  fs::path plain = dir.file("job", false);
+  fs::path plain = script_in(dir, "job", false);
   auto through_python = resolve_program(with_program({plain.string()}), env);
   REQUIRE(through_python);
   CHECK(through_python->uses_python);
@@ -88,7 +81,7 @@ TEST_CASE("launch::resolve_program runs .py files and plain files through Python
 
 TEST_CASE("launch::resolve_program honours -m, --python and PYTHON_EXEC", "[launch]") {
   TempDir dir;
-  fs::path python = dir.file("mypython", true);
+  fs::path python = script_in(dir, "mypython", true);
   Options options = with_program({"pkg.train", "x"});
   options.module = true;
   SECTION("--python") {

@@ -1,6 +1,7 @@
 #include "logmux/console.hpp"
 #include "logmux/output_mux.hpp"
 #include "logmux/tail_buffer.hpp"
+#include "temp_dir.hpp"
 #include "util/error.hpp"
 #include "util/fd.hpp"
 #include "util/pipe.hpp"
@@ -39,22 +40,7 @@ using gangrun::Pipe;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "logmux_test_XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path_ = templ;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string operator/(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using gangrun::test::TempDir;
 
 gangrun::Pipe test_pipe() {
   auto pipe = gangrun::make_pipe();

@@ -1,6 +1,7 @@
 // Where launch::resolve_program says the workers' Python interpreter came
 // from, for the failure report's hint (report/interpreter.hpp).
 #include "launch/program.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,20 +18,7 @@ using gangrun::report::InterpreterSource;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "gangrun-interp-XXXXXX").string();
-    path = ::mkdtemp(pattern.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  fs::path file(const std::string& name, const std::string& text, bool executable) const {
-    fs::path file_path = path / name;
-    std::ofstream(file_path) << text;
-    ::chmod(file_path.c_str(), executable ? 0755 : 0644);
-    return file_path;
-  }
-};
+using gangrun::test::TempDir;
 
 Options with_program(std::vector<std::string> words) {
   Options options;
@@ -43,25 +31,25 @@ Options with_program(std::vector<std::string> words) {
 TEST_CASE("launch::resolve_program records python3 found on PATH and its directory",
           "[launch][report]") {
   TempDir dir;
-  fs::path python = dir.file("python3", "", true);
-  fs::path script = dir.file("train.py", "import torch\n", false);
+  fs::path python = dir.write("python3", "", true);
+  fs::path script = dir.write("train.py", "import torch\n", false);
   auto program = resolve_program(with_program({script.string()}),
-                                 {{"PATH", "/nonexistent:" + dir.path.string()}});
+                                 {{"PATH", "/nonexistent:" + dir.path().string()}});
   REQUIRE(program);
   REQUIRE(program->interpreter);
   CHECK(program->interpreter->path == python.string());
   CHECK(program->interpreter->source == InterpreterSource::path_search);
   CHECK(program->interpreter->origin ==
-        "the default, python3, found in " + dir.path.string() + " on PATH");
+        "the default, python3, found in " + dir.path().string() + " on PATH");
 }
 
 TEST_CASE("launch::resolve_program records --python and PYTHON_EXEC as absolute paths",
           "[launch][report]") {
   TempDir dir;
-  fs::path python = dir.file("mypython", "", true);
-  fs::path script = dir.file("train.py", "", false);
+  fs::path python = dir.write("mypython", "", true);
+  fs::path script = dir.write("train.py", "", false);
   fs::path saved = fs::current_path();
-  fs::current_path(dir.path);
+  fs::current_path(dir.path());
   Options options = with_program({"train.py"});
 
   SECTION("--python, relative") {
@@ -75,12 +63,12 @@ TEST_CASE("launch::resolve_program records --python and PYTHON_EXEC as absolute 
   }
   SECTION("PYTHON_EXEC, a name found on PATH") {
     auto program =
-        resolve_program(options, {{"PATH", dir.path.string()}, {"PYTHON_EXEC", "mypython"}});
+        resolve_program(options, {{"PATH", dir.path().string()}, {"PYTHON_EXEC", "mypython"}});
     REQUIRE(program);
     CHECK(program->interpreter->path == python.string());
     CHECK(program->interpreter->source == InterpreterSource::python_exec);
     CHECK(program->interpreter->origin ==
-          "PYTHON_EXEC=mypython, found in " + dir.path.string() + " on PATH");
+          "PYTHON_EXEC=mypython, found in " + dir.path().string() + " on PATH");
   }
   fs::current_path(saved);
 }
@@ -88,10 +76,10 @@ TEST_CASE("launch::resolve_program records --python and PYTHON_EXEC as absolute 
 TEST_CASE("launch::resolve_program reads a python #! line of a program run as it is",
           "[launch][report]") {
   TempDir dir;
-  fs::path python = dir.file("python3.12", "", true);
-  gangrun::EnvMap env = {{"PATH", dir.path.string()}};
+  fs::path python = dir.write("python3.12", "", true);
+  gangrun::EnvMap env = {{"PATH", dir.path().string()}};
 
-  fs::path direct = dir.file("direct", "#!" + python.string() + " -u\nimport torch\n", true);
+  fs::path direct = dir.write("direct", "#!" + python.string() + " -u\nimport torch\n", true);
   auto program = resolve_program(with_program({direct.string()}), env);
   REQUIRE(program);
   CHECK_FALSE(program->uses_python);
@@ -101,15 +89,15 @@ TEST_CASE("launch::resolve_program reads a python #! line of a program run as it
   CHECK(program->interpreter->origin ==
         "the #! line of " + direct.string() + " (#!" + python.string() + " -u)");
 
-  fs::path through_env = dir.file("through_env", "#!/usr/bin/env -S python3.12 -u\n", true);
+  fs::path through_env = dir.write("through_env", "#!/usr/bin/env -S python3.12 -u\n", true);
   program = resolve_program(with_program({through_env.string()}), env);
   REQUIRE(program);
   REQUIRE(program->interpreter);
   CHECK(program->interpreter->path == python.string());
   CHECK_THAT(program->interpreter->origin,
-             Catch::EndsWith(", found in " + dir.path.string() + " on PATH"));
+             Catch::EndsWith(", found in " + dir.path().string() + " on PATH"));
 
-  fs::path shell = dir.file("shell", "#!/bin/sh\npython3 train.py\n", true);
+  fs::path shell = dir.write("shell", "#!/bin/sh\npython3 train.py\n", true);
   program = resolve_program(with_program({shell.string()}), env);
   REQUIRE(program);
   CHECK_FALSE(program->interpreter);
