@@ -43,7 +43,7 @@ std::optional<std::string> find_stack_tool(const std::optional<std::string>& con
 std::string missing_tool_hint() {
   return "py-spy, which reads a Python process's stacks, was not found (next to the workers' "
          "interpreter or on PATH); install it with `pip install py-spy` in the job's "
-         "environment, or name it with --stack-tool PATH";
+         "environment";
 }
 
 std::vector<std::string> dump_command(const std::string& tool, long pid, bool native) {
@@ -134,10 +134,9 @@ Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long 
   // Its stderr shares the output: a warning may come before the JSON list,
   // which starts a line of its own.
   std::string_view output = run->output;
-  std::size_t list = output.starts_with('[') ? 0 : output.find("\n[");
-  auto threads = list == std::string_view::npos
-                     ? parse_py_spy_json("")
-                     : parse_py_spy_json(output.substr(list == 0 ? 0 : list + 1));
+  std::size_t line_before = output.starts_with('[') ? std::string_view::npos : output.find("\n[");
+  auto threads = parse_py_spy_json(
+      line_before == std::string_view::npos ? output : output.substr(line_before + 1));
   if (!threads) return fail(ErrorCode::io, explain_failure(run->output, pid, read_ptrace_scope()));
   return threads;
 }
