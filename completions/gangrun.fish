@@ -61,14 +61,16 @@ function __gangrun_where
                         --duplicate-stderr-filters --logs_specs --logs-specs \
                         --event_log_handler --event-log-handler --log_prefix --log-prefix \
                         --output --term_timeout --term-timeout --shutdown_timeout \
-                        --shutdown-timeout --failure_window --failure-window --numa_binding \
-                        --numa-binding --signals_to_handle --signals-to-handle --report \
-                        --config_file --config-file --mixed_precision --mixed-precision \
-                        --num_cpu_threads_per_process --num-cpu-threads-per-process \
-                        --dynamo_backend --dynamo-backend --dynamo_mode --dynamo-mode \
-                        --main_training_function --main-training-function --vm --env \
-                        --mpirun_hostfile --mpirun-hostfile --aws_access_key_id \
-                        --aws-access-key-id --aws_secret_access_key --aws-secret-access-key \
+                        --shutdown-timeout --failure_window --failure-window --hang_timeout \
+                        --hang-timeout --on_hang --on-hang --stack_tool --stack-tool \
+                        --numa_binding --numa-binding --signals_to_handle --signals-to-handle \
+                        --report --config_file --config-file --mixed_precision \
+                        --mixed-precision --num_cpu_threads_per_process \
+                        --num-cpu-threads-per-process --dynamo_backend --dynamo-backend \
+                        --dynamo_mode --dynamo-mode --main_training_function \
+                        --main-training-function --vm --env --mpirun_hostfile \
+                        --mpirun-hostfile --aws_access_key_id --aws-access-key-id \
+                        --aws_secret_access_key --aws-secret-access-key \
                         --deepspeed_config_file --deepspeed-config-file --zero_stage \
                         --zero-stage --offload_optimizer_device --offload-optimizer-device \
                         --offload_param_device --offload-param-device \
@@ -284,6 +286,10 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l log_prefix 
 complete -c gangrun -n '__gangrun_at first options value devices' -l output -x -a 'auto prefix inherit' -d 'prefix: workers\' lines behind a prefix'
 complete -c gangrun -n '__gangrun_at first options value devices' -l term_timeout -l term-timeout -l shutdown_timeout -l shutdown-timeout -x -d 'grace from SIGTERM to SIGKILL when workers are stopped'
 complete -c gangrun -n '__gangrun_at first options value devices' -l failure_window -l failure-window -x -d 'after the first worker fails, how long the others may go on and fail by themselves before they are stopped, so that the rank they waited for (one still running when the rest timed out) is named as the root cause'
+complete -c gangrun -n '__gangrun_at first options value devices' -l hang_timeout -l hang-timeout -x -d 'when no rank has printed a line for this long (seconds, or 90s, 5m, 1h), read every rank\'s stack, report the odd ones out, then do what --on-hang says'
+complete -c gangrun -n '__gangrun_at first options value devices' -l on_hang -l on-hang -x -a 'report stop restart' -d 'after a hang was reported'
+complete -c gangrun -n '__gangrun_at first options value devices' -l stack_tool -l stack-tool -x -a '(__fish_complete_command)' -d 'py-spy, which reads the workers\' stacks'
+complete -c gangrun -n '__gangrun_at first options value devices' -l no_stacks_at_failure -l no-stacks-at-failure -d 'do not read the other ranks\' stacks when a rank fails'
 complete -c gangrun -n '__gangrun_at first options value devices' -l numa_binding -l numa-binding -x -d 'torchrun\'s binding of workers to the CPUs near their GPU'
 complete -c gangrun -n '__gangrun_at first options value devices' -l signals_to_handle -l signals-to-handle -x -d 'signals that are forwarded to the workers and stop the gang'
 complete -c gangrun -n '__gangrun_at first options value devices' -l dry_run -l dry-run -d 'print the launch plan and start nothing (with -v: where each value came from)'

@@ -40,9 +40,11 @@ std::string rank_log_time() {
 }
 
 // In inherit mode a stream needs a pipe only when gangrun must see it (a log
-// file, a tee, or hiding it from the console).
+// file, a tee, hiding it from the console, or the hang watch, whose sign of
+// progress is a line).
 bool needs_pipe(const launch::LaunchPlan& plan, const logmux::StreamRoute& route) {
-  return plan.prefix_output || route.file_path || !route.to_console;
+  return plan.prefix_output || route.file_path || !route.to_console ||
+         plan.doctor.hang_timeout_s.has_value();
 }
 
 }  // namespace

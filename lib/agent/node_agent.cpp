@@ -2,6 +2,7 @@
 
 #include "agent/agent_store.hpp"
 #include "agent/attempt_record.hpp"
+#include "agent/gang_doctor.hpp"
 #include "agent/interpreter_probe.hpp"
 #include "agent/launches.hpp"
 #include "agent/rendezvous_setup.hpp"
@@ -135,13 +136,14 @@ class NodeAgent {
 
     logging_through_console_.emplace(console_);
     supervise::GangSettings settings = gang_settings(plan_);
-    if (participant_) {
-      settings.on_failure = [this](const supervise::AttemptOutcome& so_far) {
-        failed_here_ = true;
-        if (participant_) participant_->report_failure(failure_report(participant_->me(), so_far));
-      };
-    }
+    settings.on_failure = [this](const supervise::AttemptOutcome& so_far) {
+      doctor_->worker_failed();
+      if (!participant_) return;
+      failed_here_ = true;
+      participant_->report_failure(failure_report(participant_->me(), so_far));
+    };
     gang_.emplace(io_, console_, *spawner_, settings);
+    doctor_.emplace(io_, *spawner_, plan_, *gang_, [this] { gang_->stop_hung(); });
     std::set<int> handled = plan_.teardown_signals;
     handled.insert({SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGCHLD});
     for (int signal_number : handled) signals_.add(signal_number);
@@ -216,6 +218,10 @@ class NodeAgent {
     gang_->start(
         make_launches(plan_, round, run_dir_->path()),
         [this, round](const supervise::AttemptOutcome& outcome) { on_round_done(round, outcome); });
+    doctor_->round_started(run_dir_->temporary()
+                               ? std::nullopt
+                               : std::optional<std::string>(fmt::format(
+                                     "{}/attempt_{}", run_dir_->path(), round.attempt)));
     // A teardown signal that came between rounds ends this one before any
     // worker starts.
     if (stop_signal_) gang_->stop(*stop_signal_);
@@ -224,6 +230,18 @@ class NodeAgent {
   void on_round_done(const launch::RoundAssignment& round,
                      const supervise::AttemptOutcome& outcome) {
     record_.attempts.push_back(to_record(outcome, round.attempt, *run_dir_));
+    // A stack reading still under way (bounded) lands in this round's record.
+    doctor_->round_ended(
+        [this, round, outcome, at = record_.attempts.size() - 1](GangDoctor::Findings found) {
+          report::AttemptRecord& attempt = record_.attempts.at(at);
+          attempt.hang = std::move(found.hang);
+          attempt.stacks_at_failure = std::move(found.stacks_at_failure);
+          ask_interpreter(round, outcome);
+        });
+  }
+
+  void ask_interpreter(const launch::RoundAssignment& round,
+                       const supervise::AttemptOutcome& outcome) {
     std::vector<std::string> packages = packages_to_probe(plan_, record_.attempts.back());
     if (packages.empty()) return after_round(round, outcome);
     // The interpreter runs as a child on this loop, which goes on serving
@@ -244,6 +262,18 @@ class NodeAgent {
     if (plan_.multi_node) return on_node_round_done(outcome);
     int restart_count = round.restart_count;
     bool restarts_left = restart_count < plan_.max_restarts;
+    if (outcome.stopped_for_hang && !outcome.stopped_by_signal) {
+      if (plan_.doctor.on_hang != config::OnHang::restart || !restarts_left) {
+        result_.exit_code = exit_codes::k_hang;
+        set_state(AgentState::done);
+        return;
+      }
+      spdlog::warn("the gang hung; restarting it ({} of {} restarts)", restart_count + 1,
+                   plan_.max_restarts);
+      set_state(AgentState::restarting);
+      asio::post(io_, [this, next = restart_count + 1] { begin_round(next); });
+      return;
+    }
     if (outcome.succeeded() || outcome.stopped_by_signal || !restarts_left) {
       finish();
       return;
@@ -447,6 +477,7 @@ class NodeAgent {
   std::set<pid_t> own_children() const {
     std::set<pid_t> keep = gang_->supervisor_pids();
     keep.merge(probe_.supervisor_pids());
+    keep.merge(doctor_->supervisor_pids());
     return keep;
   }
 
@@ -490,6 +521,7 @@ class NodeAgent {
   std::unique_ptr<supervise::Spawner> spawner_;
   std::optional<supervise::Gang> gang_;
   InterpreterProbe probe_{io_, *spawner_};
+  std::optional<GangDoctor> doctor_;  // made with the gang, which it watches
   asio::signal_set signals_{io_};
 
   // Many nodes: the coordinator (on the store's host) and this agent's part.

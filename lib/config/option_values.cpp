@@ -232,6 +232,33 @@ Expected<OutputMode> parse_output_mode(std::string_view text) {
                     " is not an output mode (expected auto, prefix or inherit)");
 }
 
+Expected<std::optional<double>> parse_hang_timeout(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "off") return std::optional<double>();
+  double unit = 1;
+  if (!word.empty() && (word.back() == 's' || word.back() == 'm' || word.back() == 'h')) {
+    unit = word.back() == 'h' ? 3600 : word.back() == 'm' ? 60 : 1;
+    word.pop_back();
+  }
+  std::optional<double> value = strings::parse_double(word);
+  if (!value || !std::isfinite(*value) || *value < 0 || !(*value * unit <= k_max_seconds)) {
+    return fail_usage(strings::quoted(text) +
+                      " is not a duration (seconds, or a number with s, m or h: 90, 90s, 5m) from "
+                      "0 to one day; 0 or off turns the hang watch off");
+  }
+  if (*value == 0) return std::optional<double>();
+  return std::optional<double>(*value * unit);
+}
+
+Expected<OnHang> parse_on_hang(std::string_view text) {
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "report") return OnHang::report;
+  if (word == "stop") return OnHang::stop;
+  if (word == "restart") return OnHang::restart;
+  return fail_usage(strings::quoted(text) +
+                    " is not what to do on a hang (expected report, stop or restart)");
+}
+
 Expected<Accelerator> parse_accelerator(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   for (Accelerator kind :

@@ -76,6 +76,10 @@ Expected<std::vector<int>> parse_signals(std::string_view text);
 std::optional<std::string> unhandleable_signal_reason(int signal_number);
 
 Expected<OutputMode> parse_output_mode(std::string_view text);
+// "300", "2.5", "90s", "5m", "1h" (seconds unless a unit follows), up to a
+// day; "0" or "off": nullopt (no hang watch).
+Expected<std::optional<double>> parse_hang_timeout(std::string_view text);
+Expected<OnHang> parse_on_hang(std::string_view text);
 Expected<ColorMode> parse_color_mode(std::string_view text);
 
 // auto|cuda|xpu|rocm|cpu|hpu|npu|neuron (any case); "gpu" is taken as auto.

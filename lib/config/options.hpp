@@ -50,6 +50,9 @@ struct ProcCount {
 
 enum class OutputMode { automatic, prefix, inherit };
 
+// --on-hang: what the hang watch does after it reported a hang.
+enum class OnHang { report, stop, restart };
+
 // --accelerator: which kind of device the launch places workers on. auto
 // takes the first kind with devices (CUDA, Intel XPU, AMD ROCm), else CPU.
 // hpu, npu and neuron are not enumerated: their inherited visibility
@@ -163,6 +166,13 @@ struct Options {
   // the rank they waited for can be named (supervise/gang.hpp), >= 0.
   double failure_window = 1.0;
   std::vector<int> signals_to_handle;  // signal numbers; default TERM, INT, HUP, QUIT
+  // The gang doctor (lib/doctor): seconds with no output line from any rank
+  // before the hang is reported (nullopt or 0: never), what follows, the
+  // stack tool, and whether a failure reads the survivors' stacks.
+  std::optional<double> hang_timeout;
+  OnHang on_hang = OnHang::stop;
+  std::optional<std::string> stack_tool;
+  bool no_stacks_at_failure = false;
 
   // ---- each tool's own flags
   AccelerateSettings accelerate;  // accelerate launch

@@ -131,13 +131,16 @@ Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long 
     return fail(ErrorCode::io, "the stack tool did not finish reading pid " + std::to_string(pid) +
                                    " within " + std::to_string(timeout.count()) + " ms");
   }
+  return threads_from_dump(run->output, pid);
+}
+
+Expected<std::vector<ThreadStack>> threads_from_dump(std::string_view output, long pid) {
   // Its stderr shares the output: a warning may come before the JSON list,
   // which starts a line of its own.
-  std::string_view output = run->output;
   std::size_t line_before = output.starts_with('[') ? std::string_view::npos : output.find("\n[");
   auto threads = parse_py_spy_json(
       line_before == std::string_view::npos ? output : output.substr(line_before + 1));
-  if (!threads) return fail(ErrorCode::io, explain_failure(run->output, pid, read_ptrace_scope()));
+  if (!threads) return fail(ErrorCode::io, explain_failure(output, pid, read_ptrace_scope()));
   return threads;
 }
 

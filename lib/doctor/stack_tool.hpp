@@ -42,6 +42,10 @@ std::optional<int> read_ptrace_scope(const std::string& proc_root = "/proc");
 // the process is gone.
 std::optional<std::string> proc_state(long pid, const std::string& proc_root = "/proc");
 
+// The threads in what `dump_command` printed on its stdout and stderr
+// together, or why there are none (explain_failure).
+Expected<std::vector<ThreadStack>> threads_from_dump(std::string_view output, long pid);
+
 // Runs the tool on pid and parses what it printed, within timeout.
 Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long pid, bool native,
                                                   const EnvMap& env,

@@ -229,6 +229,18 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   plan.failure_window_s = options.failure_window;
   plan.term_timeout_s = options.term_timeout;
   plan.report_path = options.report;
+  plan.doctor.hang_timeout_s = options.hang_timeout;
+  plan.doctor.on_hang = options.on_hang;
+  plan.doctor.stacks_at_failure = !options.no_stacks_at_failure;
+  if (options.stack_tool) {
+    auto tool = find_executable(*options.stack_tool, host_env, "stack tool");
+    if (!tool) {
+      return fail_usage("--stack-tool: " + tool.error().message() +
+                        "; give the path of py-spy (pip install py-spy puts it beside the "
+                        "environment's python)");
+    }
+    plan.doctor.stack_tool = std::move(*tool);
+  }
   plan.option_origins = options.origins;
   plan.per_rank_visibility = options.visible_devices == config::VisibleDevices::per_rank;
   plan.virtual_local_rank = options.virtual_local_rank;

@@ -42,6 +42,16 @@ struct SrunTask {
   int tasks_on_node = 1;
 };
 
+// The gang doctor's settings (agent/hang_watch.hpp, agent/stack_probe.hpp).
+struct DoctorPlan {
+  std::optional<double> hang_timeout_s;  // --hang-timeout; nullopt: no hang watch
+  config::OnHang on_hang = config::OnHang::stop;
+  // --stack-tool, checked to be an executable; nullopt: looked for beside
+  // the workers' interpreter, then on PATH (doctor::find_stack_tool).
+  std::optional<std::string> stack_tool;
+  bool stacks_at_failure = true;  // --no-stacks-at-failure turns it off
+};
+
 struct LaunchPlan {
   EnvMap host_env;  // gangrun's own environment, the base of every worker's
   std::string host;
@@ -74,6 +84,7 @@ struct LaunchPlan {
   double failure_window_s = 1.0;           // --failure_window
   double term_timeout_s = 30.0;            // --term_timeout: from SIGTERM to SIGKILL
   std::optional<std::string> report_path;  // --report FILE
+  DoctorPlan doctor;
   // Where each option's value came from, for --dry-run and the report.
   std::map<std::string, config::Options::Origin> option_origins;
 

@@ -63,6 +63,11 @@ struct AttemptRecord {
   // Log files whose writes failed (a full disk, an I/O error): what they
   // hold stops where the failure happened.
   std::vector<std::string> incomplete_logs;
+  // The gang doctor's findings, as the report writes them (doctor/stacks_json.hpp):
+  // the hang the watch reported (when no rank made progress) with every
+  // rank's stack, and the survivors' stacks read when a rank failed.
+  std::optional<nlohmann::json> hang;
+  std::optional<nlohmann::json> stacks_at_failure;
 };
 
 struct RunRecord {

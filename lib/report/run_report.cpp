@@ -113,6 +113,9 @@ nlohmann::json to_json(const RunRecord& run) {
         {"workers", workers},
         {"incomplete_logs", attempt.incomplete_logs},
     });
+    if (attempt.hang) attempts.back()["hang"] = *attempt.hang;
+    if (attempt.stacks_at_failure)
+      attempts.back()["stacks_at_failure"] = *attempt.stacks_at_failure;
   }
   return {
       {"version", 1},

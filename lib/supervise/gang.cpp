@@ -453,6 +453,25 @@ struct Gang::Impl {
     signal_workers(settings.second_stop_signal, true);
   }
 
+  void stop_hung() {
+    if (!active || tearing_down || window_open) return;
+    outcome.stopped_for_hang = true;
+    start_teardown(SIGTERM);
+  }
+
+  std::vector<Gang::LiveWorker> live_worker_list() const {
+    std::vector<Gang::LiveWorker> live;
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      const WorkerOutcome& worker = outcome.workers[i];
+      if (!running[i].alive || worker.pid <= 0) continue;
+      live.push_back({.rank = worker.rank,
+                      .local_rank = worker.local_rank,
+                      .pid = worker.pid,
+                      .last_line_at = tails[i].last_line_at()});
+    }
+    return live;
+  }
+
   std::set<pid_t> supervisor_pids() const {
     std::set<pid_t> pids;
     for (const Running& slot : running) {
@@ -476,6 +495,10 @@ void Gang::stop(int signal_number) { impl_->stop(signal_number); }
 void Gang::close_failure_window() { impl_->close_failure_window(); }
 
 void Gang::forward(int signal_number) { impl_->signal_workers(signal_number, false); }
+
+void Gang::stop_hung() { impl_->stop_hung(); }
+
+std::vector<Gang::LiveWorker> Gang::live_worker_list() const { return impl_->live_worker_list(); }
 
 bool Gang::running() const { return impl_->active; }
 

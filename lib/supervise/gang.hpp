@@ -70,12 +70,14 @@ struct AttemptOutcome {
   // Set when the failed workers were waiting for others (report/blame.hpp).
   std::optional<report::Blame> blame;
   std::optional<int> stopped_by_signal;  // gangrun was told to stop by this signal
+  // The hang watch ended the attempt (stop_hung): no rank made progress.
+  bool stopped_for_hang = false;
   // Milliseconds from the root cause's exit to the stop request reaching the
   // last other worker's shim; nullopt if there was no teardown.
   std::optional<double> teardown_latency_ms;
   // Log files that lost bytes (a full disk); their console copy is complete.
   std::vector<std::string> incomplete_logs;
-  bool succeeded() const { return !root_cause && !stopped_by_signal; }
+  bool succeeded() const { return !root_cause && !stopped_by_signal && !stopped_for_hang; }
 };
 
 struct GangSettings {
@@ -144,6 +146,12 @@ class Gang {
   // way, it sends second_stop_signal to every worker at once.
   void stop(int signal_number);
 
+  // Tears the running attempt down because it hung (the agent's hang watch
+  // decided): SIGTERM to every worker, SIGKILL after term_timeout, and the
+  // outcome says stopped_for_hang. Does nothing while a failure or a stop
+  // is already being handled: that one decides the attempt.
+  void stop_hung();
+
   // Closes the failure window now (the coordinator decided for every
   // node): the root cause is decided and the rest are stopped. Does
   // nothing when no window is open.
@@ -156,6 +164,16 @@ class Gang {
   bool running() const;
   // Workers started and not yet seen to end.
   std::size_t live_workers() const;
+  // A worker of the running attempt that has not been seen to end, and when
+  // it last printed a line (nullopt: never, or its output is not read).
+  struct LiveWorker {
+    int rank = 0;
+    int local_rank = 0;
+    pid_t pid = -1;  // the worker's program (not its supervisor)
+    std::optional<std::chrono::steady_clock::time_point> last_line_at;
+  };
+  std::vector<LiveWorker> live_worker_list() const;
+
   // gangrun's own children that belong to this attempt (the supervisors),
   // which stray reaping must leave alone.
   std::set<pid_t> supervisor_pids() const;

@@ -103,6 +103,7 @@ struct WorkerStart {
   const char* const* envp;
   const CpuMask* cpus;
   pid_t shim_pid;
+  pid_t gangrun_pid;
   int exec_errno;
 };
 
@@ -118,6 +119,11 @@ int start_worker(void* argument) {
   // The shim may have died before prctl(); then nobody would ever send the
   // death signal, so die now.
   if (::getppid() != start.shim_pid) ::_exit(1);
+  // Where Yama's ptrace_scope is 1 only a process's ancestors may read it,
+  // and the stack tool the gang doctor runs is gangrun's descendant, not the
+  // worker's: naming gangrun as its tracer lets gangrun's own children read
+  // its stack, and nobody else. Without Yama this fails, and nothing is needed.
+  ::prctl(PR_SET_PTRACER, start.gangrun_pid);
   // The shim ignores signals and blocks SIGCHLD, and exec keeps ignored
   // dispositions and the mask: give the worker a clean slate.
   set_every_disposition(SIG_DFL);
@@ -186,7 +192,7 @@ struct ShimSetup {
     // CLONE_VM | CLONE_VFORK, as posix_spawn does: no copy of the address
     // space, and the shim waits here until the worker has exec'd (or failed
     // to), so the stack below is free again when clone returns.
-    WorkerStart start{&spec, executable.c_str(), argv, envp, &cpus, ::getpid(), 0};
+    WorkerStart start{&spec, executable.c_str(), argv, envp, &cpus, ::getpid(), gangrun_pid, 0};
     alignas(64) char worker_stack[64 * 1024];
     pid_t worker = ::clone(start_worker, worker_stack + sizeof worker_stack,
                            CLONE_VM | CLONE_VFORK | SIGCHLD, &start);

@@ -1,0 +1,80 @@
+// The gang doctor on one node: the agent's component that watches a round
+// for a hang (hang_watch.hpp), reads every rank's stack before anything is
+// stopped (stack_probe.hpp), says where each rank was on the console, in the
+// attempt's directory and in the report, and then tells the agent to act
+// (--on-hang). It also reads the survivors' stacks when a rank fails, while
+// the failure window keeps them running. The agent asks it to finish a
+// round before the round's record is written, so a reading still under way
+// (bounded by its limit) lands in that record.
+#pragma once
+
+#include "agent/hang_watch.hpp"
+#include "agent/stack_probe.hpp"
+#include "launch/plan.hpp"
+#include "report/run_record.hpp"
+#include "supervise/gang.hpp"
+
+#include <boost/asio/io_context.hpp>
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace gangrun::agent {
+
+class GangDoctor {
+ public:
+  // Called once the hang has been reported, when --on-hang is stop or
+  // restart: the agent ends the round (Gang::stop_hung).
+  using StopHandler = std::function<void()>;
+
+  // Everything given outlives the doctor.
+  GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
+             const launch::LaunchPlan& plan, supervise::Gang& gang, StopHandler stop_hung);
+
+  // A round began; attempt_dir is where its files go (nullopt: the run
+  // directory is temporary, so only the console and the report get them).
+  void round_started(std::optional<std::string> attempt_dir);
+  // A worker failed by itself: the survivors' stacks are read once per round.
+  void worker_failed();
+  // What the round's readings found, in the report's form
+  // (doctor/stacks_json.hpp) under "hang" and "stacks_at_failure".
+  struct Findings {
+    std::optional<nlohmann::json> hang;
+    std::optional<nlohmann::json> stacks_at_failure;
+  };
+  // The round's gang is done: `then` gets what was found, at once or when a
+  // reading still under way has ended (within its limit).
+  void round_ended(std::function<void(Findings)> then);
+
+  std::set<pid_t> supervisor_pids() const { return probe_.supervisor_pids(); }
+
+ private:
+  void on_hang(HangWatch::Clock::duration silent_for);
+  void after_hang_read(std::vector<doctor::RankStacks> ranks, double silent_for_s);
+  void after_failure_read(std::vector<doctor::RankStacks> ranks);
+  // Hands the findings over when the round has ended meanwhile.
+  void deliver_if_over();
+  std::vector<StackTarget> live_targets() const;
+  // Writes the whole text into the attempt's directory; the path, or
+  // nullopt when there is none or it could not be written.
+  std::optional<std::string> write_text(const std::string& name, const std::string& text);
+
+  const launch::LaunchPlan& plan_;
+  supervise::Gang& gang_;
+  StopHandler stop_hung_;
+  StackProbe probe_;
+  std::optional<HangWatch> watch_;
+  std::optional<std::string> tool_;  // the stack tool, when one was found
+  bool told_missing_tool_ = false;
+
+  // Per round.
+  std::optional<std::string> attempt_dir_;
+  bool read_for_failure_ = false;
+  bool round_over_ = false;
+  Findings findings_;
+  std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs
+};
+
+}  // namespace gangrun::agent

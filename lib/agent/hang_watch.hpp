@@ -1,0 +1,47 @@
+// The hang watch (--hang-timeout): tells the agent when no rank of the
+// round has made progress for the timeout. Progress is a line of output
+// from any rank (supervise::Gang::LiveWorker::last_line_at); the round's
+// start counts as the first. A single timer waits for the moment the
+// silence would reach the timeout and, when lines came meanwhile, waits
+// again from the last one, so a busy gang costs one wake-up per timeout.
+#pragma once
+
+#include "supervise/gang.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+namespace gangrun::agent {
+
+class HangWatch {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // How long the gang has been silent when the hang is reported.
+  using HangHandler = std::function<void(Clock::duration silent_for)>;
+  using WorkersFn = std::function<std::vector<supervise::Gang::LiveWorker>()>;
+
+  // io outlives the watch; workers() lists the round's live workers.
+  HangWatch(boost::asio::io_context& io, Clock::duration timeout, WorkersFn workers,
+            HangHandler on_hang);
+
+  // Watches from now (a round starts, or a reported hang is to be watched
+  // for again); on_hang runs once, from a handler, until the next start().
+  void start();
+  void stop();
+
+ private:
+  void wait_until(Clock::time_point deadline);
+  void check();
+
+  boost::asio::steady_timer timer_;
+  Clock::duration timeout_;
+  WorkersFn workers_;
+  HangHandler on_hang_;
+  Clock::time_point since_;
+};
+
+}  // namespace gangrun::agent

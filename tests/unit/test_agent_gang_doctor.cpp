@@ -1,0 +1,158 @@
+// The gang doctor on one node: --hang-timeout's values, the hang watch's
+// timer (it waits from the last line, not from the round's start), and the
+// stack probe reading every rank at once through the real spawn path, with a
+// stand-in for py-spy (a script that prints what py-spy would, fails as it
+// would, or never ends).
+#include "agent/hang_watch.hpp"
+#include "agent/stack_probe.hpp"
+#include "config/option_values.hpp"
+#include "supervise/shim_spawner.hpp"
+#include "temp_dir.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <functional>
+#include <optional>
+
+using Catch::Matchers::Contains;
+using gangrun::agent::HangWatch;
+using gangrun::agent::StackProbe;
+using gangrun::agent::StackTarget;
+using gangrun::doctor::RankStacks;
+using gangrun::supervise::Gang;
+using gangrun::test::TempDir;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::chrono::seconds k_event_limit{30};
+
+void run_until(boost::asio::io_context& io, const std::function<bool()>& until) {
+  while (!until()) REQUIRE(io.run_one_for(k_event_limit) > 0);
+}
+
+// What py-spy 0.4's `dump --json` prints for a process whose main thread is in
+// load_batch (fields gangrun does not read left out).
+const char* const k_stand_in_tool = R"(#!/bin/sh
+case "$4" in
+  1) cat <<'JSON'
+[{"thread_name": "MainThread", "os_thread_id": 1, "active": false,
+  "frames": [{"name": "load_batch", "filename": "/job/train.py", "short_filename": "train.py",
+              "line": 2}]}]
+JSON
+  ;;
+  2) echo "Error: Failed to find python version from target process" >&2; exit 1 ;;
+  *) exec sleep 600 ;;
+esac
+)";
+
+}  // namespace
+
+TEST_CASE("--hang-timeout takes seconds or a unit, and 0 or off for none", "[doctor][config]") {
+  using gangrun::config::parse_hang_timeout;
+  CHECK(parse_hang_timeout("300").value() == 300.0);
+  CHECK(parse_hang_timeout("2.5").value() == 2.5);
+  CHECK(parse_hang_timeout("90s").value() == 90.0);
+  CHECK(parse_hang_timeout("5m").value() == 300.0);
+  CHECK(parse_hang_timeout(" 1H ").value() == 3600.0);
+  CHECK_FALSE(parse_hang_timeout("0").value().has_value());
+  CHECK_FALSE(parse_hang_timeout("off").value().has_value());
+  for (const char* bad : {"soon", "", "-1", "2d", "25h", "nan", "m"}) {
+    INFO(bad);
+    auto parsed = parse_hang_timeout(bad);
+    REQUIRE_FALSE(parsed);
+    CHECK_THAT(parsed.error().message(), Contains("not a duration"));
+  }
+}
+
+TEST_CASE("the hang watch reports a silent gang once, and only after the timeout",
+          "[doctor][agent]") {
+  boost::asio::io_context io;
+  std::optional<HangWatch::Clock::duration> silent_for;
+  int reports = 0;
+  HangWatch watch(
+      io, 50ms, [] { return std::vector<Gang::LiveWorker>{{.rank = 0, .pid = 42}}; },
+      [&](HangWatch::Clock::duration silent) {
+        silent_for = silent;
+        ++reports;
+      });
+  auto started = HangWatch::Clock::now();
+  watch.start();
+  run_until(io, [&] { return silent_for.has_value(); });
+  CHECK(*silent_for >= 50ms);
+  CHECK(HangWatch::Clock::now() - started >= 50ms);
+  // Once reported, it waits for the next start(): the loop runs dry.
+  io.restart();
+  io.poll();
+  CHECK(reports == 1);
+}
+
+TEST_CASE("the hang watch counts the silence from the last line of any rank", "[doctor][agent]") {
+  boost::asio::io_context io;
+  auto started = HangWatch::Clock::now();
+  // Rank 1 printed a line 80 ms after the start (as the watch sees it when it
+  // first looks): the silence is counted from there.
+  auto line_at = started + 80ms;
+  std::optional<HangWatch::Clock::time_point> reported_at;
+  HangWatch watch(
+      io, 50ms,
+      [&] {
+        return std::vector<Gang::LiveWorker>{{.rank = 0, .pid = 41},
+                                             {.rank = 1, .pid = 42, .last_line_at = line_at}};
+      },
+      [&](HangWatch::Clock::duration silent) {
+        CHECK(silent >= 50ms);
+        reported_at = HangWatch::Clock::now();
+      });
+  watch.start();
+  run_until(io, [&] { return reported_at.has_value(); });
+  CHECK(*reported_at - line_at >= 50ms);
+}
+
+TEST_CASE("the stack probe reads every rank at once and says why a rank has no stack",
+          "[doctor][agent]") {
+  TempDir dir;
+  // The stand-in answers by the pid it is given: 1 a stack, 2 "not Python",
+  // anything else never ends (so the limit ends it).
+  std::string tool = dir.write("py-spy", k_stand_in_tool, true);
+  boost::asio::io_context io;
+  gangrun::supervise::ShimSpawner spawner(io);
+  StackProbe probe(io, spawner);
+  std::optional<std::vector<RankStacks>> found;
+  probe.start(tool, "node0", {{.rank = 0, .pid = 1}, {.rank = 1, .pid = 2}, {.rank = 2, .pid = 3}},
+              {{"PATH", "/usr/bin:/bin"}}, 2000ms,
+              [&](std::vector<RankStacks> ranks) { found = std::move(ranks); });
+  CHECK(probe.running());
+  CHECK(probe.supervisor_pids().size() == 3);  // kept out of stray reaping
+  run_until(io, [&] { return found.has_value(); });
+  REQUIRE(found->size() == 3);
+  const RankStacks& read = (*found)[0];
+  CHECK(read.rank == 0);
+  CHECK(read.host == "node0");
+  CHECK_FALSE(read.unavailable.has_value());
+  REQUIRE(read.threads.size() == 1);
+  CHECK(read.threads[0].frames.at(0).function == "load_batch");
+  REQUIRE((*found)[1].unavailable);
+  CHECK_THAT(*(*found)[1].unavailable, Contains("not a Python process"));
+  REQUIRE((*found)[2].unavailable);
+  CHECK_THAT(*(*found)[2].unavailable, Contains("did not finish within 2000 ms"));
+  CHECK_FALSE(probe.running());
+  CHECK(probe.supervisor_pids().empty());
+}
+
+TEST_CASE("without a stack tool every rank says so, with what /proc knows", "[doctor][agent]") {
+  boost::asio::io_context io;
+  gangrun::supervise::ShimSpawner spawner(io);
+  StackProbe probe(io, spawner);
+  std::optional<std::vector<RankStacks>> found;
+  probe.start(std::nullopt, "node0", {{.rank = 3, .pid = ::getpid()}}, {}, 1000ms,
+              [&](std::vector<RankStacks> ranks) { found = std::move(ranks); });
+  CHECK_FALSE(found);  // never from inside start
+  run_until(io, [&] { return found.has_value(); });
+  REQUIRE(found->size() == 1);
+  REQUIRE((*found)[0].unavailable);
+  CHECK_THAT(*(*found)[0].unavailable, Contains("py-spy not found; the process is running"));
+}
