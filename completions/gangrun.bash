@@ -175,7 +175,7 @@ _gangrun()
     local i=1 mode=launch
     if ((cword > 1)); then
         case ${words[1]} in
-            devices | store | completion) mode=${words[1]} i=2 ;;
+            devices | stacks | store | completion) mode=${words[1]} i=2 ;;
         esac
     fi
     case $mode in
@@ -458,7 +458,7 @@ _gangrun()
                 --quiet -q --color --version --help -h'
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))
             elif [[ $mode == launch ]]; then
-                ((cword == 1)) && COMPREPLY=($(compgen -W 'devices store completion' -- "$cur"))
+                ((cword == 1)) && COMPREPLY=($(compgen -W 'devices stacks store completion' -- "$cur"))
                 _gangrun_program
             fi
             ;;

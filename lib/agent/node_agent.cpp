@@ -6,6 +6,7 @@
 #include "agent/interpreter_probe.hpp"
 #include "agent/launches.hpp"
 #include "agent/rendezvous_setup.hpp"
+#include "doctor/job_registry.hpp"
 #include "launch/dialects/deepspeed_pid_file.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/files.hpp"
@@ -28,6 +29,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <filesystem>
 #include <optional>
 
 namespace gangrun::agent {
@@ -133,6 +135,7 @@ class NodeAgent {
     record_.plan = launch::plan_to_json(plan_);
     record_.started_at = std::chrono::system_clock::now();
     if (!run_dir_->temporary()) record_.log_dir = run_dir_->path();
+    register_job();
 
     logging_through_console_.emplace(console_);
     supervise::GangSettings settings = gang_settings(plan_);
@@ -149,6 +152,29 @@ class NodeAgent {
     for (int signal_number : handled) signals_.add(signal_number);
     arm_signals();
     return {};
+  }
+
+  // Lets `gangrun stacks` find this job from another terminal. A job that
+  // cannot be registered still runs.
+  void register_job() {
+    doctor::RegisteredJob job{
+        .pid = ::getpid(),
+        .start_ticks = doctor::process_start_ticks(::getpid()).value_or(0),
+        .run_id = plan_.run_id,
+        .host = plan_.host,
+        .log_dir = record_.log_dir ? std::optional<std::string>(
+                                         std::filesystem::absolute(*record_.log_dir).string())
+                                   : std::nullopt,
+        .program = plan_.program.entrypoint,
+        .interpreter = plan_.program.interpreter
+                           ? std::optional<std::string>(plan_.program.interpreter->path)
+                           : std::nullopt};
+    auto registered = doctor::Registration::create(plan_.host_env, std::move(job));
+    if (!registered) {
+      spdlog::debug("gangrun stacks will not find this job: {}", registered.error().describe());
+      return;
+    }
+    registration_.emplace(std::move(*registered));
   }
 
   // Hosts the store and the coordinator if this agent is the rendezvous'
@@ -515,6 +541,7 @@ class NodeAgent {
   std::unique_ptr<store::Server> store_;
   std::string master_port_;
   std::optional<launch::RunDirectory> run_dir_;
+  std::optional<doctor::Registration> registration_;  // while the run lasts
   report::RunRecord record_;
   logmux::Console console_;
   std::optional<logging::LoggingThroughConsole> logging_through_console_;

@@ -13,12 +13,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// What /proc says of a process whose stack was not read, after the reason.
-std::string with_proc_state(std::string reason, pid_t pid) {
-  if (auto state = doctor::proc_state(pid)) return reason + "; the process is " + *state;
-  return reason;
-}
-
 // Everything written to a memory file from its start.
 std::string read_all(int fd) {
   std::string text;
@@ -64,7 +58,7 @@ void StackProbe::start(const std::optional<std::string>& tool, const std::string
   }
   if (!tool) {
     for (doctor::RankStacks& rank : ranks_) {
-      rank.unavailable = with_proc_state("py-spy not found", static_cast<pid_t>(rank.pid));
+      rank.unavailable = doctor::without_stack("py-spy not found", rank.pid);
     }
     asio::post(io_, [this] { finish(); });
     return;
@@ -78,9 +72,9 @@ void StackProbe::start(const std::optional<std::string>& tool, const std::string
       Reading& reading = *readings_[i];
       if (!reading.tool || reading.gone) continue;
       if (!reading.exited) {
-        ranks_[i].unavailable = with_proc_state(
+        ranks_[i].unavailable = doctor::without_stack(
             "the stack tool did not finish within " + std::to_string(limit.count()) + " ms",
-            static_cast<pid_t>(ranks_[i].pid));
+            ranks_[i].pid);
       }
       reading.tool->end_tree();
     }
@@ -98,7 +92,7 @@ void StackProbe::read_one(std::size_t index, const std::string& tool, const EnvM
   reading.output = UniqueFd(::memfd_create("gangrun-stack", MFD_CLOEXEC));
   if (!reading.output.valid()) {
     rank.unavailable =
-        with_proc_state("no memory file for the stack tool's output", static_cast<pid_t>(rank.pid));
+        doctor::without_stack("no memory file for the stack tool's output", rank.pid);
     --left_;
     return;
   }
@@ -142,10 +136,10 @@ void StackProbe::on_tool_gone(std::size_t index) {
     if (threads) {
       rank.threads = std::move(*threads);
     } else {
-      rank.unavailable = with_proc_state(threads.error().message(), static_cast<pid_t>(rank.pid));
+      rank.unavailable = doctor::without_stack(threads.error().message(), rank.pid);
     }
   } else if (!rank.unavailable) {
-    rank.unavailable = with_proc_state("the stack tool was ended", static_cast<pid_t>(rank.pid));
+    rank.unavailable = doctor::without_stack("the stack tool was ended", rank.pid);
   }
   if (--left_ > 0) return;
   deadline_.cancel();

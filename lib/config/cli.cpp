@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -152,6 +153,68 @@ Expected<Command> completion_command(const std::vector<std::string>& args) {
   return CompletionRequest{*shell};
 }
 
+constexpr const char* k_stacks_help =
+    "usage: gangrun stacks [--run-id ID | --pid PID | --log-dir DIR] [--native] [--json]\n"
+    "                      [--stack-tool PATH]\n"
+    "\n"
+    "Prints every rank's stack of a job running on this host (all threads, read with py-spy),\n"
+    "the ranks with the same stack grouped and the odd ones out first.\n"
+    "\n"
+    "  --run-id ID        the job with this run id (--rdzv-id)\n"
+    "  --pid PID          the job whose gangrun has this pid\n"
+    "  --log-dir DIR      the job whose logs are in DIR (its --log-dir, or the run's own)\n"
+    "                     without any of the three: the only job of this user on this host\n"
+    "  --native           C and C++ frames too\n"
+    "  --json             one JSON object: summary, ranks, threads, frames\n"
+    "  --stack-tool PATH  py-spy; default: beside the workers' interpreter, else on PATH\n";
+
+// gangrun stacks [OPTIONS]: a handful of words, read by hand.
+Expected<Command> stacks_command(const std::vector<std::string>& args) {
+  StacksRequest request;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string word = args[i];
+    std::optional<std::string> inline_value;
+    if (std::size_t equals = word.find('=');
+        word.starts_with("--") && equals != std::string::npos) {
+      inline_value = word.substr(equals + 1);
+      word = word.substr(0, equals);
+    }
+    std::replace(word.begin(), word.end(), '_', '-');
+    if (word == "--help" || word == "-h") return TextOutput{k_stacks_help};
+    if (word == "--native" || word == "--json") {
+      (word == "--native" ? request.native : request.json) = true;
+      continue;
+    }
+    if (word != "--run-id" && word != "--pid" && word != "--log-dir" && word != "--stack-tool") {
+      return fail_usage("stacks: unknown argument " + strings::quoted(args[i]) +
+                        " (see gangrun stacks --help)");
+    }
+    if (!inline_value && i + 1 == args.size()) {
+      return fail_usage("stacks: " + word + " needs a value (see gangrun stacks --help)");
+    }
+    std::string value = inline_value ? *inline_value : args[++i];
+    if (word == "--run-id") {
+      request.run_id = value;
+    } else if (word == "--log-dir") {
+      request.log_dir = value;
+    } else if (word == "--stack-tool") {
+      request.stack_tool = value;
+    } else {
+      std::optional<std::int64_t> pid = strings::parse_int(value);
+      if (!pid || *pid <= 0) {
+        return fail_usage("stacks: --pid " + strings::quoted(value) + " is not a process id");
+      }
+      request.pid = static_cast<long>(*pid);
+    }
+  }
+  int chosen = (request.run_id ? 1 : 0) + (request.pid ? 1 : 0) + (request.log_dir ? 1 : 0);
+  if (chosen > 1) {
+    return fail_usage("stacks: give one of --run-id, --pid and --log-dir, not " +
+                      std::to_string(chosen));
+  }
+  return request;
+}
+
 // gangrun store ...: the store's parser writes its own help.
 Expected<Command> store_command(const std::vector<std::string>& args, const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(store, parse_store_command(args, env));
@@ -168,6 +231,8 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   if (subcommand != nullptr) {
     const std::vector<std::string> args(argv + 2, argv + argc);
     switch (subcommand->id) {
+      case Subcommand::stacks:
+        return stacks_command(args);
       case Subcommand::store:
         return store_command(args, env);
       case Subcommand::completion:

@@ -27,6 +27,17 @@ struct DevicesRequest {
   Options options;
 };
 
+// gangrun stacks [--run-id ID | --pid PID | --log-dir DIR] [--native]
+// [--json] [--stack-tool PATH]: which running job, and how to print it.
+struct StacksRequest {
+  std::optional<std::string> run_id;
+  std::optional<long> pid;
+  std::optional<std::string> log_dir;
+  bool native = false;  // C and C++ frames too
+  bool json = false;
+  std::optional<std::string> stack_tool;
+};
+
 // gangrun store ACTION ... (never StoreAction::help: that is a TextOutput).
 struct StoreRequest {
   StoreCommand store;
@@ -54,8 +65,8 @@ struct TextOutput {
 };
 
 // What the command line asked for.
-using Command = std::variant<LaunchRequest, DevicesRequest, StoreRequest, CompletionRequest,
-                             HelpRequest, VersionRequest, TextOutput>;
+using Command = std::variant<LaunchRequest, DevicesRequest, StacksRequest, StoreRequest,
+                             CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
 
 // Parses argv (argv[0] is the program name) and layers every option value:
 // command line > GANGRUN_<OPTION> in env > PET_<OPTION> in env > the JSON file

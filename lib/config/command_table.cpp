@@ -24,6 +24,16 @@ const std::vector<SubcommandSpec>& subcommand_table() {
                  "Intel XPU through Level Zero, AMD ROCm, CPU), the visibility variables that "
                  "shaped each list, and the mask every worker of a launch with the same options "
                  "would get. Takes every launch option. See 'gangrun devices --help'."},
+      {.id = Subcommand::stacks,
+       .name = "stacks",
+       .arguments = "[--run-id ID | --pid PID | --log-dir DIR] [--native] [--json]",
+       .summary = "print every rank's stack of a running job",
+       .help_note = "gangrun stacks --help",
+       .manual = "Prints where every rank of a job running on this host is: each worker's Python "
+                 "stack, every thread, read with py-spy, the ranks with the same stack grouped "
+                 "and the odd ones out first. The job is found by its run id, gangrun's pid or "
+                 "its log directory, or is the only one of this user on this host. See 'gangrun "
+                 "stacks --help'."},
       {.id = Subcommand::store,
        .name = "store",
        .arguments = alternatives(store_action_names()) + " ...",

@@ -118,6 +118,11 @@ std::optional<std::string> proc_state(long pid, const std::string& proc_root) {
   return text;
 }
 
+std::string without_stack(std::string reason, long pid, const std::string& proc_root) {
+  if (auto state = proc_state(pid, proc_root)) return reason + "; the process is " + *state;
+  return reason;
+}
+
 Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long pid, bool native,
                                                   const EnvMap& env,
                                                   std::chrono::milliseconds timeout) {

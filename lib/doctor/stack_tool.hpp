@@ -46,6 +46,10 @@ std::optional<std::string> proc_state(long pid, const std::string& proc_root = "
 // together, or why there are none (explain_failure).
 Expected<std::vector<ThreadStack>> threads_from_dump(std::string_view output, long pid);
 
+// "REASON; the process is sleeping in do_wait": why a rank has no stack, and
+// what /proc says of it (only the reason when the process is gone).
+std::string without_stack(std::string reason, long pid, const std::string& proc_root = "/proc");
+
 // Runs the tool on pid and parses what it printed, within timeout.
 Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long pid, bool native,
                                                   const EnvMap& env,

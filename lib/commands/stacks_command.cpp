@@ -1,0 +1,142 @@
+#include "commands/stacks_command.hpp"
+
+#include "doctor/job_registry.hpp"
+#include "doctor/stack_groups.hpp"
+#include "doctor/stack_tool.hpp"
+#include "doctor/stacks_json.hpp"
+#include "launch/program.hpp"
+#include "util/strings.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+namespace gangrun::commands {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A stack tool that needs longer than this on a loaded host is reported as
+// such for its rank; the others are not held up (they run in parallel).
+constexpr std::chrono::seconds k_read_limit{10};
+
+std::string describe(const doctor::RegisteredJob& job) {
+  return fmt::format("pid {}: run id {}, {}{}", job.pid, job.run_id, job.program,
+                     job.log_dir ? ", logs in " + *job.log_dir : "");
+}
+
+std::string list_of(const std::vector<doctor::RegisteredJob>& jobs) {
+  std::string text;
+  for (const doctor::RegisteredJob& job : jobs) text += "\n  " + describe(job);
+  return text;
+}
+
+// DIR names the job when it is the run's own directory or the --log-dir
+// that holds it.
+bool in_log_dir(const doctor::RegisteredJob& job, const std::string& dir) {
+  if (!job.log_dir) return false;
+  std::error_code error;
+  fs::path wanted = fs::weakly_canonical(fs::absolute(dir), error);
+  fs::path run_dir = fs::weakly_canonical(*job.log_dir, error);
+  return run_dir == wanted || run_dir.parent_path() == wanted;
+}
+
+Expected<doctor::RegisteredJob> choose_job(const std::vector<doctor::RegisteredJob>& jobs,
+                                           const config::StacksRequest& request) {
+  std::vector<doctor::RegisteredJob> chosen;
+  for (const doctor::RegisteredJob& job : jobs) {
+    bool wanted = request.pid       ? job.pid == *request.pid
+                  : request.run_id  ? job.run_id == *request.run_id
+                  : request.log_dir ? in_log_dir(job, *request.log_dir)
+                                    : true;
+    if (wanted) chosen.push_back(job);
+  }
+  if (chosen.size() == 1) return chosen.front();
+  const bool asked = request.pid || request.run_id || request.log_dir;
+  if (chosen.empty() && jobs.empty()) {
+    return fail_usage("stacks: no gangrun job of this user runs on this host");
+  }
+  if (chosen.empty()) {
+    return fail_usage(
+        "stacks: none of this user's gangrun jobs on this host is the one asked for; "
+        "they are:" +
+        list_of(jobs));
+  }
+  return fail_usage(std::string("stacks: ") +
+                    (asked ? "several jobs match" : "several gangrun jobs of this user run here") +
+                    "; name one with --pid:" + list_of(chosen));
+}
+
+doctor::RankStacks read_rank(const doctor::JobWorker& worker, const doctor::RegisteredJob& job,
+                             const std::optional<std::string>& tool, bool native,
+                             const EnvMap& env) {
+  doctor::RankStacks rank;
+  rank.rank = worker.rank;
+  rank.host = job.host;
+  rank.pid = worker.pid;
+  if (!tool) {
+    rank.unavailable = doctor::without_stack("py-spy not found", worker.pid);
+    return rank;
+  }
+  auto threads = doctor::capture_stacks(*tool, worker.pid, native, env, k_read_limit);
+  if (threads) {
+    rank.threads = std::move(*threads);
+  } else {
+    rank.unavailable = doctor::without_stack(threads.error().message(), worker.pid);
+  }
+  return rank;
+}
+
+}  // namespace
+
+Expected<int> run_stacks_command(const config::StacksRequest& request, const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(job, choose_job(doctor::running_jobs(env), request));
+  std::vector<doctor::JobWorker> workers = doctor::job_workers(job->pid);
+  if (workers.empty()) {
+    return fail(ErrorCode::io, "stacks: the job (" + describe(*job) +
+                                   ") has no worker running now (it is starting, between "
+                                   "rounds, or ending); ask again in a moment");
+  }
+  std::optional<std::string> tool;
+  if (request.stack_tool) {
+    auto found = launch::find_executable(*request.stack_tool, env, "stack tool");
+    if (!found) return fail_usage("stacks: --stack-tool: " + found.error().message());
+    tool = *found;
+  } else {
+    std::optional<std::string> beside;
+    if (job->interpreter) beside = fs::path(*job->interpreter).parent_path().string();
+    tool = doctor::find_stack_tool(std::nullopt, beside, env);
+    if (!tool) std::fprintf(stderr, "gangrun: warning: %s\n", doctor::missing_tool_hint().c_str());
+  }
+
+  std::vector<doctor::RankStacks> ranks(workers.size());
+  {
+    std::vector<std::jthread> readers;
+    readers.reserve(workers.size());
+    for (std::size_t i = 0; i < workers.size(); ++i) {
+      readers.emplace_back(
+          [&, i] { ranks[i] = read_rank(workers[i], *job, tool, request.native, env); });
+    }
+  }
+  std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
+  std::vector<std::string> summary = doctor::summary_lines(groups);
+  if (request.json) {
+    nlohmann::json out = doctor::stacks_json(ranks, summary, std::nullopt);
+    out["run_id"] = job->run_id;
+    out["gangrun_pid"] = job->pid;
+    out["host"] = job->host;
+    std::fputs((out.dump(2) + "\n").c_str(), stdout);
+    return 0;
+  }
+  std::string text = fmt::format("run {} (gangrun pid {}, {}): {} ranks, the odd ones out first\n",
+                                 job->run_id, job->pid, job->host, ranks.size());
+  text += doctor::full_text(ranks, groups);
+  std::fputs(text.c_str(), stdout);
+  return 0;
+}
+
+}  // namespace gangrun::commands

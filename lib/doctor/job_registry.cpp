@@ -1,0 +1,197 @@
+#include "doctor/job_registry.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace gangrun::doctor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The fields of /proc/PID/stat after the command, which may hold spaces and
+// parentheses: field 3 (the state) is the first of them.
+std::vector<std::string> stat_fields(pid_t pid) {
+  auto stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return {};
+  std::size_t close = stat->rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(stat->substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string field; rest >> field;) fields.push_back(field);
+  return fields;
+}
+
+std::optional<pid_t> parent_of(pid_t pid) {
+  std::vector<std::string> fields = stat_fields(pid);
+  if (fields.size() < 2) return std::nullopt;
+  return static_cast<pid_t>(std::stol(fields[1]));
+}
+
+std::optional<int> rank_in_environment(pid_t pid) {
+  auto environ = read_text("/proc/" + std::to_string(pid) + "/environ");
+  if (!environ) return std::nullopt;
+  std::size_t at = 0;
+  while (at < environ->size()) {
+    std::size_t end = environ->find('\0', at);
+    if (end == std::string::npos) end = environ->size();
+    std::string_view entry(environ->data() + at, end - at);
+    if (entry.starts_with("RANK=")) {
+      try {
+        return std::stoi(std::string(entry.substr(5)));
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
+    at = end + 1;
+  }
+  return std::nullopt;
+}
+
+nlohmann::json to_json(const RegisteredJob& job) {
+  return {{"pid", job.pid},
+          {"start_ticks", job.start_ticks},
+          {"run_id", job.run_id},
+          {"host", job.host},
+          {"log_dir", job.log_dir ? nlohmann::json(*job.log_dir) : nlohmann::json()},
+          {"program", job.program},
+          {"interpreter", job.interpreter ? nlohmann::json(*job.interpreter) : nlohmann::json()}};
+}
+
+std::optional<RegisteredJob> from_json(const std::string& text) {
+  auto json = nlohmann::json::parse(text, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) return std::nullopt;
+  try {
+    RegisteredJob job;
+    job.pid = json.at("pid").get<pid_t>();
+    job.start_ticks = json.at("start_ticks").get<long long>();
+    job.run_id = json.at("run_id").get<std::string>();
+    job.host = json.at("host").get<std::string>();
+    if (json.at("log_dir").is_string()) job.log_dir = json.at("log_dir").get<std::string>();
+    job.program = json.at("program").get<std::string>();
+    if (json.at("interpreter").is_string()) {
+      job.interpreter = json.at("interpreter").get<std::string>();
+    }
+    return job;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Expected<std::string> registry_dir(const EnvMap& env) {
+  std::string dir;
+  if (auto runtime = env_lookup(env, "XDG_RUNTIME_DIR"); runtime && !runtime->empty()) {
+    dir = *runtime + "/gangrun";
+  } else {
+    dir = env_lookup(env, "TMPDIR").value_or("/tmp") + "/gangrun-" + std::to_string(::getuid());
+  }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return fail(ErrorCode::io, "cannot make " + dir + ": " + std::strerror(errno));
+  }
+  struct stat info {};
+  if (::lstat(dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != ::getuid()) {
+    return fail(ErrorCode::io, dir +
+                                   " is not a directory of this user's; the running jobs are "
+                                   "registered there (remove it, or set XDG_RUNTIME_DIR)");
+  }
+  return dir;
+}
+
+Expected<Registration> Registration::create(const EnvMap& env, RegisteredJob job) {
+  GANGRUN_TRY_ASSIGN(dir, registry_dir(env));
+  std::string path = *dir + "/" + std::to_string(job.pid) + ".json";
+  std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial, std::ios::trunc);
+    out << to_json(job).dump() << "\n";
+    if (!out) return fail(ErrorCode::io, "cannot write " + partial + ": " + std::strerror(errno));
+  }
+  // Readers never see half a file.
+  if (::rename(partial.c_str(), path.c_str()) != 0) {
+    return fail(ErrorCode::io, "cannot write " + path + ": " + std::strerror(errno));
+  }
+  return Registration(std::move(path));
+}
+
+Registration::Registration(Registration&& other) noexcept : path_(std::move(other.path_)) {
+  other.path_.clear();
+}
+
+Registration::~Registration() {
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+std::optional<long long> process_start_ticks(pid_t pid) {
+  std::vector<std::string> fields = stat_fields(pid);
+  // Field 22 of the whole line is the 20th after the command.
+  if (fields.size() < 20) return std::nullopt;
+  try {
+    return std::stoll(fields[19]);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::vector<RegisteredJob> running_jobs(const EnvMap& env) {
+  auto dir = registry_dir(env);
+  if (!dir) return {};
+  std::vector<RegisteredJob> jobs;
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(*dir, error)) {
+    if (entry.path().extension() != ".json") continue;
+    auto text = read_text(entry.path());
+    if (!text) continue;
+    auto job = from_json(*text);
+    if (!job) continue;
+    if (process_start_ticks(job->pid) != job->start_ticks) continue;  // gone, or a reused pid
+    jobs.push_back(std::move(*job));
+  }
+  std::sort(jobs.begin(), jobs.end(), [](const RegisteredJob& a, const RegisteredJob& b) {
+    return a.start_ticks < b.start_ticks;
+  });
+  return jobs;
+}
+
+std::vector<JobWorker> job_workers(pid_t agent_pid) {
+  std::map<pid_t, pid_t> parents;  // every process's parent
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+    auto pid = static_cast<pid_t>(std::stol(name));
+    if (auto parent = parent_of(pid)) parents[pid] = *parent;
+  }
+  std::vector<JobWorker> workers;
+  for (auto [pid, parent] : parents) {
+    auto grandparent = parents.find(parent);
+    if (grandparent == parents.end() || grandparent->second != agent_pid) continue;
+    auto rank = rank_in_environment(pid);
+    if (!rank) continue;  // not a worker: a stack tool the agent runs
+    workers.push_back({.rank = *rank, .pid = pid});
+  }
+  std::sort(workers.begin(), workers.end(),
+            [](const JobWorker& a, const JobWorker& b) { return a.rank < b.rank; });
+  return workers;
+}
+
+}  // namespace gangrun::doctor

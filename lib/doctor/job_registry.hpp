@@ -1,0 +1,69 @@
+// The jobs running on this host, so that `gangrun stacks` from another
+// terminal can find one by its run id, gangrun's pid, its log directory, or
+// as the only one of this user: each node agent writes one small JSON file
+// while it runs and removes it when it ends. The files live in the user's
+// own directory ($XDG_RUNTIME_DIR/gangrun, else $TMPDIR/gangrun-<uid>, made
+// 0700 and refused when another user owns it). A file whose agent is gone
+// (killed before it could remove it) is recognised by the process's start
+// time and skipped.
+#pragma once
+
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gangrun::doctor {
+
+struct RegisteredJob {
+  pid_t pid = -1;             // the node agent (gangrun)
+  long long start_ticks = 0;  // its start time in /proc/PID/stat, against a reused pid
+  std::string run_id;
+  std::string host;
+  std::optional<std::string> log_dir;  // the run's own directory in --log-dir
+  std::string program;                 // as the user named it
+  // The workers' Python interpreter as gangrun chose it (a virtual
+  // environment's bin/ holds py-spy beside it); nullopt for other programs.
+  std::optional<std::string> interpreter;
+};
+
+// The directory, made if needed; an error says why it cannot be used.
+Expected<std::string> registry_dir(const EnvMap& env);
+
+// Registers this process's job until the returned entry is destroyed.
+class Registration {
+ public:
+  static Expected<Registration> create(const EnvMap& env, RegisteredJob job);
+  Registration(Registration&& other) noexcept;
+  Registration& operator=(Registration&&) = delete;
+  Registration(const Registration&) = delete;
+  Registration& operator=(const Registration&) = delete;
+  ~Registration();
+
+ private:
+  explicit Registration(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// The jobs whose agents still run, oldest first.
+std::vector<RegisteredJob> running_jobs(const EnvMap& env);
+
+// A process's start time in clock ticks since boot (field 22 of
+// /proc/PID/stat); nullopt when it is gone.
+std::optional<long long> process_start_ticks(pid_t pid);
+
+// One worker of a registered job: a grandchild of the agent (agent -> shim
+// -> worker) whose environment names its RANK.
+struct JobWorker {
+  int rank = 0;
+  pid_t pid = -1;
+};
+
+// The job's workers in rank order, read from /proc.
+std::vector<JobWorker> job_workers(pid_t agent_pid);
+
+}  // namespace gangrun::doctor

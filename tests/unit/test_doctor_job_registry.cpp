@@ -1,0 +1,108 @@
+// `gangrun stacks` finds a running job: the registry file an agent keeps
+// while it runs (gone with it, and ignored once its process is gone), its
+// workers as the agent's grandchildren that carry a RANK, and the words of
+// the subcommand.
+#include "config/cli.hpp"
+#include "doctor/job_registry.hpp"
+#include "temp_dir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+using namespace gangrun::doctor;
+using Catch::Matchers::Contains;
+using gangrun::test::TempDir;
+
+namespace {
+
+gangrun::Expected<gangrun::config::Command> parse(std::vector<const char*> words) {
+  words.insert(words.begin(), "gangrun");
+  return gangrun::config::parse_command_line(static_cast<int>(words.size()), words.data(), {});
+}
+
+}  // namespace
+
+TEST_CASE("a registered job is found while it runs and forgotten when it ends", "[doctor]") {
+  TempDir dir;
+  gangrun::EnvMap env{{"XDG_RUNTIME_DIR", dir.path()}};
+  CHECK(running_jobs(env).empty());
+  {
+    RegisteredJob me{.pid = ::getpid(),
+                     .start_ticks = process_start_ticks(::getpid()).value(),
+                     .run_id = "job7",
+                     .host = "node0",
+                     .log_dir = "/logs/job7_x",
+                     .program = "train.py",
+                     .interpreter = "/venv/bin/python"};
+    auto registered = Registration::create(env, me);
+    REQUIRE(registered);
+    CHECK(std::filesystem::exists(dir / "gangrun"));
+    std::vector<RegisteredJob> jobs = running_jobs(env);
+    REQUIRE(jobs.size() == 1);
+    CHECK(jobs[0].run_id == "job7");
+    CHECK(jobs[0].log_dir == "/logs/job7_x");
+    CHECK(jobs[0].interpreter == "/venv/bin/python");
+    // A file left by an agent that was killed: its process is not the one
+    // that wrote it (another start time), so it is not a running job.
+    me.start_ticks += 1;
+    me.run_id = "stale";
+    dir.write("gangrun/1.json", "{\"pid\": " + std::to_string(::getpid()) +
+                                    ", \"start_ticks\": " + std::to_string(me.start_ticks) +
+                                    ", \"run_id\": \"stale\", \"host\": \"h\", \"log_dir\": null, "
+                                    "\"program\": \"p\", \"interpreter\": null}\n");
+    dir.write("gangrun/2.json", "not json");
+    CHECK(running_jobs(env).size() == 1);
+  }
+  CHECK(running_jobs(env).empty());
+}
+
+TEST_CASE("a job's workers are the agent's grandchildren with a RANK", "[doctor]") {
+  // This process stands for the agent, a shell for the shim, and a sleep with
+  // RANK=5 for the worker; a sleep without RANK is not a worker.
+  int ready[2];
+  REQUIRE(::pipe(ready) == 0);
+  pid_t shim = ::fork();
+  REQUIRE(shim >= 0);
+  if (shim == 0) {
+    ::setpgid(0, 0);
+    ::dup2(ready[1], STDOUT_FILENO);
+    // The worker says it is up once it runs with its RANK.
+    ::execl("/bin/sh", "sh", "-c", "RANK=5 sh -c 'echo up; exec sleep 60' & sleep 60 & wait",
+            nullptr);
+    ::_exit(127);
+  }
+  ::close(ready[1]);
+  char line[8] = {};
+  REQUIRE(::read(ready[0], line, sizeof line) > 0);
+  ::close(ready[0]);
+  std::vector<JobWorker> workers = job_workers(::getpid());
+  ::kill(-shim, SIGKILL);
+  ::waitpid(shim, nullptr, 0);
+  REQUIRE(workers.size() == 1);
+  CHECK(workers[0].rank == 5);
+}
+
+TEST_CASE("gangrun stacks: which job, and how to print it", "[doctor][cli]") {
+  auto asked = parse({"stacks", "--pid", "12", "--native", "--json"});
+  REQUIRE(asked);
+  const auto& request = std::get<gangrun::config::StacksRequest>(*asked);
+  CHECK(request.pid == 12);
+  CHECK(request.native);
+  CHECK(request.json);
+  auto by_dir = parse({"stacks", "--log_dir=/logs"});
+  REQUIRE(by_dir);
+  CHECK(std::get<gangrun::config::StacksRequest>(*by_dir).log_dir == "/logs");
+  CHECK(std::holds_alternative<gangrun::config::TextOutput>(parse({"stacks", "--help"}).value()));
+  auto two = parse({"stacks", "--pid", "12", "--run-id", "x"});
+  REQUIRE_FALSE(two);
+  CHECK_THAT(two.error().message(), Contains("give one of --run-id, --pid and --log-dir"));
+  CHECK_THAT(parse({"stacks", "--pid", "twelve"}).error().message(), Contains("not a process id"));
+  CHECK_THAT(parse({"stacks", "--frobnicate"}).error().message(), Contains("unknown argument"));
+  CHECK_THAT(parse({"stacks", "--run-id"}).error().message(), Contains("needs a value"));
+}
