@@ -61,6 +61,12 @@ std::string explain_failure(std::string_view output, long pid, std::optional<int
              ", which lets only root (scope 2) or no one (scope 3) attach to a process; ask for "
              "`sysctl kernel.yama.ptrace_scope=1` (or 0), or run the capture as root";
     }
+    if (ptrace_scope == 1) {
+      return "not allowed to read " + who +
+             ": kernel.yama.ptrace_scope is 1, which lets only a process's ancestors attach to "
+             "it (gangrun's own hang watch may: the workers name gangrun their tracer); from "
+             "another terminal run it with sudo, or ask for `sysctl kernel.yama.ptrace_scope=0`";
+    }
     return "not allowed to read " + who +
            ": the stack tool needs ptrace permission over the worker (the same user, and in a "
            "container CAP_SYS_PTRACE: docker run --cap-add SYS_PTRACE)";

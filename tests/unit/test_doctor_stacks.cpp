@@ -148,8 +148,10 @@ TEST_CASE("the stack tool's command and where it is found", "[doctor]") {
 }
 
 TEST_CASE("a failed capture says why and what to do", "[doctor]") {
-  CHECK_THAT(explain_failure("Error: Permission denied (os error 13)\n", 7, 1),
+  CHECK_THAT(explain_failure("Error: Permission denied (os error 13)\n", 7, 0),
              Contains("CAP_SYS_PTRACE"));
+  CHECK_THAT(explain_failure("Error: Permission denied (os error 13)\n", 7, 1),
+             Contains("kernel.yama.ptrace_scope is 1") && Contains("sudo"));
   CHECK_THAT(explain_failure("Error: Operation not permitted (os error 1)", 7, 2),
              Contains("kernel.yama.ptrace_scope is 2"));
   CHECK_THAT(explain_failure("Error: Failed to find process 7", 7, 0), Contains("pid 7 has ended"));
