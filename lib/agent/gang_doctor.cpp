@@ -2,10 +2,14 @@
 
 #include "doctor/stack_tool.hpp"
 #include "doctor/stacks_json.hpp"
+#include "util/env.hpp"
 #include "util/exit_codes.hpp"
+#include "util/signals.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
+
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -58,11 +62,25 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
     }
     tool_ = doctor::find_stack_tool(settings.stack_tool, interpreter_dir, plan.host_env);
   }
+  if (env_lookup(plan.host_env, "TORCHELASTIC_ENABLE_FILE_TIMER") == "1") {
+    // torchrun's agent names the pipe when the user did not (and tells the workers).
+    std::string path = env_lookup(plan.host_env, "TORCHELASTIC_TIMER_FILE")
+                           .value_or(env_lookup(plan.host_env, "TMPDIR").value_or("/tmp") +
+                                     "/watchdog_timer_gangrun_" + std::to_string(::getpid()));
+    auto opened = FileTimers::open(
+        io, path, [this](const FileTimers::Expired& expired) { on_timer_expired(expired); });
+    if (opened) {
+      file_timers_ = std::move(*opened);
+    } else {
+      spdlog::warn("{}; the workers' FileTimerClient will not reach gangrun",
+                   opened.error().describe());
+    }
+  }
   if (settings.hang_timeout_s) {
     auto timeout = std::chrono::duration_cast<HangWatch::Clock::duration>(
         std::chrono::duration<double>(*settings.hang_timeout_s));
     watch_.emplace(
-        io, timeout, [this] { return gang_.live_worker_list(); },
+        io, timeout, [this] { return live_workers(); },
         [this](HangWatch::Clock::duration silent_for) { on_hang(silent_for); });
   }
 }
@@ -72,7 +90,25 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir) {
   read_for_failure_ = false;
   round_over_ = false;
   findings_ = {};
+  if (file_timers_) file_timers_->clear();
   if (watch_) watch_->start();
+}
+
+std::optional<std::string> GangDoctor::timer_file() const {
+  if (!file_timers_) return std::nullopt;
+  return file_timers_->path();
+}
+
+std::vector<supervise::Gang::LiveWorker> GangDoctor::live_workers() const {
+  std::vector<supervise::Gang::LiveWorker> workers = gang_.live_worker_list();
+  if (!file_timers_) return workers;
+  for (supervise::Gang::LiveWorker& worker : workers) {
+    auto request = file_timers_->last_request_from(worker.pid);
+    if (request && (!worker.last_line_at || *request > *worker.last_line_at)) {
+      worker.last_line_at = request;
+    }
+  }
+  return workers;
 }
 
 std::vector<StackTarget> GangDoctor::live_targets() const {
@@ -129,6 +165,51 @@ void GangDoctor::after_hang_read(std::vector<doctor::RankStacks> ranks, double s
       spdlog::warn("--on-hang restart: stopping the workers to restart them");
       return stop_hung_();
   }
+}
+
+// ---- a file timer that expired ----------------------------------------------------
+
+void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
+  std::optional<int> rank;
+  for (const supervise::Gang::LiveWorker& worker : gang_.live_worker_list()) {
+    if (worker.pid == expired.pid) rank = worker.rank;
+  }
+  if (!rank || round_over_) {
+    spdlog::debug("file timers: pid {} is not a running worker; its timer '{}' is dropped",
+                  expired.pid, expired.scope_id);
+    return;
+  }
+  const std::string kill_text = expired.signal > 0
+                                    ? "killing it with " + signals::name(expired.signal)
+                                    : "not killing it (its signal is 0)";
+  spdlog::warn(
+      "rank {} (pid {}): its timer '{}' (torch.distributed.elastic.timer) expired {} "
+      "ago; reading every rank's stack, then {}",
+      *rank, expired.pid, expired.scope_id, seconds_text(expired.late_s), kill_text);
+  auto act = [this, expired] {
+    if (expired.signal > 0) gang_.signal_worker(expired.pid, expired.signal);
+  };
+  nlohmann::json timer{{"rank", *rank},
+                       {"pid", expired.pid},
+                       {"scope_id", expired.scope_id},
+                       {"signal", expired.signal}};
+  if (probe_.running()) {
+    findings_.timer_expired = std::move(timer);
+    return act();
+  }
+  probe_.start(tool_, plan_.host, live_targets(), plan_.host_env, k_failure_read_limit,
+               [this, act, timer](std::vector<doctor::RankStacks> ranks) mutable {
+                 std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
+                 std::vector<std::string> summary = doctor::summary_lines(groups);
+                 std::optional<std::string> file =
+                     write_text("timer-stacks.txt", doctor::full_text(ranks, groups));
+                 spdlog::warn("where the ranks were when the timer expired:{}{}", indented(summary),
+                              file ? "\nevery thread of every rank: " + *file : "");
+                 timer["stacks"] = doctor::stacks_json(ranks, summary, file);
+                 findings_.timer_expired = std::move(timer);
+                 if (round_over_) return deliver_if_over();
+                 act();
+               });
 }
 
 // ---- a failure ----------------------------------------------------------------

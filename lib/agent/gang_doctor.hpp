@@ -8,6 +8,7 @@
 // (bounded by its limit) lands in that record.
 #pragma once
 
+#include "agent/file_timers.hpp"
 #include "agent/hang_watch.hpp"
 #include "agent/stack_probe.hpp"
 #include "launch/plan.hpp"
@@ -43,6 +44,7 @@ class GangDoctor {
   struct Findings {
     std::optional<nlohmann::json> hang;
     std::optional<nlohmann::json> stacks_at_failure;
+    std::optional<nlohmann::json> timer_expired;
   };
   // The round's gang is done: `then` gets what was found, at once or when a
   // reading still under way has ended (within its limit).
@@ -50,8 +52,16 @@ class GangDoctor {
 
   std::set<pid_t> supervisor_pids() const { return probe_.supervisor_pids(); }
 
+  // The named pipe of torch's file timers the workers are given as
+  // TORCHELASTIC_TIMER_FILE, when TORCHELASTIC_ENABLE_FILE_TIMER=1.
+  std::optional<std::string> timer_file() const;
+
  private:
   void on_hang(HangWatch::Clock::duration silent_for);
+  void on_timer_expired(const FileTimers::Expired& expired);
+  // The live workers, each with its last sign of life: a line, or a file
+  // timer request.
+  std::vector<supervise::Gang::LiveWorker> live_workers() const;
   void after_hang_read(std::vector<doctor::RankStacks> ranks, double silent_for_s);
   void after_failure_read(std::vector<doctor::RankStacks> ranks);
   // Hands the findings over when the round has ended meanwhile.
@@ -66,6 +76,7 @@ class GangDoctor {
   StopHandler stop_hung_;
   StackProbe probe_;
   std::optional<HangWatch> watch_;
+  std::unique_ptr<FileTimers> file_timers_;
   std::optional<std::string> tool_;  // the stack tool, when one was found
   bool told_missing_tool_ = false;
 

@@ -241,9 +241,15 @@ class NodeAgent {
     stopped_for_round_end_ = false;
     failed_here_ = false;
     set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
-    gang_->start(
-        make_launches(plan_, round, run_dir_->path()),
-        [this, round](const supervise::AttemptOutcome& outcome) { on_round_done(round, outcome); });
+    std::vector<supervise::WorkerLaunch> launches = make_launches(plan_, round, run_dir_->path());
+    if (auto timer_file = doctor_->timer_file()) {
+      for (supervise::WorkerLaunch& launch : launches) {
+        launch.spawn.env["TORCHELASTIC_TIMER_FILE"] = *timer_file;
+      }
+    }
+    gang_->start(std::move(launches), [this, round](const supervise::AttemptOutcome& outcome) {
+      on_round_done(round, outcome);
+    });
     doctor_->round_started(run_dir_->temporary()
                                ? std::nullopt
                                : std::optional<std::string>(fmt::format(
@@ -262,6 +268,7 @@ class NodeAgent {
           report::AttemptRecord& attempt = record_.attempts.at(at);
           attempt.hang = std::move(found.hang);
           attempt.stacks_at_failure = std::move(found.stacks_at_failure);
+          attempt.timer_expired = std::move(found.timer_expired);
           ask_interpreter(round, outcome);
         });
   }

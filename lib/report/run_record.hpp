@@ -68,6 +68,9 @@ struct AttemptRecord {
   // rank's stack, and the survivors' stacks read when a rank failed.
   std::optional<nlohmann::json> hang;
   std::optional<nlohmann::json> stacks_at_failure;
+  // A rank whose torch.distributed.elastic.timer expired, with every rank's
+  // stack read before it was killed.
+  std::optional<nlohmann::json> timer_expired;
 };
 
 struct RunRecord {

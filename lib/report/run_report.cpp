@@ -116,6 +116,7 @@ nlohmann::json to_json(const RunRecord& run) {
     if (attempt.hang) attempts.back()["hang"] = *attempt.hang;
     if (attempt.stacks_at_failure)
       attempts.back()["stacks_at_failure"] = *attempt.stacks_at_failure;
+    if (attempt.timer_expired) attempts.back()["timer_expired"] = *attempt.timer_expired;
   }
   return {
       {"version", 1},

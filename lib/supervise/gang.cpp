@@ -453,6 +453,15 @@ struct Gang::Impl {
     signal_workers(settings.second_stop_signal, true);
   }
 
+  void signal_worker(pid_t pid, int signal_number) {
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      Running& slot = running[i];
+      if (slot.alive && slot.process && outcome.workers[i].pid == pid) {
+        slot.process->signal(signal_number);
+      }
+    }
+  }
+
   void stop_hung() {
     if (!active || tearing_down || window_open) return;
     outcome.stopped_for_hang = true;
@@ -497,6 +506,8 @@ void Gang::close_failure_window() { impl_->close_failure_window(); }
 void Gang::forward(int signal_number) { impl_->signal_workers(signal_number, false); }
 
 void Gang::stop_hung() { impl_->stop_hung(); }
+
+void Gang::signal_worker(pid_t pid, int signal_number) { impl_->signal_worker(pid, signal_number); }
 
 std::vector<Gang::LiveWorker> Gang::live_worker_list() const { return impl_->live_worker_list(); }
 

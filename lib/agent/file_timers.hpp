@@ -1,0 +1,80 @@
+// The server side of torch.distributed.elastic.timer's file-based timers,
+// so that a script written for torchrun's watchdog works unchanged under
+// gangrun. When TORCHELASTIC_ENABLE_FILE_TIMER=1, torchrun's agent makes a
+// named pipe (TORCHELASTIC_TIMER_FILE, else a new name it gives the
+// workers) and each worker's FileTimerClient writes one JSON line per
+// request to it:
+//
+//   {"version": 1, "pid": 4711, "scope_id": "step", "expiration_time": 1764146400.5,
+//    "signal": 9}
+//
+// expiration_time is wall-clock seconds; a negative one releases the
+// worker's timer of that scope. When a timer expires, the worker is killed
+// with its signal (none when 0 or less). gangrun reads the pipe on the
+// agent's loop; every request is also the rank's sign of life for the hang
+// watch, and an expired timer is named with every rank's stack before the
+// signal goes out (agent/gang_doctor.hpp).
+#pragma once
+
+#include "util/error.hpp"
+#include "util/fd.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace gangrun::agent {
+
+class FileTimers {
+ public:
+  struct Expired {
+    pid_t pid = -1;
+    std::string scope_id;
+    int signal = 0;     // what the client asked to be killed with; <= 0: not killed
+    double late_s = 0;  // how long ago it expired when it was seen
+  };
+  using ExpiredHandler = std::function<void(const Expired& expired)>;
+
+  // Makes the named pipe at path (it must not exist) and reads it on io.
+  static Expected<std::unique_ptr<FileTimers>> open(boost::asio::io_context& io,
+                                                    const std::string& path,
+                                                    ExpiredHandler on_expired);
+  ~FileTimers();  // removes the pipe
+  FileTimers(const FileTimers&) = delete;
+  FileTimers& operator=(const FileTimers&) = delete;
+
+  const std::string& path() const { return path_; }
+  // When the worker running as pid last sent a request; nullopt: never.
+  std::optional<std::chrono::steady_clock::time_point> last_request_from(pid_t pid) const;
+  // Forgets every timer (a new round's workers are new processes).
+  void clear();
+
+ private:
+  FileTimers(boost::asio::io_context& io, std::string path, UniqueFd reader, UniqueFd writer,
+             ExpiredHandler on_expired);
+  void read_more();
+  void take_line(const std::string& line);
+  void check_expiry();
+
+  std::string path_;
+  boost::asio::posix::stream_descriptor reader_;
+  UniqueFd keep_open_;  // a writer of our own, so the pipe never reads EOF between clients
+  boost::asio::steady_timer expiry_;
+  ExpiredHandler on_expired_;
+  std::string pending_;  // bytes of a line not yet complete
+  char buffer_[4096];
+  std::map<std::pair<pid_t, std::string>, std::pair<double, int>> timers_;  // expiration, signal
+  std::map<pid_t, std::chrono::steady_clock::time_point> last_request_;
+};
+
+}  // namespace gangrun::agent
