@@ -3,6 +3,7 @@
 // stack probe reading every rank at once through the real spawn path, with a
 // stand-in for py-spy (a script that prints what py-spy would, fails as it
 // would, or never ends).
+#include "agent/file_timers.hpp"
 #include "agent/hang_watch.hpp"
 #include "agent/stack_probe.hpp"
 #include "config/option_values.hpp"
@@ -12,8 +13,10 @@
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 
@@ -155,4 +158,50 @@ TEST_CASE("without a stack tool every rank says so, with what /proc knows", "[do
   REQUIRE(found->size() == 1);
   REQUIRE((*found)[0].unavailable);
   CHECK_THAT(*(*found)[0].unavailable, Contains("py-spy not found; the process is running"));
+}
+
+TEST_CASE("torch's file timers: requests are signs of life, an expired timer is reported once",
+          "[doctor][agent]") {
+  TempDir dir;
+  boost::asio::io_context io;
+  std::vector<gangrun::agent::FileTimers::Expired> expired;
+  auto opened = gangrun::agent::FileTimers::open(
+      io, dir / "timers",
+      [&](const gangrun::agent::FileTimers::Expired& e) { expired.push_back(e); });
+  REQUIRE(opened);
+  gangrun::agent::FileTimers& timers = **opened;
+  CHECK_FALSE(timers.last_request_from(41));
+  // As FileTimerClient writes them: one JSON line per request, through a
+  // descriptor it opens without blocking.
+  auto send = [&](const std::string& line) {
+    int fd = ::open(timers.path().c_str(), O_WRONLY | O_NONBLOCK);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, (line + "\n").data(), line.size() + 1) ==
+            static_cast<ssize_t>(line.size() + 1));
+    ::close(fd);
+  };
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // Rank 41's timer is released before it expires; 42's expires (its two
+  // scopes are one report); a line that is not a request is ignored.
+  send(R"({"version": 1, "pid": 41, "scope_id": "step", "expiration_time": )" +
+       std::to_string(now + 3600) + R"(, "signal": 9})");
+  send(R"({"version": 1, "pid": 41, "scope_id": "step", "expiration_time": -1, "signal": 0})");
+  send("garbage");
+  // One write, so that both of 42's requests are read together.
+  send(R"({"version": 1, "pid": 42, "scope_id": "load", "expiration_time": )" +
+       std::to_string(now - 1) + R"(, "signal": 9})" + "\n" +
+       R"({"version": 1, "pid": 42, "scope_id": "step", "expiration_time": )" +
+       std::to_string(now - 2) + R"(, "signal": 15})");
+  run_until(io, [&] { return !expired.empty(); });
+  CHECK(timers.last_request_from(41));
+  io.restart();
+  io.poll();
+  REQUIRE(expired.size() == 1);
+  CHECK(expired[0].pid == 42);
+  CHECK(expired[0].late_s >= 1.0);
+  CHECK(expired[0].signal > 0);
+  std::string path = timers.path();
+  opened->reset();
+  CHECK_FALSE(std::filesystem::exists(path));  // the pipe goes with the server
 }
