@@ -2,6 +2,8 @@
 
 #include "doctor/stack_tool.hpp"
 #include "doctor/stacks_json.hpp"
+#include "doctor/store_peers.hpp"
+#include "report/blame.hpp"
 #include "util/env.hpp"
 #include "util/exit_codes.hpp"
 #include "util/signals.hpp"
@@ -40,6 +42,13 @@ const char* on_hang_word(config::OnHang action) {
 
 std::string seconds_text(double seconds) {
   return strings::duration_text(std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
+}
+
+// gangrun chose the interpreter or read it from the script's #! line, or
+// the program is one (gangrun python train.py).
+bool runs_python(const launch::LaunchPlan& plan) {
+  return plan.program.interpreter.has_value() ||
+         std::filesystem::path(plan.program.executable).filename().string().starts_with("python");
 }
 
 std::string indented(const std::vector<std::string>& lines) {
@@ -85,8 +94,9 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
   }
 }
 
-void GangDoctor::round_started(std::optional<std::string> attempt_dir) {
+void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::string store) {
   attempt_dir_ = std::move(attempt_dir);
+  store_ = std::move(store);
   read_for_failure_ = false;
   round_over_ = false;
   findings_ = {};
@@ -144,11 +154,14 @@ void GangDoctor::after_hang_read(std::vector<doctor::RankStacks> ranks, double s
   std::vector<std::string> summary = doctor::summary_lines(groups);
   std::optional<std::string> file = write_text("hang-stacks.txt", doctor::full_text(ranks, groups));
   const config::OnHang action = plan_.doctor.on_hang;
-  spdlog::warn("where the ranks are, the odd ones out first:{}{}", indented(summary),
+  auto [not_at_store, store_line] = store_arrivals(ranks);
+  spdlog::warn("where the ranks are, the odd ones out first:{}{}{}", indented(summary),
+               store_line.empty() ? "" : "\n" + store_line,
                file ? "\nevery thread of every rank: " + *file : "");
   findings_.hang = nlohmann::json{{"timeout_s", *plan_.doctor.hang_timeout_s},
                                   {"silent_for_s", silent_for_s},
                                   {"action", on_hang_word(action)},
+                                  {"not_at_store", not_at_store},
                                   {"stacks", doctor::stacks_json(ranks, summary, file)}};
   if (round_over_) return deliver_if_over();
   switch (action) {
@@ -165,6 +178,30 @@ void GangDoctor::after_hang_read(std::vector<doctor::RankStacks> ranks, double s
       spdlog::warn("--on-hang restart: stopping the workers to restart them");
       return stop_hung_();
   }
+}
+
+std::pair<nlohmann::json, std::string> GangDoctor::store_arrivals(
+    const std::vector<doctor::RankStacks>& ranks) const {
+  std::size_t colon = store_.rfind(':');
+  if (colon == std::string::npos) return {nullptr, ""};
+  std::optional<std::int64_t> port = strings::parse_int(store_.substr(colon + 1));
+  if (!port || *port <= 0) return {nullptr, ""};
+  std::vector<long> pids;
+  for (const doctor::RankStacks& rank : ranks) pids.push_back(rank.pid);
+  std::set<long> connected = doctor::connected_to_port(pids, static_cast<int>(*port));
+  std::vector<int> missing;
+  for (const doctor::RankStacks& rank : ranks) {
+    if (!connected.contains(rank.pid)) missing.push_back(rank.rank);
+  }
+  if (missing.empty()) return {nlohmann::json::array(), ""};
+  if (connected.empty()) {
+    return {missing, "no rank has connected to the store at " + store_ +
+                         " yet: none has reached init_process_group"};
+  }
+  return {missing, report::rank_list(missing) + (missing.size() == 1 ? " has" : " have") +
+                       " not connected to the store at " + store_ + ": the others wait for " +
+                       (missing.size() == 1 ? "it" : "them") +
+                       " in init_process_group (or a rendezvous)"};
 }
 
 // ---- a file timer that expired ----------------------------------------------------
@@ -218,7 +255,7 @@ void GangDoctor::worker_failed() {
   if (watch_) watch_->stop();  // the round is ending: a failure, not a hang
   // Only a Python program's ranks have stacks the tool reads; there is no
   // time to tell anyone how to install it now.
-  if (!plan_.doctor.stacks_at_failure || !tool_ || !plan_.program.interpreter) return;
+  if (!plan_.doctor.stacks_at_failure || !tool_ || !runs_python(plan_)) return;
   if (read_for_failure_ || round_over_ || probe_.running()) return;
   std::vector<StackTarget> targets = live_targets();
   if (targets.empty()) return;

@@ -35,8 +35,9 @@ class GangDoctor {
              const launch::LaunchPlan& plan, supervise::Gang& gang, StopHandler stop_hung);
 
   // A round began; attempt_dir is where its files go (nullopt: the run
-  // directory is temporary, so only the console and the report get them).
-  void round_started(std::optional<std::string> attempt_dir);
+  // directory is temporary, so only the console and the report get them),
+  // store the address its workers meet at ("host:port"; empty when unknown).
+  void round_started(std::optional<std::string> attempt_dir, std::string store);
   // A worker failed by itself: the survivors' stacks are read once per round.
   void worker_failed();
   // What the round's readings found, in the report's form
@@ -67,6 +68,10 @@ class GangDoctor {
   // Hands the findings over when the round has ended meanwhile.
   void deliver_if_over();
   std::vector<StackTarget> live_targets() const;
+  // The ranks read that have no connection to the round's store, and the
+  // line that says so (empty when every rank has one, or it is not known).
+  std::pair<nlohmann::json, std::string> store_arrivals(
+      const std::vector<doctor::RankStacks>& ranks) const;
   // Writes the whole text into the attempt's directory; the path, or
   // nullopt when there is none or it could not be written.
   std::optional<std::string> write_text(const std::string& name, const std::string& text);
@@ -82,6 +87,7 @@ class GangDoctor {
 
   // Per round.
   std::optional<std::string> attempt_dir_;
+  std::string store_;
   bool read_for_failure_ = false;
   bool round_over_ = false;
   Findings findings_;

@@ -250,10 +250,11 @@ class NodeAgent {
     gang_->start(std::move(launches), [this, round](const supervise::AttemptOutcome& outcome) {
       on_round_done(round, outcome);
     });
-    doctor_->round_started(run_dir_->temporary()
-                               ? std::nullopt
-                               : std::optional<std::string>(fmt::format(
-                                     "{}/attempt_{}", run_dir_->path(), round.attempt)));
+    doctor_->round_started(
+        run_dir_->temporary() ? std::nullopt
+                              : std::optional<std::string>(
+                                    fmt::format("{}/attempt_{}", run_dir_->path(), round.attempt)),
+        round.master_port.empty() ? "" : round.master_addr + ":" + round.master_port);
     // A teardown signal that came between rounds ends this one before any
     // worker starts.
     if (stop_signal_) gang_->stop(*stop_signal_);

@@ -1,9 +1,9 @@
-// `gangrun stacks` finds a running job: the registry file an agent keeps
-// while it runs (gone with it, and ignored once its process is gone), its
-// workers as the agent's grandchildren that carry a RANK, and the words of
-// the subcommand.
+// `gangrun stacks` finds a running job, and the hang report which ranks reached the store: the
+// registry file an agent keeps while it runs (gone with it, and ignored once its process is gone),
+// its workers as the agent's grandchildren that carry a RANK, and the words of the subcommand.
 #include "config/cli.hpp"
 #include "doctor/job_registry.hpp"
+#include "doctor/store_peers.hpp"
 #include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -105,4 +105,33 @@ TEST_CASE("gangrun stacks: which job, and how to print it", "[doctor][cli]") {
   CHECK_THAT(parse({"stacks", "--pid", "twelve"}).error().message(), Contains("not a process id"));
   CHECK_THAT(parse({"stacks", "--frobnicate"}).error().message(), Contains("unknown argument"));
   CHECK_THAT(parse({"stacks", "--run-id"}).error().message(), Contains("needs a value"));
+}
+
+TEST_CASE("a worker has reached the store when it holds a connection to the store's port",
+          "[doctor]") {
+  // A /proc of two workers in one network namespace: 41 holds the socket of
+  // an established connection to port 29500 (0x733C), 42 only a listening
+  // socket and a connection elsewhere.
+  TempDir proc;
+  const std::string table =
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
+      "timeout inode\n"
+      "   0: 0100007F:C350 0100007F:733C 01 00000000:00000000 00:00000000 00000000  1000  0 "
+      "7001 1 0 20 4 30 10 -1\n"
+      "   1: 00000000:733C 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000  0 "
+      "7002 1 0 100 0 0 10 0\n"
+      "   2: 0100007F:C351 0100007F:0050 01 00000000:00000000 00:00000000 00000000  1000  0 "
+      "7003 1 0 20 4 30 10 -1\n";
+  for (const char* pid : {"41", "42"}) {
+    proc.write(std::string(pid) + "/net/tcp", table);
+    proc.write(std::string(pid) + "/net/tcp6", "  sl  local_address rem_address   st\n");
+    std::filesystem::create_directories(proc / (std::string(pid) + "/fd"));
+  }
+  std::filesystem::create_symlink("socket:[7001]", proc / "41/fd/5");
+  std::filesystem::create_symlink("/dev/null", proc / "41/fd/0");
+  std::filesystem::create_symlink("socket:[7002]", proc / "42/fd/5");
+  std::filesystem::create_symlink("socket:[7003]", proc / "42/fd/6");
+  CHECK(connected_to_port({41, 42}, 29500, proc.path()) == std::set<long>{41});
+  CHECK(connected_to_port({41, 42}, 80, proc.path()) == std::set<long>{42});
+  CHECK(connected_to_port({43}, 29500, proc.path()).empty());  // gone
 }

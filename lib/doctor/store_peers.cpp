@@ -1,0 +1,65 @@
+#include "doctor/store_peers.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace gangrun::doctor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_established = "01";
+
+// The inodes of the established connections in a /proc/PID/net/tcp{,6}
+// table whose remote port is port.
+void connections_to(const std::string& table, int port, std::set<std::string>& inodes) {
+  std::ifstream in(table);
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
+    if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
+          timeout >> inode)) {
+      continue;
+    }
+    std::size_t colon = remote.rfind(':');
+    if (state != k_established || colon == std::string::npos) continue;
+    try {
+      if (std::stoi(remote.substr(colon + 1), nullptr, 16) == port) inodes.insert(inode);
+    } catch (const std::exception&) {
+      continue;
+    }
+  }
+}
+
+bool holds_one_of(const std::string& fd_dir, const std::set<std::string>& inodes) {
+  std::error_code error;
+  for (const fs::directory_entry& fd : fs::directory_iterator(fd_dir, error)) {
+    std::error_code no_link;
+    std::string target = fs::read_symlink(fd.path(), no_link).string();
+    // "socket:[12345]"
+    if (!target.starts_with("socket:[") || !target.ends_with(']')) continue;
+    if (inodes.contains(target.substr(8, target.size() - 9))) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::set<long> connected_to_port(const std::vector<long>& pids, int port,
+                                 const std::string& proc_root) {
+  std::set<long> connected;
+  for (long pid : pids) {
+    const std::string dir = proc_root + "/" + std::to_string(pid);
+    std::set<std::string> inodes;
+    connections_to(dir + "/net/tcp", port, inodes);
+    connections_to(dir + "/net/tcp6", port, inodes);
+    if (!inodes.empty() && holds_one_of(dir + "/fd", inodes)) connected.insert(pid);
+  }
+  return connected;
+}
+
+}  // namespace gangrun::doctor
