@@ -61,9 +61,14 @@ std::string indented(const std::vector<std::string>& lines) {
 
 GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
                        const launch::LaunchPlan& plan, supervise::Gang& gang, StopHandler stop_hung)
-    : plan_(plan), gang_(gang), stop_hung_(std::move(stop_hung)), probe_(io, spawner) {
+    : plan_(plan),
+      gang_(gang),
+      stop_hung_(std::move(stop_hung)),
+      probe_(io, spawner),
+      sampler_(io, spawner),
+      sample_timer_(io) {
   const launch::DoctorPlan& settings = plan.doctor;
-  if (settings.hang_timeout_s || settings.stacks_at_failure) {
+  if (settings.hang_timeout_s || settings.stacks_at_failure || settings.straggler_interval_s) {
     std::optional<std::string> interpreter_dir;
     if (plan.program.interpreter) {
       interpreter_dir =
@@ -102,6 +107,43 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
   findings_ = {};
   if (file_timers_) file_timers_->clear();
   if (watch_) watch_->start();
+  tally_ = {};
+  stragglers_named_.clear();
+  if (plan_.doctor.straggler_interval_s) {
+    if (tool_) {
+      sample_later();
+    } else if (!told_missing_tool_) {
+      told_missing_tool_ = true;
+      spdlog::warn("--straggler-watch reads the ranks' stacks: {}", doctor::missing_tool_hint());
+    }
+  }
+}
+
+// ---- stragglers -------------------------------------------------------------------
+
+void GangDoctor::sample_later() {
+  sample_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(*plan_.doctor.straggler_interval_s)));
+  sample_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (error || round_over_) return;
+    std::vector<StackTarget> targets = live_targets();
+    if (targets.size() < 2 || sampler_.running()) return sample_later();
+    sampler_.start(
+        tool_, plan_.host, std::move(targets), plan_.host_env, k_failure_read_limit,
+        [this](std::vector<doctor::RankStacks> ranks) { after_sample(std::move(ranks)); },
+        /*nonblocking=*/true);
+  });
+}
+
+void GangDoctor::after_sample(std::vector<doctor::RankStacks> ranks) {
+  if (round_over_) return deliver_if_over();
+  tally_.add(ranks);
+  for (int rank : tally_.stragglers()) {
+    if (stragglers_named_.insert(rank).second) {
+      spdlog::warn("straggler: {}", tally_.describe(rank));
+    }
+  }
+  sample_later();
 }
 
 std::optional<std::string> GangDoctor::timer_file() const {
@@ -281,12 +323,14 @@ void GangDoctor::after_failure_read(std::vector<doctor::RankStacks> ranks) {
 void GangDoctor::round_ended(std::function<void(Findings)> then) {
   round_over_ = true;
   if (watch_) watch_->stop();
+  sample_timer_.cancel();
   after_reading_ = std::move(then);
-  if (!probe_.running()) deliver_if_over();
+  deliver_if_over();
 }
 
 void GangDoctor::deliver_if_over() {
-  if (!round_over_ || !after_reading_) return;
+  if (!round_over_ || !after_reading_ || probe_.running() || sampler_.running()) return;
+  if (!tally_.empty()) findings_.straggler_watch = tally_.to_json();
   std::function<void(Findings)> then = std::move(after_reading_);
   after_reading_ = nullptr;
   then(std::move(findings_));

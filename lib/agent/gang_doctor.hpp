@@ -11,6 +11,7 @@
 #include "agent/file_timers.hpp"
 #include "agent/hang_watch.hpp"
 #include "agent/stack_probe.hpp"
+#include "doctor/straggler.hpp"
 #include "launch/plan.hpp"
 #include "report/run_record.hpp"
 #include "supervise/gang.hpp"
@@ -46,12 +47,17 @@ class GangDoctor {
     std::optional<nlohmann::json> hang;
     std::optional<nlohmann::json> stacks_at_failure;
     std::optional<nlohmann::json> timer_expired;
+    std::optional<nlohmann::json> straggler_watch;
   };
   // The round's gang is done: `then` gets what was found, at once or when a
   // reading still under way has ended (within its limit).
   void round_ended(std::function<void(Findings)> then);
 
-  std::set<pid_t> supervisor_pids() const { return probe_.supervisor_pids(); }
+  std::set<pid_t> supervisor_pids() const {
+    std::set<pid_t> pids = probe_.supervisor_pids();
+    pids.merge(sampler_.supervisor_pids());
+    return pids;
+  }
 
   // The named pipe of torch's file timers the workers are given as
   // TORCHELASTIC_TIMER_FILE, when TORCHELASTIC_ENABLE_FILE_TIMER=1.
@@ -60,6 +66,9 @@ class GangDoctor {
  private:
   void on_hang(HangWatch::Clock::duration silent_for);
   void on_timer_expired(const FileTimers::Expired& expired);
+  // --straggler-watch: the next sample after the interval, and what it says.
+  void sample_later();
+  void after_sample(std::vector<doctor::RankStacks> ranks);
   // The live workers, each with its last sign of life: a line, or a file
   // timer request.
   std::vector<supervise::Gang::LiveWorker> live_workers() const;
@@ -82,6 +91,10 @@ class GangDoctor {
   StackProbe probe_;
   std::optional<HangWatch> watch_;
   std::unique_ptr<FileTimers> file_timers_;
+  StackProbe sampler_;  // --straggler-watch's own, so that sampling never holds up a hang's reading
+  boost::asio::steady_timer sample_timer_;
+  doctor::StragglerTally tally_;     // per round
+  std::set<int> stragglers_named_;   // per round
   std::optional<std::string> tool_;  // the stack tool, when one was found
   bool told_missing_tool_ = false;
 

@@ -270,6 +270,7 @@ class NodeAgent {
           attempt.hang = std::move(found.hang);
           attempt.stacks_at_failure = std::move(found.stacks_at_failure);
           attempt.timer_expired = std::move(found.timer_expired);
+          attempt.straggler_watch = std::move(found.straggler_watch);
           ask_interpreter(round, outcome);
         });
   }

@@ -45,7 +45,7 @@ StackProbe::~StackProbe() = default;
 
 void StackProbe::start(const std::optional<std::string>& tool, const std::string& host,
                        std::vector<StackTarget> targets, const EnvMap& env,
-                       std::chrono::milliseconds limit, DoneHandler done) {
+                       std::chrono::milliseconds limit, DoneHandler done, bool nonblocking) {
   done_ = std::move(done);
   ranks_.clear();
   readings_.clear();
@@ -79,14 +79,15 @@ void StackProbe::start(const std::optional<std::string>& tool, const std::string
       reading.tool->end_tree();
     }
   });
-  for (std::size_t i = 0; i < ranks_.size(); ++i) read_one(i, *tool, env);
+  for (std::size_t i = 0; i < ranks_.size(); ++i) read_one(i, *tool, env, nonblocking);
   if (left_ == 0) {
     deadline_.cancel();
     asio::post(io_, [this] { finish(); });
   }
 }
 
-void StackProbe::read_one(std::size_t index, const std::string& tool, const EnvMap& env) {
+void StackProbe::read_one(std::size_t index, const std::string& tool, const EnvMap& env,
+                          bool nonblocking) {
   Reading& reading = *readings_[index];
   doctor::RankStacks& rank = ranks_[index];
   reading.output = UniqueFd(::memfd_create("gangrun-stack", MFD_CLOEXEC));
@@ -96,7 +97,7 @@ void StackProbe::read_one(std::size_t index, const std::string& tool, const EnvM
     --left_;
     return;
   }
-  std::vector<std::string> argv = doctor::dump_command(tool, rank.pid, false);
+  std::vector<std::string> argv = doctor::dump_command(tool, rank.pid, false, nonblocking);
   supervise::SpawnSpec spec{.executable = tool,
                             .argv = std::move(argv),
                             .env = env,

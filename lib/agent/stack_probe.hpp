@@ -46,9 +46,10 @@ class StackProbe {
   // gets one entry per target, in targets' order, from a handler (never
   // inside start), once every tool has ended or been ended after `limit`.
   // Only when no probe is running.
+  // nonblocking reads without pausing the ranks (sampling).
   void start(const std::optional<std::string>& tool, const std::string& host,
              std::vector<StackTarget> targets, const EnvMap& env, std::chrono::milliseconds limit,
-             DoneHandler done);
+             DoneHandler done, bool nonblocking = false);
 
   bool running() const { return static_cast<bool>(done_); }
 
@@ -58,7 +59,7 @@ class StackProbe {
 
  private:
   struct Reading;
-  void read_one(std::size_t index, const std::string& tool, const EnvMap& env);
+  void read_one(std::size_t index, const std::string& tool, const EnvMap& env, bool nonblocking);
   void on_tool_gone(std::size_t index);
   void finish();
 

@@ -26,7 +26,7 @@ const std::vector<SubcommandSpec>& subcommand_table() {
                  "would get. Takes every launch option. See 'gangrun devices --help'."},
       {.id = Subcommand::stacks,
        .name = "stacks",
-       .arguments = "[--run-id ID | --pid PID | --log-dir DIR] [--native] [--json]",
+       .arguments = "[--run-id ID|--pid PID|--log-dir DIR] [--native] [--json]",
        .summary = "print every rank's stack of a running job",
        .help_note = "gangrun stacks --help",
        .manual = "Prints where every rank of a job running on this host is: each worker's Python "

@@ -390,6 +390,14 @@ std::vector<OptionSpec> make_table() {
                "interpreter, else on PATH",
        .shown = Spelling::dash,
        .apply = into<&Options::stack_tool, any_text>},
+      {.name = "straggler_watch",
+       .group = G::supervision,
+       .kind = K::flag,
+       .help = "read every rank's stack every 5 s (--straggler-watch=SECONDS: that often), without "
+               "pausing it, and name a rank that works while the others wait for it in a "
+               "collective",
+       .shown = Spelling::dash,
+       .apply = into<&Options::straggler_watch, parse_straggler_watch>},
       {.name = "no_stacks_at_failure",
        .group = G::supervision,
        .kind = K::flag,

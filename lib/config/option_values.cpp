@@ -250,6 +250,22 @@ Expected<std::optional<double>> parse_hang_timeout(std::string_view text) {
   return std::optional<double>(*value * unit);
 }
 
+Expected<std::optional<double>> parse_straggler_watch(std::string_view text) {
+  constexpr double k_default_interval = 5.0;
+  constexpr double k_least_interval = 0.1;
+  std::string word = strings::to_lower(strings::trim(text));
+  if (word == "true" || word == "yes" || word == "on") return std::optional(k_default_interval);
+  if (word == "false" || word == "no" || word == "off") return std::optional<double>();
+  std::optional<double> value = strings::parse_double(word);
+  if (value && *value == 0) return std::optional<double>();
+  if (!value || !std::isfinite(*value) || *value < k_least_interval || *value > k_max_seconds) {
+    return fail_usage(strings::quoted(text) +
+                      " is not the seconds between samples (at least 0.1; the flag alone is "
+                      "every 5 s, false or 0 is off)");
+  }
+  return std::optional(*value);
+}
+
 Expected<OnHang> parse_on_hang(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "report") return OnHang::report;

@@ -173,6 +173,7 @@ struct Options {
   OnHang on_hang = OnHang::stop;
   std::optional<std::string> stack_tool;
   bool no_stacks_at_failure = false;
+  std::optional<double> straggler_watch;  // seconds between samples; nullopt: off
 
   // ---- each tool's own flags
   AccelerateSettings accelerate;  // accelerate launch

@@ -46,9 +46,11 @@ std::string missing_tool_hint() {
          "environment";
 }
 
-std::vector<std::string> dump_command(const std::string& tool, long pid, bool native) {
+std::vector<std::string> dump_command(const std::string& tool, long pid, bool native,
+                                      bool nonblocking) {
   std::vector<std::string> command = {tool, "dump", "--json", "--pid", std::to_string(pid)};
   if (native) command.emplace_back("--native");
+  if (nonblocking) command.emplace_back("--nonblocking");
   return command;
 }
 

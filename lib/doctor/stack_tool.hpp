@@ -26,8 +26,11 @@ std::optional<std::string> find_stack_tool(const std::optional<std::string>& con
 // What to tell a user who has no stack tool.
 std::string missing_tool_hint();
 
-// `py-spy dump --json --pid PID` (with --native: C and C++ frames too).
-std::vector<std::string> dump_command(const std::string& tool, long pid, bool native);
+// `py-spy dump --json --pid PID` (with --native: C and C++ frames too; with
+// --nonblocking: read without pausing the process, for sampling, at the
+// risk of a torn stack now and then).
+std::vector<std::string> dump_command(const std::string& tool, long pid, bool native,
+                                      bool nonblocking = false);
 
 // The reason, and the fix, for a dump that failed with `output` (the tool's
 // stdout and stderr). ptrace_scope is the value of Yama's setting, or nullopt

@@ -49,7 +49,8 @@ struct DoctorPlan {
   // --stack-tool, checked to be an executable; nullopt: looked for beside
   // the workers' interpreter, then on PATH (doctor::find_stack_tool).
   std::optional<std::string> stack_tool;
-  bool stacks_at_failure = true;  // --no-stacks-at-failure turns it off
+  bool stacks_at_failure = true;               // --no-stacks-at-failure turns it off
+  std::optional<double> straggler_interval_s;  // --straggler-watch; nullopt: off
 };
 
 struct LaunchPlan {

@@ -117,6 +117,7 @@ nlohmann::json to_json(const RunRecord& run) {
     if (attempt.stacks_at_failure)
       attempts.back()["stacks_at_failure"] = *attempt.stacks_at_failure;
     if (attempt.timer_expired) attempts.back()["timer_expired"] = *attempt.timer_expired;
+    if (attempt.straggler_watch) attempts.back()["straggler_watch"] = *attempt.straggler_watch;
   }
   return {
       {"version", 1},

@@ -66,6 +66,7 @@ const std::map<std::string, std::string>& sample_values() {
       {"on_hang", "restart"},
       {"stack_tool", "/opt/py-spy"},
       {"no_stacks_at_failure", "true"},
+      {"straggler_watch", "2.5"},
       {"signals_to_handle", "SIGTERM"},
       {"dry_run", "true"},
       {"json", "true"},

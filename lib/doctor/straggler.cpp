@@ -1,0 +1,122 @@
+#include "doctor/straggler.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace gangrun::doctor {
+
+namespace {
+
+// Where the frames' file says a rank waits on the others: the collectives
+// and the barrier of torch.distributed (the file names py-spy shortens to the
+// package path).
+bool in_distributed(const Frame& frame) {
+  return frame.file.find("torch/distributed/") != std::string::npos ||
+         frame.file.find("torch/nn/parallel/distributed.py") != std::string::npos;
+}
+
+// A backward pass: DistributedDataParallel's gradients are all-reduced
+// during it, so a rank that finished its own part early waits there.
+bool in_backward(const Frame& frame) {
+  return frame.file.find("torch/autograd/") != std::string::npos &&
+         frame.function.find("backward") != std::string::npos;
+}
+
+// Python's import machinery: a rank importing torch.distributed runs its
+// modules' code, which waits on no one.
+bool importing(const Frame& frame) {
+  return frame.function == "_find_and_load" || frame.function == "_call_with_frames_removed";
+}
+
+int percent(double share) { return static_cast<int>(std::lround(share * 100)); }
+
+}  // namespace
+
+std::optional<std::string> waiting_in(const std::vector<Frame>& main_frames) {
+  if (std::any_of(main_frames.begin(), main_frames.end(), importing)) return std::nullopt;
+  for (const Frame& frame : main_frames) {
+    if (in_distributed(frame) || in_backward(frame)) return frame.function;
+  }
+  return std::nullopt;
+}
+
+void StragglerTally::add(const std::vector<RankStacks>& sample) {
+  ++samples_;
+  for (const RankStacks& rank : sample) {
+    if (rank.unavailable) continue;
+    const ThreadStack* main = main_thread(rank.threads, rank.pid);
+    if (main == nullptr) continue;
+    Tally& tally = ranks_[rank.rank];
+    tally.host = rank.host;
+    ++tally.samples;
+    if (auto where = waiting_in(main->frames)) {
+      ++tally.waiting;
+      ++tally.waited_in[*where];
+    }
+  }
+}
+
+double StragglerTally::waiting_share(const Tally& tally) const {
+  return tally.samples == 0 ? 0.0 : static_cast<double>(tally.waiting) / tally.samples;
+}
+
+double StragglerTally::others_waiting(int rank) const {
+  std::vector<double> shares;
+  for (const auto& [other, tally] : ranks_) {
+    if (other != rank && tally.samples > 0) shares.push_back(waiting_share(tally));
+  }
+  if (shares.empty()) return 0.0;
+  std::sort(shares.begin(), shares.end());
+  std::size_t middle = shares.size() / 2;
+  return shares.size() % 2 == 1 ? shares[middle] : (shares[middle - 1] + shares[middle]) / 2;
+}
+
+std::string StragglerTally::most_waited_in(int except_rank) const {
+  std::map<std::string, int> counts;
+  for (const auto& [rank, tally] : ranks_) {
+    if (rank == except_rank) continue;
+    for (const auto& [function, count] : tally.waited_in) counts[function] += count;
+  }
+  auto most = std::max_element(counts.begin(), counts.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  return most == counts.end() ? "a collective" : most->first;
+}
+
+std::vector<int> StragglerTally::stragglers() const {
+  std::vector<int> named;
+  if (ranks_.size() < 2) return named;
+  for (const auto& [rank, tally] : ranks_) {
+    if (tally.samples < k_min_samples) continue;
+    double own = waiting_share(tally);
+    double others = others_waiting(rank);
+    if (1.0 - own >= k_outside && others >= k_others_waiting && others - own >= k_gap) {
+      named.push_back(rank);
+    }
+  }
+  return named;
+}
+
+std::string StragglerTally::describe(int rank) const {
+  const Tally& tally = ranks_.at(rank);
+  return fmt::format(
+      "rank {} ({}) outside a collective in {}% of {} samples; the others waited in {} in a "
+      "median of {}%",
+      rank, tally.host, percent(1.0 - waiting_share(tally)), tally.samples, most_waited_in(rank),
+      percent(others_waiting(rank)));
+}
+
+nlohmann::json StragglerTally::to_json() const {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const auto& [rank, tally] : ranks_) {
+    ranks.push_back({{"rank", rank},
+                     {"host", tally.host},
+                     {"samples", tally.samples},
+                     {"waiting_pct", percent(waiting_share(tally))},
+                     {"waited_in", tally.waited_in}});
+  }
+  return {{"samples", samples_}, {"ranks", std::move(ranks)}, {"stragglers", stragglers()}};
+}
+
+}  // namespace gangrun::doctor
