@@ -291,6 +291,7 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l hang_timeou
 complete -c gangrun -n '__gangrun_at first options value devices' -l on_hang -l on-hang -x -a 'report stop restart' -d 'after a hang was reported'
 complete -c gangrun -n '__gangrun_at first options value devices' -l stack_tool -l stack-tool -x -a '(__fish_complete_command)' -d 'py-spy, which reads the workers\' stacks'
 complete -c gangrun -n '__gangrun_at first options value devices' -l straggler_watch -l straggler-watch -d 'read every rank\'s stack every 5 s (--straggler-watch=SECONDS: that often), without pausing it, and name a rank that works while the others wait for it in a collective'
+complete -c gangrun -n '__gangrun_at first options value devices' -l flight_recorder -l flight-recorder -d 'switch on NCCL\'s flight recorder (PyTorch 2.2+), dumping into the attempt\'s directory'
 complete -c gangrun -n '__gangrun_at first options value devices' -l no_stacks_at_failure -l no-stacks-at-failure -d 'do not read the other ranks\' stacks when a rank fails'
 complete -c gangrun -n '__gangrun_at first options value devices' -l numa_binding -l numa-binding -x -d 'torchrun\'s binding of workers to the CPUs near their GPU'
 complete -c gangrun -n '__gangrun_at first options value devices' -l signals_to_handle -l signals-to-handle -x -d 'signals that are forwarded to the workers and stop the gang'

@@ -1,5 +1,6 @@
 #include "agent/gang_doctor.hpp"
 
+#include "agent/flight_recorder.hpp"
 #include "doctor/stack_tool.hpp"
 #include "doctor/stacks_json.hpp"
 #include "doctor/store_peers.hpp"
@@ -40,9 +41,8 @@ const char* on_hang_word(config::OnHang action) {
   return "stop";
 }
 
-std::string seconds_text(double seconds) {
-  return strings::duration_text(std::chrono::milliseconds(static_cast<long>(seconds * 1000)));
-}
+// "3 s", "2.5 s", "0.012 s": the value as a user would write it.
+std::string seconds_text(double seconds) { return fmt::format("{:.4g} s", seconds); }
 
 // gangrun chose the interpreter or read it from the script's #! line, or
 // the program is one (gangrun python train.py).
@@ -66,7 +66,8 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
       stop_hung_(std::move(stop_hung)),
       probe_(io, spawner),
       sampler_(io, spawner),
-      sample_timer_(io) {
+      sample_timer_(io),
+      dump_wait_(io) {
   const launch::DoctorPlan& settings = plan.doctor;
   if (settings.hang_timeout_s || settings.stacks_at_failure || settings.straggler_interval_s) {
     std::optional<std::string> interpreter_dir;
@@ -146,9 +147,15 @@ void GangDoctor::after_sample(std::vector<doctor::RankStacks> ranks) {
   sample_later();
 }
 
-std::optional<std::string> GangDoctor::timer_file() const {
-  if (!file_timers_) return std::nullopt;
-  return file_timers_->path();
+EnvMap GangDoctor::worker_env(const std::string& attempt_path) {
+  EnvMap env;
+  if (file_timers_) env["TORCHELASTIC_TIMER_FILE"] = file_timers_->path();
+  recorder_dir_.reset();
+  if (plan_.doctor.flight_recorder) {
+    recorder_dir_ = attempt_path + "/flight_recorder";
+    env.merge(flight_recorder_env(*recorder_dir_, plan_.host_env));
+  }
+  return env;
 }
 
 std::vector<supervise::Gang::LiveWorker> GangDoctor::live_workers() const {
@@ -176,7 +183,9 @@ std::vector<StackTarget> GangDoctor::live_targets() const {
 void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
   std::vector<StackTarget> targets = live_targets();
   if (round_over_ || probe_.running() || targets.empty()) return;
-  double silent_s = std::chrono::duration<double>(silent_for).count();
+  double silent_s = static_cast<double>(
+                        std::chrono::duration_cast<std::chrono::milliseconds>(silent_for).count()) /
+                    1000.0;
   spdlog::warn(
       "no rank made progress for {} (--hang-timeout {}): no output line from any of the "
       "{} running ranks; reading their stacks before anything is stopped",
@@ -198,26 +207,55 @@ void GangDoctor::after_hang_read(std::vector<doctor::RankStacks> ranks, double s
   const config::OnHang action = plan_.doctor.on_hang;
   auto [not_at_store, store_line] = store_arrivals(ranks);
   spdlog::warn("where the ranks are, the odd ones out first:{}{}{}", indented(summary),
-               store_line.empty() ? "" : "\n" + store_line,
-               file ? "\nevery thread of every rank: " + *file : "");
+               store_line.empty() ? "" : "\n  " + store_line,
+               file ? "\n  every thread of every rank: " + *file : "");
   findings_.hang = nlohmann::json{{"timeout_s", *plan_.doctor.hang_timeout_s},
                                   {"silent_for_s", silent_for_s},
                                   {"action", on_hang_word(action)},
                                   {"not_at_store", not_at_store},
                                   {"stacks", doctor::stacks_json(ranks, summary, file)}};
   if (round_over_) return deliver_if_over();
+  int asked = recorder_dir_ ? request_flight_recorder_dumps(*recorder_dir_) : 0;
+  if (asked > 0) {
+    spdlog::warn("asked {} rank{} for the NCCL flight recorder's dump", asked,
+                 asked == 1 ? "" : "s");
+  }
+  act_on_hang(asked, HangWatch::Clock::now());
+}
+
+void GangDoctor::act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked_at) {
+  // A rank's watchdog looks at its pipe about once a second; a dump that has
+  // not come after a few is not waited for any longer.
+  constexpr auto k_dump_wait = std::chrono::seconds(5);
+  constexpr auto k_dump_poll = std::chrono::milliseconds(100);
+  if (dumps_asked > 0 && !round_over_ &&
+      static_cast<int>(flight_recorder_dumps(*recorder_dir_).size()) < dumps_asked &&
+      HangWatch::Clock::now() - asked_at < k_dump_wait) {
+    dump_wait_.expires_after(k_dump_poll);
+    dump_wait_.async_wait([this, dumps_asked, asked_at](const boost::system::error_code& error) {
+      if (!error) act_on_hang(dumps_asked, asked_at);
+    });
+    return;
+  }
+  if (round_over_) return deliver_if_over();
+  if (dumps_asked > 0 && findings_.hang) {
+    (*findings_.hang)["flight_recorder_dumps"] = flight_recorder_dumps(*recorder_dir_);
+  }
+  const config::OnHang action = plan_.doctor.on_hang;
   switch (action) {
     case config::OnHang::report:
       spdlog::warn("--on-hang report: the workers go on; watching for the next {} of silence",
                    seconds_text(*plan_.doctor.hang_timeout_s));
-      if (watch_) watch_->start();
+      if (watch_) watch_->watch_again();
       return;
     case config::OnHang::stop:
       spdlog::warn("--on-hang stop: stopping the workers (gangrun exits with {})",
                    exit_codes::k_hang);
       return stop_hung_();
     case config::OnHang::restart:
-      spdlog::warn("--on-hang restart: stopping the workers to restart them");
+      spdlog::warn(
+          "--on-hang restart: stopping the workers (they start again while --max-restarts "
+          "allows)");
       return stop_hung_();
   }
 }
@@ -237,6 +275,8 @@ std::pair<nlohmann::json, std::string> GangDoctor::store_arrivals(
   }
   if (missing.empty()) return {nlohmann::json::array(), ""};
   if (connected.empty()) {
+    // Said only of Python workers: other programs need not meet through it.
+    if (!runs_python(plan_)) return {nullptr, ""};
     return {missing, "no rank has connected to the store at " + store_ +
                          " yet: none has reached init_process_group"};
   }
@@ -283,7 +323,7 @@ void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
                  std::optional<std::string> file =
                      write_text("timer-stacks.txt", doctor::full_text(ranks, groups));
                  spdlog::warn("where the ranks were when the timer expired:{}{}", indented(summary),
-                              file ? "\nevery thread of every rank: " + *file : "");
+                              file ? "\n  every thread of every rank: " + *file : "");
                  timer["stacks"] = doctor::stacks_json(ranks, summary, file);
                  findings_.timer_expired = std::move(timer);
                  if (round_over_) return deliver_if_over();
@@ -313,7 +353,7 @@ void GangDoctor::after_failure_read(std::vector<doctor::RankStacks> ranks) {
   std::optional<std::string> file =
       write_text("failure-stacks.txt", doctor::full_text(ranks, groups));
   spdlog::warn("where the other ranks were when the first failure was seen:{}{}", indented(summary),
-               file ? "\nevery thread of every rank: " + *file : "");
+               file ? "\n  every thread of every rank: " + *file : "");
   findings_.stacks_at_failure = doctor::stacks_json(ranks, summary, file);
   deliver_if_over();
 }
@@ -324,6 +364,7 @@ void GangDoctor::round_ended(std::function<void(Findings)> then) {
   round_over_ = true;
   if (watch_) watch_->stop();
   sample_timer_.cancel();
+  dump_wait_.cancel();
   after_reading_ = std::move(then);
   deliver_if_over();
 }
@@ -331,6 +372,7 @@ void GangDoctor::round_ended(std::function<void(Findings)> then) {
 void GangDoctor::deliver_if_over() {
   if (!round_over_ || !after_reading_ || probe_.running() || sampler_.running()) return;
   if (!tally_.empty()) findings_.straggler_watch = tally_.to_json();
+  if (recorder_dir_) findings_.flight_recorder_dumps = flight_recorder_dumps(*recorder_dir_);
   std::function<void(Findings)> then = std::move(after_reading_);
   after_reading_ = nullptr;
   then(std::move(findings_));

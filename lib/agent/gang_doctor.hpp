@@ -48,6 +48,7 @@ class GangDoctor {
     std::optional<nlohmann::json> stacks_at_failure;
     std::optional<nlohmann::json> timer_expired;
     std::optional<nlohmann::json> straggler_watch;
+    std::vector<std::string> flight_recorder_dumps;
   };
   // The round's gang is done: `then` gets what was found, at once or when a
   // reading still under way has ended (within its limit).
@@ -59,9 +60,11 @@ class GangDoctor {
     return pids;
   }
 
-  // The named pipe of torch's file timers the workers are given as
-  // TORCHELASTIC_TIMER_FILE, when TORCHELASTIC_ENABLE_FILE_TIMER=1.
-  std::optional<std::string> timer_file() const;
+  // What the doctor adds to every worker's environment in the round whose
+  // directory is attempt_path: the named pipe of torch's file timers
+  // (TORCHELASTIC_TIMER_FILE, when TORCHELASTIC_ENABLE_FILE_TIMER=1), the
+  // flight recorder's variables (--flight-recorder). Before round_started.
+  EnvMap worker_env(const std::string& attempt_path);
 
  private:
   void on_hang(HangWatch::Clock::duration silent_for);
@@ -73,6 +76,9 @@ class GangDoctor {
   // timer request.
   std::vector<supervise::Gang::LiveWorker> live_workers() const;
   void after_hang_read(std::vector<doctor::RankStacks> ranks, double silent_for_s);
+  // --on-hang's action, once the flight recorder's dumps asked for are in
+  // (or did not come within a bound).
+  void act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked_at);
   void after_failure_read(std::vector<doctor::RankStacks> ranks);
   // Hands the findings over when the round has ended meanwhile.
   void deliver_if_over();
@@ -100,6 +106,8 @@ class GangDoctor {
 
   // Per round.
   std::optional<std::string> attempt_dir_;
+  std::optional<std::string> recorder_dir_;  // this round's flight recorder dumps
+  boost::asio::steady_timer dump_wait_;
   std::string store_;
   bool read_for_failure_ = false;
   bool round_over_ = false;

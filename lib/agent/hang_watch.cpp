@@ -10,7 +10,13 @@ HangWatch::HangWatch(boost::asio::io_context& io, Clock::duration timeout, Worke
 
 void HangWatch::start() {
   since_ = Clock::now();
+  not_before_ = since_;
   wait_until(since_ + timeout_);
+}
+
+void HangWatch::watch_again() {
+  not_before_ = Clock::now() + timeout_;
+  wait_until(not_before_);
 }
 
 void HangWatch::stop() { timer_.cancel(); }
@@ -28,7 +34,9 @@ void HangWatch::check() {
     if (worker.last_line_at) last = std::max(last, *worker.last_line_at);
   }
   Clock::time_point now = Clock::now();
-  if (now - last < timeout_) return wait_until(last + timeout_);
+  if (now - last < timeout_ || now < not_before_) {
+    return wait_until(std::max(last + timeout_, not_before_));
+  }
   on_hang_(now - last);
 }
 

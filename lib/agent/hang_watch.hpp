@@ -28,9 +28,13 @@ class HangWatch {
   HangWatch(boost::asio::io_context& io, Clock::duration timeout, WorkersFn workers,
             HangHandler on_hang);
 
-  // Watches from now (a round starts, or a reported hang is to be watched
-  // for again); on_hang runs once, from a handler, until the next start().
+  // Watches from now (a round starts); on_hang runs once, from a handler,
+  // until the next start() or watch_again().
   void start();
+  // After a hang was reported and the gang goes on: the next report comes
+  // no sooner than a timeout from now, and still counts the silence from
+  // the last progress.
+  void watch_again();
   void stop();
 
  private:
@@ -41,7 +45,8 @@ class HangWatch {
   Clock::duration timeout_;
   WorkersFn workers_;
   HangHandler on_hang_;
-  Clock::time_point since_;
+  Clock::time_point since_;       // the round's start: progress before any line
+  Clock::time_point not_before_;  // no report before this
 };
 
 }  // namespace gangrun::agent

@@ -242,10 +242,9 @@ class NodeAgent {
     failed_here_ = false;
     set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
     std::vector<supervise::WorkerLaunch> launches = make_launches(plan_, round, run_dir_->path());
-    if (auto timer_file = doctor_->timer_file()) {
-      for (supervise::WorkerLaunch& launch : launches) {
-        launch.spawn.env["TORCHELASTIC_TIMER_FILE"] = *timer_file;
-      }
+    const std::string attempt_path = fmt::format("{}/attempt_{}", run_dir_->path(), round.attempt);
+    for (auto& [name, value] : doctor_->worker_env(attempt_path)) {
+      for (supervise::WorkerLaunch& launch : launches) launch.spawn.env[name] = value;
     }
     gang_->start(std::move(launches), [this, round](const supervise::AttemptOutcome& outcome) {
       on_round_done(round, outcome);
@@ -271,6 +270,7 @@ class NodeAgent {
           attempt.stacks_at_failure = std::move(found.stacks_at_failure);
           attempt.timer_expired = std::move(found.timer_expired);
           attempt.straggler_watch = std::move(found.straggler_watch);
+          attempt.flight_recorder_dumps = std::move(found.flight_recorder_dumps);
           ask_interpreter(round, outcome);
         });
   }

@@ -133,7 +133,7 @@ void StackProbe::on_tool_gone(std::size_t index) {
   doctor::RankStacks& rank = ranks_[index];
   reading.gone = true;
   if (reading.exited && !rank.unavailable) {
-    auto threads = doctor::threads_from_dump(read_all(reading.output.get()), rank.pid);
+    auto threads = doctor::threads_from_dump(read_all(reading.output.get()));
     if (threads) {
       rank.threads = std::move(*threads);
     } else {

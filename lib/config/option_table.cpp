@@ -398,6 +398,13 @@ std::vector<OptionSpec> make_table() {
                "collective",
        .shown = Spelling::dash,
        .apply = into<&Options::straggler_watch, parse_straggler_watch>},
+      {.name = "flight_recorder",
+       .group = G::supervision,
+       .kind = K::flag,
+       .help = "switch on NCCL's flight recorder (PyTorch 2.2+), dumping into the attempt's "
+               "directory; on a hang gangrun asks every rank for a dump before it stops them",
+       .shown = Spelling::dash,
+       .apply = into<&Options::flight_recorder, parse_bool>},
       {.name = "no_stacks_at_failure",
        .group = G::supervision,
        .kind = K::flag,

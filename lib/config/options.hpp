@@ -174,6 +174,7 @@ struct Options {
   std::optional<std::string> stack_tool;
   bool no_stacks_at_failure = false;
   std::optional<double> straggler_watch;  // seconds between samples; nullopt: off
+  bool flight_recorder = false;           // NCCL's flight recorder, dumped on a hang
 
   // ---- each tool's own flags
   AccelerateSettings accelerate;  // accelerate launch

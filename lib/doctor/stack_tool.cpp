@@ -54,34 +54,33 @@ std::vector<std::string> dump_command(const std::string& tool, long pid, bool na
   return command;
 }
 
-std::string explain_failure(std::string_view output, long pid, std::optional<int> ptrace_scope) {
-  const std::string who = "pid " + std::to_string(pid);
+std::string explain_failure(std::string_view output, std::optional<int> ptrace_scope) {
+  // No pid in the reasons: ranks that fail alike are grouped as one.
+  if (mentions(output, "No such process") || mentions(output, "Failed to find process") ||
+      mentions(output, "Failed to get process executable name")) {
+    return "it has ended";
+  }
   if (mentions(output, "Permission denied") || mentions(output, "Operation not permitted")) {
     if (ptrace_scope && *ptrace_scope >= 2) {
-      return "not allowed to read " + who + ": kernel.yama.ptrace_scope is " +
+      return "not allowed to read it: kernel.yama.ptrace_scope is " +
              std::to_string(*ptrace_scope) +
              ", which lets only root (scope 2) or no one (scope 3) attach to a process; ask for "
              "`sysctl kernel.yama.ptrace_scope=1` (or 0), or run the capture as root";
     }
     if (ptrace_scope == 1) {
-      return "not allowed to read " + who +
-             ": kernel.yama.ptrace_scope is 1, which lets only a process's ancestors attach to "
-             "it (gangrun's own hang watch may: the workers name gangrun their tracer); from "
-             "another terminal run it with sudo, or ask for `sysctl kernel.yama.ptrace_scope=0`";
+      return "not allowed to read it: kernel.yama.ptrace_scope is 1, which lets only a "
+             "process's ancestors attach to it (gangrun's own hang watch may: the workers name "
+             "gangrun their tracer); from another terminal run it with sudo, or ask for "
+             "`sysctl kernel.yama.ptrace_scope=0`";
     }
-    return "not allowed to read " + who +
-           ": the stack tool needs ptrace permission over the worker (the same user, and in a "
-           "container CAP_SYS_PTRACE: docker run --cap-add SYS_PTRACE)";
-  }
-  if (mentions(output, "No such process") || mentions(output, "Failed to find process")) {
-    return who + " has ended";
-  }
-  if (mentions(output, "python") || mentions(output, "Python")) {
-    return who + " is not a Python process the stack tool can read (" +
-           std::string(output.substr(0, output.find('\n'))) + ")";
+    return "not allowed to read it: the stack tool needs ptrace permission over the worker (the "
+           "same user, and in a container CAP_SYS_PTRACE: docker run --cap-add SYS_PTRACE)";
   }
   std::string first_line(output.substr(0, output.find('\n')));
-  return "the stack tool failed on " + who + (first_line.empty() ? "" : ": " + first_line);
+  if (mentions(output, "python") || mentions(output, "Python")) {
+    return "not a Python process the stack tool can read (" + first_line + ")";
+  }
+  return "the stack tool failed" + (first_line.empty() ? "" : ": " + first_line);
 }
 
 std::optional<int> read_ptrace_scope(const std::string& proc_root) {
@@ -144,16 +143,16 @@ Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long 
     return fail(ErrorCode::io, "the stack tool did not finish reading pid " + std::to_string(pid) +
                                    " within " + std::to_string(timeout.count()) + " ms");
   }
-  return threads_from_dump(run->output, pid);
+  return threads_from_dump(run->output);
 }
 
-Expected<std::vector<ThreadStack>> threads_from_dump(std::string_view output, long pid) {
+Expected<std::vector<ThreadStack>> threads_from_dump(std::string_view output) {
   // Its stderr shares the output: a warning may come before the JSON list,
   // which starts a line of its own.
   std::size_t line_before = output.starts_with('[') ? std::string_view::npos : output.find("\n[");
   auto threads = parse_py_spy_json(
       line_before == std::string_view::npos ? output : output.substr(line_before + 1));
-  if (!threads) return fail(ErrorCode::io, explain_failure(output, pid, read_ptrace_scope()));
+  if (!threads) return fail(ErrorCode::io, explain_failure(output, read_ptrace_scope()));
   return threads;
 }
 

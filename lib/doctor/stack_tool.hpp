@@ -35,7 +35,7 @@ std::vector<std::string> dump_command(const std::string& tool, long pid, bool na
 // The reason, and the fix, for a dump that failed with `output` (the tool's
 // stdout and stderr). ptrace_scope is the value of Yama's setting, or nullopt
 // where the kernel has none.
-std::string explain_failure(std::string_view output, long pid, std::optional<int> ptrace_scope);
+std::string explain_failure(std::string_view output, std::optional<int> ptrace_scope);
 
 // Yama's kernel.yama.ptrace_scope, read under proc_root ("/proc" in use).
 std::optional<int> read_ptrace_scope(const std::string& proc_root = "/proc");
@@ -47,7 +47,7 @@ std::optional<std::string> proc_state(long pid, const std::string& proc_root = "
 
 // The threads in what `dump_command` printed on its stdout and stderr
 // together, or why there are none (explain_failure).
-Expected<std::vector<ThreadStack>> threads_from_dump(std::string_view output, long pid);
+Expected<std::vector<ThreadStack>> threads_from_dump(std::string_view output);
 
 // "REASON; the process is sleeping in do_wait": why a rank has no stack, and
 // what /proc says of it (only the reason when the process is gone).

@@ -233,6 +233,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   plan.doctor.on_hang = options.on_hang;
   plan.doctor.stacks_at_failure = !options.no_stacks_at_failure;
   plan.doctor.straggler_interval_s = options.straggler_watch;
+  plan.doctor.flight_recorder = options.flight_recorder;
   if (options.stack_tool) {
     auto tool = find_executable(*options.stack_tool, host_env, "stack tool");
     if (!tool) {

@@ -51,6 +51,7 @@ struct DoctorPlan {
   std::optional<std::string> stack_tool;
   bool stacks_at_failure = true;               // --no-stacks-at-failure turns it off
   std::optional<double> straggler_interval_s;  // --straggler-watch; nullopt: off
+  bool flight_recorder = false;                // --flight-recorder
 };
 
 struct LaunchPlan {

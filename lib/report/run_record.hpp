@@ -74,6 +74,8 @@ struct AttemptRecord {
   // What --straggler-watch sampled: every rank's share of samples spent
   // waiting on the others, and the ranks it named.
   std::optional<nlohmann::json> straggler_watch;
+  // The NCCL flight recorder's dumps of this attempt (--flight-recorder).
+  std::vector<std::string> flight_recorder_dumps;
 };
 
 struct RunRecord {

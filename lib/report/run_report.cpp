@@ -118,6 +118,9 @@ nlohmann::json to_json(const RunRecord& run) {
       attempts.back()["stacks_at_failure"] = *attempt.stacks_at_failure;
     if (attempt.timer_expired) attempts.back()["timer_expired"] = *attempt.timer_expired;
     if (attempt.straggler_watch) attempts.back()["straggler_watch"] = *attempt.straggler_watch;
+    if (!attempt.flight_recorder_dumps.empty()) {
+      attempts.back()["flight_recorder_dumps"] = attempt.flight_recorder_dumps;
+    }
   }
   return {
       {"version", 1},

@@ -205,3 +205,21 @@ TEST_CASE("torch's file timers: requests are signs of life, an expired timer is 
   opened->reset();
   CHECK_FALSE(std::filesystem::exists(path));  // the pipe goes with the server
 }
+
+TEST_CASE(
+    "after a reported hang the watch reports again a timeout later, counting the whole silence",
+    "[doctor][agent]") {
+  boost::asio::io_context io;
+  std::vector<HangWatch::Clock::duration> reports;
+  std::optional<HangWatch> watch;
+  watch.emplace(
+      io, 40ms, [] { return std::vector<Gang::LiveWorker>{{.rank = 0, .pid = 42}}; },
+      [&](HangWatch::Clock::duration silent) {
+        reports.push_back(silent);
+        if (reports.size() < 2) watch->watch_again();
+      });
+  watch->start();
+  run_until(io, [&] { return reports.size() == 2; });
+  CHECK(reports[0] >= 40ms);
+  CHECK(reports[1] >= reports[0] + 40ms);  // the silence goes on from the round's start
+}

@@ -67,6 +67,7 @@ const std::map<std::string, std::string>& sample_values() {
       {"stack_tool", "/opt/py-spy"},
       {"no_stacks_at_failure", "true"},
       {"straggler_watch", "2.5"},
+      {"flight_recorder", "true"},
       {"signals_to_handle", "SIGTERM"},
       {"dry_run", "true"},
       {"json", "true"},

@@ -148,16 +148,19 @@ TEST_CASE("the stack tool's command and where it is found", "[doctor]") {
 }
 
 TEST_CASE("a failed capture says why and what to do", "[doctor]") {
-  CHECK_THAT(explain_failure("Error: Permission denied (os error 13)\n", 7, 0),
+  CHECK_THAT(explain_failure("Error: Permission denied (os error 13)\n", 0),
              Contains("CAP_SYS_PTRACE"));
-  CHECK_THAT(explain_failure("Error: Permission denied (os error 13)\n", 7, 1),
+  CHECK_THAT(explain_failure("Error: Permission denied (os error 13)\n", 1),
              Contains("kernel.yama.ptrace_scope is 1") && Contains("sudo"));
-  CHECK_THAT(explain_failure("Error: Operation not permitted (os error 1)", 7, 2),
+  CHECK_THAT(explain_failure("Error: Operation not permitted (os error 1)", 2),
              Contains("kernel.yama.ptrace_scope is 2"));
-  CHECK_THAT(explain_failure("Error: Failed to find process 7", 7, 0), Contains("pid 7 has ended"));
-  CHECK_THAT(explain_failure("Error: Failed to find python version from target process", 7, 0),
-             Contains("is not a Python process"));
-  CHECK(explain_failure("", 7, std::nullopt) == "the stack tool failed on pid 7");
+  CHECK(explain_failure("Error: Failed to find process 7", 0) == "it has ended");
+  CHECK(explain_failure("Error: Failed to get process executable name. Check that the process is "
+                        "running.",
+                        std::nullopt) == "it has ended");
+  CHECK_THAT(explain_failure("Error: Failed to find python version from target process", 0),
+             Contains("not a Python process"));
+  CHECK(explain_failure("", std::nullopt) == "the stack tool failed");
 }
 
 TEST_CASE("/proc says what a process is doing when no stack can be read", "[doctor]") {
@@ -197,6 +200,6 @@ TEST_CASE("capture runs the tool as a child and reads what it printed", "[doctor
         "denied", "#!/bin/sh\necho 'Error: Permission denied (os error 13)' >&2\nexit 1\n", true);
     auto failed = capture_stacks(denied.string(), 4711, false, env, std::chrono::seconds(20));
     REQUIRE_FALSE(failed);
-    CHECK_THAT(failed.error().message(), Contains("not allowed to read pid 4711"));
+    CHECK_THAT(failed.error().message(), Contains("not allowed to read it"));
   }
 }
