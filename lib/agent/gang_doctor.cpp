@@ -201,19 +201,15 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
 }
 
 void GangDoctor::after_hang_read(std::vector<doctor::RankStacks> ranks, double silent_for_s) {
-  std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
-  std::vector<std::string> summary = doctor::summary_lines(groups);
-  std::optional<std::string> file = write_text("hang-stacks.txt", doctor::full_text(ranks, groups));
   const config::OnHang action = plan_.doctor.on_hang;
   auto [not_at_store, store_line] = store_arrivals(ranks);
-  spdlog::warn("where the ranks are, the odd ones out first:{}{}{}", indented(summary),
-               store_line.empty() ? "" : "\n  " + store_line,
-               file ? "\n  every thread of every rank: " + *file : "");
+  nlohmann::json stacks =
+      tell(ranks, "hang-stacks.txt", "where the ranks are, the odd ones out first:", store_line);
   findings_.hang = nlohmann::json{{"timeout_s", *plan_.doctor.hang_timeout_s},
                                   {"silent_for_s", silent_for_s},
                                   {"action", on_hang_word(action)},
                                   {"not_at_store", not_at_store},
-                                  {"stacks", doctor::stacks_json(ranks, summary, file)}};
+                                  {"stacks", std::move(stacks)}};
   if (round_over_) return deliver_if_over();
   int asked = recorder_dir_ ? request_flight_recorder_dumps(*recorder_dir_) : 0;
   if (asked > 0) {
@@ -318,13 +314,8 @@ void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
   }
   probe_.start(tool_, plan_.host, live_targets(), plan_.host_env, k_failure_read_limit,
                [this, act, timer](std::vector<doctor::RankStacks> ranks) mutable {
-                 std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
-                 std::vector<std::string> summary = doctor::summary_lines(groups);
-                 std::optional<std::string> file =
-                     write_text("timer-stacks.txt", doctor::full_text(ranks, groups));
-                 spdlog::warn("where the ranks were when the timer expired:{}{}", indented(summary),
-                              file ? "\n  every thread of every rank: " + *file : "");
-                 timer["stacks"] = doctor::stacks_json(ranks, summary, file);
+                 timer["stacks"] = tell(ranks, "timer-stacks.txt",
+                                        "where the ranks were when the timer expired:");
                  findings_.timer_expired = std::move(timer);
                  if (round_over_) return deliver_if_over();
                  act();
@@ -348,13 +339,8 @@ void GangDoctor::worker_failed() {
 }
 
 void GangDoctor::after_failure_read(std::vector<doctor::RankStacks> ranks) {
-  std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
-  std::vector<std::string> summary = doctor::summary_lines(groups);
-  std::optional<std::string> file =
-      write_text("failure-stacks.txt", doctor::full_text(ranks, groups));
-  spdlog::warn("where the other ranks were when the first failure was seen:{}{}", indented(summary),
-               file ? "\n  every thread of every rank: " + *file : "");
-  findings_.stacks_at_failure = doctor::stacks_json(ranks, summary, file);
+  findings_.stacks_at_failure = tell(ranks, "failure-stacks.txt",
+                                     "where the other ranks were when the first failure was seen:");
   deliver_if_over();
 }
 
@@ -377,6 +363,18 @@ void GangDoctor::deliver_if_over() {
   after_reading_ = nullptr;
   then(std::move(findings_));
   findings_ = {};
+}
+
+nlohmann::json GangDoctor::tell(const std::vector<doctor::RankStacks>& ranks,
+                                const std::string& file_name, const std::string& heading,
+                                const std::string& extra_line) {
+  std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
+  std::vector<std::string> summary = doctor::summary_lines(groups);
+  std::optional<std::string> file = write_text(file_name, doctor::full_text(ranks, groups));
+  spdlog::warn("{}{}{}{}", heading, indented(summary),
+               extra_line.empty() ? "" : "\n  " + extra_line,
+               file ? "\n  every thread of every rank: " + *file : "");
+  return doctor::stacks_json(ranks, summary, file);
 }
 
 std::optional<std::string> GangDoctor::write_text(const std::string& name,

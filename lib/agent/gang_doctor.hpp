@@ -87,6 +87,11 @@ class GangDoctor {
   // line that says so (empty when every rank has one, or it is not known).
   std::pair<nlohmann::json, std::string> store_arrivals(
       const std::vector<doctor::RankStacks>& ranks) const;
+  // Groups ranks, writes every thread of every rank into the attempt's
+  // file_name, prints heading, the groups and extra_line (when not empty),
+  // and returns the report's form of it all.
+  nlohmann::json tell(const std::vector<doctor::RankStacks>& ranks, const std::string& file_name,
+                      const std::string& heading, const std::string& extra_line = "");
   // Writes the whole text into the attempt's directory; the path, or
   // nullopt when there is none or it could not be written.
   std::optional<std::string> write_text(const std::string& name, const std::string& text);

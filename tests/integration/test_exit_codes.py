@@ -101,6 +101,14 @@ class LauncherOutcomes(GangrunTestCase):
         self.assertExit(result, 127)
         self.assertIn(python, result.stderr)
 
+    def test_hang_is_5_and_stops_the_gang(self):
+        # No worker prints a line for --hang_timeout seconds: the gang is stopped (the
+        # default --on_hang stop), whatever the workers' own exit codes then are.
+        result = self.gangrun(["--nproc_per_node", 2, "--hang_timeout", 1, *self.fake("--sleep", 600)])
+        self.assertExit(result, 5)
+        self.assertEqual(len(self.pid_files()), 2)
+        self.assert_dead(self.recorded_pids(), what="workers")
+
     def test_store_port_in_use_is_3_and_starts_nothing(self):
         # gangrun hosts the store on MASTER_ADDR:MASTER_PORT; a port
         # that is already taken on loopback is a store failure.

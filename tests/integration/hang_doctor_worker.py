@@ -1,0 +1,179 @@
+"""A worker for test_hang_doctor.py: a gang that goes silent with one rank somewhere else.
+
+    hang_doctor_worker.py PID_DIR MODE [PATH]
+
+Every rank records its pid in PID_DIR/worker.<rank>.pid and appends it to PID_DIR/all.pids
+(the harness ends what is left of them). Until a rank reaches its step it prints a line every
+0.2 s, so that a slow start (importing torch on a loaded machine) is never silent for the
+hang timeout; from the step on, nothing prints until the hang is over. The hung rank is rank
+2, and it waits in a function named load_batch (a sleep in a loop, so that it never ends on
+its own); the text "load_batch" appears in no line a worker prints.
+
+Plain Python (no torch):
+  idle:               every rank prints that it is up; rank 2 waits in load_batch, the
+                      others in wait_for_peers, until they are stopped.
+Real PyTorch (gloo on CPU, groups that time out only after 300 s):
+  hang:               rank 2 waits in load_batch until it is stopped; the others block in an
+                      all-reduce it never reaches.
+  hang-until PATH:    the same, but rank 2 goes on to the all-reduce once PATH exists; every
+                      rank then prints the sum and exits 0.
+  late-init:          rank 2 waits in load_batch before init_process_group, which the others
+                      block in, waiting for it (torch is imported first, with the lines going).
+  hang-first-attempt: "hang" in the first attempt (TORCHELASTIC_RESTART_COUNT 0), and no hang
+                      in a later one: every rank all-reduces and exits 0.
+  timer:              torch's file timers (gangrun started with TORCHELASTIC_ENABLE_FILE_TIMER=1):
+                      every rank takes 3 steps, each under a 3 s timer of scope "step"; in
+                      its second step rank 2 waits in load_batch until it is killed. The
+                      others finish and exit 0.
+  fail PATH:          ranks 0, 2, 3 write PATH/entered.<rank> and block in an all-reduce;
+                      rank 1 waits for those three files and fails (exit 1) without ever
+                      reaching it. So that the others do not fail at once because their
+                      connections to rank 1 closed (they would end before anyone could read
+                      their stacks), rank 1 first forks a child that keeps its descriptors
+                      open and sleeps, its output going nowhere; the worker's shim ends that
+                      child with the job.
+"""
+
+import os
+import sys
+import threading
+import time
+from datetime import timedelta
+
+HUNG_RANK = 2
+FAILING_RANK = 1
+PAUSE = 0.2
+
+
+def record_pid(pid_dir, rank):
+    tmp = os.path.join(pid_dir, f"worker.{rank}.pid.tmp")
+    with open(tmp, "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(tmp, os.path.join(pid_dir, f"worker.{rank}.pid"))
+    with open(os.path.join(pid_dir, "all.pids"), "a") as f:
+        f.write(f"{os.getpid()}\n")
+
+
+class StartingLines:
+    """Prints "rank R: starting" every PAUSE seconds until stopped (and joined), so that
+    the gang is never silent before it reaches its step."""
+
+    def __init__(self, rank):
+        self.rank = rank
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done.is_set():
+            print(f"rank {self.rank}: starting", flush=True)
+            self.done.wait(PAUSE)
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+
+
+def load_batch(until=None):
+    """Where the hung rank waits: forever, or until the file UNTIL exists."""
+    while until is None or not os.path.exists(until):
+        time.sleep(PAUSE)
+
+
+def wait_for_peers():
+    while True:
+        time.sleep(PAUSE)
+
+
+def wait_for_files(paths):
+    while not all(os.path.exists(p) for p in paths):
+        time.sleep(0.02)
+
+
+def keep_connections_open(pid_dir):
+    """Forks a child that holds this process's descriptors (its gloo connections among them)
+    and sleeps; its own output goes to /dev/null, so that it holds no pipe of gangrun's. Its
+    pid goes to PID_DIR/all.pids, so the harness checks that it ended with the job."""
+    if os.fork() == 0:
+        with open(os.path.join(pid_dir, "all.pids"), "a") as f:
+            f.write(f"{os.getpid()}\n")
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        while True:
+            time.sleep(PAUSE)
+
+
+def idle(rank, starting):
+    starting.stop()
+    print(f"rank {rank} is up", flush=True)
+    if rank == HUNG_RANK:
+        load_batch()
+    wait_for_peers()
+
+
+def train_step(rank, mode, path, pid_dir, starting):
+    import torch
+    import torch.distributed as dist
+
+    value = torch.ones(1)
+    hangs = mode == "hang" or mode == "hang-until" or (
+        mode == "hang-first-attempt" and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0")
+    if mode == "fail":
+        starting.stop()
+        if rank == FAILING_RANK:
+            world = dist.get_world_size()
+            wait_for_files([os.path.join(path, f"entered.{r}") for r in range(world) if r != rank])
+            keep_connections_open(pid_dir)
+            raise RuntimeError(f"rank {rank} fails while the others wait in the all-reduce")
+        with open(os.path.join(path, f"entered.{rank}"), "w"):
+            pass
+    elif hangs and rank == HUNG_RANK:
+        starting.stop()
+        load_batch(path if mode == "hang-until" else None)
+    else:
+        starting.stop()
+    dist.all_reduce(value)
+    return value.item()
+
+
+def timed_steps(rank, starting):
+    from torch.distributed.elastic.timer import FileTimerClient, configure, expires
+
+    configure(FileTimerClient(os.environ["TORCHELASTIC_TIMER_FILE"]))
+    starting.stop()
+    for step in range(3):
+        with expires(after=3, scope="step"):
+            if rank == HUNG_RANK and step == 1:
+                load_batch()
+            time.sleep(PAUSE)
+        print(f"rank {rank}: step {step} done", flush=True)
+
+
+def main():
+    pid_dir, mode = sys.argv[1], sys.argv[2]
+    path = sys.argv[3] if len(sys.argv) > 3 else None
+    rank = int(os.environ["RANK"])
+    record_pid(pid_dir, rank)
+    starting = StartingLines(rank)
+    if mode == "idle":
+        idle(rank, starting)
+        return
+    if mode == "timer":
+        timed_steps(rank, starting)
+        return
+    import torch.distributed as dist
+
+    if mode == "late-init":
+        starting.stop()
+        if rank == HUNG_RANK:
+            load_batch()
+    dist.init_process_group("gloo", timeout=timedelta(seconds=300))
+    dist.barrier()
+    total = train_step(rank, mode, path, pid_dir, starting)
+    print(f"rank {rank}: all-reduce gave {total}", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
