@@ -76,9 +76,9 @@ void FileTimers::read_more() {
   reader_.async_read_some(boost::asio::buffer(buffer_),
                           [this](const boost::system::error_code& error, std::size_t got) {
                             if (error) return;  // closed: the agent is ending
-                            pending_.append(buffer_, got);
-                            for (std::size_t end;
-                                 (end = pending_.find('\n')) != std::string::npos;) {
+                            pending_.append(buffer_.data(), got);
+                            for (std::size_t end = pending_.find('\n'); end != std::string::npos;
+                                 end = pending_.find('\n')) {
                               take_line(pending_.substr(0, end));
                               pending_.erase(0, end + 1);
                             }

@@ -25,6 +25,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <functional>
 #include <map>
@@ -72,7 +73,7 @@ class FileTimers {
   boost::asio::steady_timer expiry_;
   ExpiredHandler on_expired_;
   std::string pending_;  // bytes of a line not yet complete
-  char buffer_[4096];
+  std::array<char, 4096> buffer_{};
   std::map<std::pair<pid_t, std::string>, std::pair<double, int>> timers_;  // expiration, signal
   std::map<pid_t, std::chrono::steady_clock::time_point> last_request_;
 };

@@ -130,13 +130,13 @@ void GangDoctor::sample_later() {
     std::vector<StackTarget> targets = live_targets();
     if (targets.size() < 2 || sampler_.running()) return sample_later();
     sampler_.start(
-        tool_, plan_.host, std::move(targets), plan_.host_env, k_failure_read_limit,
-        [this](std::vector<doctor::RankStacks> ranks) { after_sample(std::move(ranks)); },
+        tool_, plan_.host, targets, plan_.host_env, k_failure_read_limit,
+        [this](const std::vector<doctor::RankStacks>& ranks) { after_sample(ranks); },
         /*nonblocking=*/true);
   });
 }
 
-void GangDoctor::after_sample(std::vector<doctor::RankStacks> ranks) {
+void GangDoctor::after_sample(const std::vector<doctor::RankStacks>& ranks) {
   if (round_over_) return deliver_if_over();
   tally_.add(ranks);
   for (int rank : tally_.stragglers()) {
@@ -194,13 +194,14 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
     told_missing_tool_ = true;
     spdlog::warn("{}", doctor::missing_tool_hint());
   }
-  probe_.start(tool_, plan_.host, std::move(targets), plan_.host_env, k_hang_read_limit,
-               [this, silent_s](std::vector<doctor::RankStacks> ranks) {
-                 after_hang_read(std::move(ranks), silent_s);
+  probe_.start(tool_, plan_.host, targets, plan_.host_env, k_hang_read_limit,
+               [this, silent_s](const std::vector<doctor::RankStacks>& ranks) {
+                 after_hang_read(ranks, silent_s);
                });
 }
 
-void GangDoctor::after_hang_read(std::vector<doctor::RankStacks> ranks, double silent_for_s) {
+void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks,
+                                 double silent_for_s) {
   const config::OnHang action = plan_.doctor.on_hang;
   auto [not_at_store, store_line] = store_arrivals(ranks);
   nlohmann::json stacks =
@@ -263,6 +264,7 @@ std::pair<nlohmann::json, std::string> GangDoctor::store_arrivals(
   std::optional<std::int64_t> port = strings::parse_int(store_.substr(colon + 1));
   if (!port || *port <= 0) return {nullptr, ""};
   std::vector<long> pids;
+  pids.reserve(ranks.size());
   for (const doctor::RankStacks& rank : ranks) pids.push_back(rank.pid);
   std::set<long> connected = doctor::connected_to_port(pids, static_cast<int>(*port));
   std::vector<int> missing;
@@ -313,7 +315,7 @@ void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
     return act();
   }
   probe_.start(tool_, plan_.host, live_targets(), plan_.host_env, k_failure_read_limit,
-               [this, act, timer](std::vector<doctor::RankStacks> ranks) mutable {
+               [this, act, timer](const std::vector<doctor::RankStacks>& ranks) mutable {
                  timer["stacks"] = tell(ranks, "timer-stacks.txt",
                                         "where the ranks were when the timer expired:");
                  findings_.timer_expired = std::move(timer);
@@ -333,12 +335,11 @@ void GangDoctor::worker_failed() {
   std::vector<StackTarget> targets = live_targets();
   if (targets.empty()) return;
   read_for_failure_ = true;
-  probe_.start(
-      tool_, plan_.host, std::move(targets), plan_.host_env, k_failure_read_limit,
-      [this](std::vector<doctor::RankStacks> ranks) { after_failure_read(std::move(ranks)); });
+  probe_.start(tool_, plan_.host, targets, plan_.host_env, k_failure_read_limit,
+               [this](const std::vector<doctor::RankStacks>& ranks) { after_failure_read(ranks); });
 }
 
-void GangDoctor::after_failure_read(std::vector<doctor::RankStacks> ranks) {
+void GangDoctor::after_failure_read(const std::vector<doctor::RankStacks>& ranks) {
   findings_.stacks_at_failure = tell(ranks, "failure-stacks.txt",
                                      "where the other ranks were when the first failure was seen:");
   deliver_if_over();

@@ -71,15 +71,15 @@ class GangDoctor {
   void on_timer_expired(const FileTimers::Expired& expired);
   // --straggler-watch: the next sample after the interval, and what it says.
   void sample_later();
-  void after_sample(std::vector<doctor::RankStacks> ranks);
+  void after_sample(const std::vector<doctor::RankStacks>& ranks);
   // The live workers, each with its last sign of life: a line, or a file
   // timer request.
   std::vector<supervise::Gang::LiveWorker> live_workers() const;
-  void after_hang_read(std::vector<doctor::RankStacks> ranks, double silent_for_s);
+  void after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s);
   // --on-hang's action, once the flight recorder's dumps asked for are in
   // (or did not come within a bound).
   void act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked_at);
-  void after_failure_read(std::vector<doctor::RankStacks> ranks);
+  void after_failure_read(const std::vector<doctor::RankStacks>& ranks);
   // Hands the findings over when the round has ended meanwhile.
   void deliver_if_over();
   std::vector<StackTarget> live_targets() const;

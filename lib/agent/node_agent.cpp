@@ -169,7 +169,7 @@ class NodeAgent {
         .interpreter = plan_.program.interpreter
                            ? std::optional<std::string>(plan_.program.interpreter->path)
                            : std::nullopt};
-    auto registered = doctor::Registration::create(plan_.host_env, std::move(job));
+    auto registered = doctor::Registration::create(plan_.host_env, job);
     if (!registered) {
       spdlog::debug("gangrun stacks will not find this job: {}", registered.error().describe());
       return;

@@ -44,7 +44,7 @@ StackProbe::StackProbe(asio::io_context& io, supervise::Spawner& spawner)
 StackProbe::~StackProbe() = default;
 
 void StackProbe::start(const std::optional<std::string>& tool, const std::string& host,
-                       std::vector<StackTarget> targets, const EnvMap& env,
+                       const std::vector<StackTarget>& targets, const EnvMap& env,
                        std::chrono::milliseconds limit, DoneHandler done, bool nonblocking) {
   done_ = std::move(done);
   ranks_.clear();

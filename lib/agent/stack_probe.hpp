@@ -48,8 +48,8 @@ class StackProbe {
   // Only when no probe is running.
   // nonblocking reads without pausing the ranks (sampling).
   void start(const std::optional<std::string>& tool, const std::string& host,
-             std::vector<StackTarget> targets, const EnvMap& env, std::chrono::milliseconds limit,
-             DoneHandler done, bool nonblocking = false);
+             const std::vector<StackTarget>& targets, const EnvMap& env,
+             std::chrono::milliseconds limit, DoneHandler done, bool nonblocking = false);
 
   bool running() const { return static_cast<bool>(done_); }
 

@@ -132,8 +132,9 @@ Expected<int> run_stacks_command(const config::StacksRequest& request, const Env
     std::fputs((out.dump(2) + "\n").c_str(), stdout);
     return 0;
   }
-  std::string text = fmt::format("run {} (gangrun pid {}, {}): {} ranks, the odd ones out first\n",
-                                 job->run_id, job->pid, job->host, ranks.size());
+  std::string text =
+      fmt::format("run id {} (gangrun pid {}, {}): {} ranks, the odd ones out first\n", job->run_id,
+                  job->pid, job->host, ranks.size());
   text += doctor::full_text(ranks, groups);
   std::fputs(text.c_str(), stdout);
   return 0;

@@ -117,7 +117,7 @@ Expected<std::string> registry_dir(const EnvMap& env) {
   return dir;
 }
 
-Expected<Registration> Registration::create(const EnvMap& env, RegisteredJob job) {
+Expected<Registration> Registration::create(const EnvMap& env, const RegisteredJob& job) {
   GANGRUN_TRY_ASSIGN(dir, registry_dir(env));
   std::string path = *dir + "/" + std::to_string(job.pid) + ".json";
   std::string partial = path + ".partial";

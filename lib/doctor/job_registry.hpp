@@ -37,7 +37,7 @@ Expected<std::string> registry_dir(const EnvMap& env);
 // Registers this process's job until the returned entry is destroyed.
 class Registration {
  public:
-  static Expected<Registration> create(const EnvMap& env, RegisteredJob job);
+  static Expected<Registration> create(const EnvMap& env, const RegisteredJob& job);
   Registration(Registration&& other) noexcept;
   Registration& operator=(Registration&&) = delete;
   Registration(const Registration&) = delete;

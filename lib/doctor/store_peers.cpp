@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace gangrun::doctor {
 
@@ -20,11 +21,13 @@ void connections_to(const std::string& table, int port, std::set<std::string>& i
   std::getline(in, line);  // the header
   while (std::getline(in, line)) {
     std::istringstream fields(line);
-    std::string slot, local, remote, state, queues, timer, retransmits, uid, timeout, inode;
-    if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retransmits >> uid >>
-          timeout >> inode)) {
-      continue;
-    }
+    // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+    std::vector<std::string> columns(10);
+    for (std::string& column : columns) fields >> column;
+    if (!fields) continue;
+    const std::string& remote = columns[2];
+    const std::string& state = columns[3];
+    const std::string& inode = columns[9];
     std::size_t colon = remote.rfind(':');
     if (state != k_established || colon == std::string::npos) continue;
     try {

@@ -58,7 +58,7 @@ void StragglerTally::add(const std::vector<RankStacks>& sample) {
   }
 }
 
-double StragglerTally::waiting_share(const Tally& tally) const {
+double StragglerTally::waiting_share(const Tally& tally) {
   return tally.samples == 0 ? 0.0 : static_cast<double>(tally.waiting) / tally.samples;
 }
 

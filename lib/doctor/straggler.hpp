@@ -56,7 +56,7 @@ class StragglerTally {
     int waiting = 0;
     std::map<std::string, int> waited_in;  // the waiting function, by how often
   };
-  double waiting_share(const Tally& tally) const;
+  static double waiting_share(const Tally& tally);
   // The median waiting share of every rank but `rank`, and where most of them waited.
   double others_waiting(int rank) const;
   std::string most_waited_in(int except_rank) const;

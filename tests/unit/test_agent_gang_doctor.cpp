@@ -23,7 +23,6 @@
 using Catch::Matchers::Contains;
 using gangrun::agent::HangWatch;
 using gangrun::agent::StackProbe;
-using gangrun::agent::StackTarget;
 using gangrun::doctor::RankStacks;
 using gangrun::supervise::Gang;
 using gangrun::test::TempDir;

@@ -8,10 +8,10 @@
 
 #include <catch2/catch.hpp>
 
-#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 

@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 using namespace gangrun::doctor;
-using Catch::Matchers::Contains;
 
 namespace {
 
