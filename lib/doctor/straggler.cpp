@@ -34,8 +34,12 @@ int percent(double share) { return static_cast<int>(std::lround(share * 100)); }
 
 }  // namespace
 
+bool is_importing(const std::vector<Frame>& main_frames) {
+  return std::any_of(main_frames.begin(), main_frames.end(), importing);
+}
+
 std::optional<std::string> waiting_in(const std::vector<Frame>& main_frames) {
-  if (std::any_of(main_frames.begin(), main_frames.end(), importing)) return std::nullopt;
+  if (is_importing(main_frames)) return std::nullopt;
   for (const Frame& frame : main_frames) {
     if (in_distributed(frame) || in_backward(frame)) return frame.function;
   }
@@ -47,7 +51,9 @@ void StragglerTally::add(const std::vector<RankStacks>& sample) {
   for (const RankStacks& rank : sample) {
     if (rank.unavailable) continue;
     const ThreadStack* main = main_thread(rank.threads, rank.pid);
-    if (main == nullptr) continue;
+    // A rank still importing has not begun to train: its sample says
+    // nothing of how it keeps up.
+    if (main == nullptr || is_importing(main->frames)) continue;
     Tally& tally = ranks_[rank.rank];
     tally.host = rank.host;
     ++tally.samples;

@@ -24,15 +24,20 @@ namespace gangrun::doctor {
 // waits on other ranks, by its function's name; nullopt when it does not.
 std::optional<std::string> waiting_in(const std::vector<Frame>& main_frames);
 
+// The thread is in Python's import machinery (a rank starting up, which
+// neither waits nor trains yet).
+bool is_importing(const std::vector<Frame>& main_frames);
+
 class StragglerTally {
  public:
-  // A rank is named once it has this many samples...
+  // A rank is named once it has this many samples (a rank's samples while it
+  // imports are not counted)...
   static constexpr int k_min_samples = 10;
   // ...spent at least this share of them outside any wait, while the other
   // ranks' median share waiting is at least k_others_waiting and k_gap above
   // its own.
   static constexpr double k_outside = 0.6;
-  static constexpr double k_others_waiting = 0.4;
+  static constexpr double k_others_waiting = 0.35;
   static constexpr double k_gap = 0.3;
 
   // One reading of every rank; ranks whose stack could not be read are not

@@ -25,6 +25,10 @@ Real PyTorch (gloo on CPU, groups that time out only after 300 s):
                       every rank takes 3 steps, each under a 3 s timer of scope "step"; in
                       its second step rank 2 waits in load_batch until it is killed. The
                       others finish and exit 0.
+  straggle:           DDP (a small linear layer) for 80 steps; each step rank 1 spends 0.15 s
+                      in slow_input and the others 0.05 s, so that they wait for it in the
+                      backward pass's all-reduce about two thirds of the time. Exits 0.
+  balanced:           the same with every rank spending 0.05 s, for 240 steps (as long).
   fail PATH:          ranks 0, 2, 3 write PATH/entered.<rank> and block in an all-reduce;
                       rank 1 waits for those three files and fails (exit 1) without ever
                       reaching it. So that the others do not fail at once because their
@@ -42,6 +46,7 @@ from datetime import timedelta
 
 HUNG_RANK = 2
 FAILING_RANK = 1
+SLOW_RANK = 1
 PAUSE = 0.2
 
 
@@ -137,6 +142,25 @@ def train_step(rank, mode, path, pid_dir, starting):
     return value.item()
 
 
+def slow_input(seconds):
+    time.sleep(seconds)
+
+
+def ddp_steps(rank, mode, starting):
+    import torch
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.manual_seed(0)
+    model = DistributedDataParallel(torch.nn.Linear(16, 16))
+    x = torch.randn(8, 16)
+    starting.stop()
+    steps, pause = (80, 0.15 if rank == SLOW_RANK else 0.05) if mode == "straggle" else (240, 0.05)
+    for _ in range(steps):
+        slow_input(pause)
+        model(x).sum().backward()
+    print(f"rank {rank}: {steps} steps done", flush=True)
+
+
 def timed_steps(rank, starting):
     from torch.distributed.elastic.timer import FileTimerClient, configure, expires
 
@@ -170,6 +194,10 @@ def main():
             load_batch()
     dist.init_process_group("gloo", timeout=timedelta(seconds=300))
     dist.barrier()
+    if mode in ("straggle", "balanced"):
+        ddp_steps(rank, mode, starting)
+        dist.destroy_process_group()
+        return
     total = train_step(rank, mode, path, pid_dir, starting)
     print(f"rank {rank}: all-reduce gave {total}", flush=True)
     dist.destroy_process_group()

@@ -286,6 +286,43 @@ class TorchHang(HangTestCase):
         self.assertFalse(os.path.exists(os.path.join(self.attempt_dir(result, 0), "failure-stacks.txt")))
 
 
+class TorchStraggler(HangTestCase):
+    """--straggler-watch on a DDP job (hang_doctor_worker.py's straggle and balanced): the rank
+    that spends three times as long outside the collective is named after the documented 10
+    samples; a balanced run of the same length names no one."""
+
+    SAMPLE_EVERY = 0.2
+
+    def setUp(self):
+        harness.require_torch()
+        self.py_spy = py_spy()
+        super().setUp()
+
+    def run_watched(self, mode):
+        result = self.gangrun([f"--straggler-watch={self.SAMPLE_EVERY}", "--stack-tool", self.py_spy,
+                               "--report", self.report, "--nproc-per-node", WORLD, "--python", TEST_PYTHON,
+                               SCRIPT, self.pid_dir, mode], timeout=JOB_TIMEOUT)
+        self.assertExit(result, 0)
+        watch = self.read_json(self.report)["attempts"][-1]["straggler_watch"]
+        self.assertEqual({entry["rank"] for entry in watch["ranks"]}, set(range(WORLD)), watch)
+        return result, watch
+
+    def test_the_slow_rank_is_named(self):
+        result, watch = self.run_watched("straggle")
+        self.assertEqual(watch["stragglers"], [1], watch)
+        named = [line for line in self.console(result).splitlines() if "straggler: " in line]
+        self.assertEqual(len(named), 1, named)
+        self.assertIn("rank 1 (", named[0])
+        samples = int(re.search(r"of (\d+) samples", named[0]).group(1))
+        self.assertGreaterEqual(samples, 10, named[0])
+
+    def test_a_balanced_run_names_no_one(self):
+        result, watch = self.run_watched("balanced")
+        self.assertEqual(watch["stragglers"], [], watch)
+        self.assertNotIn("straggler: ", self.console(result))
+        self.assertGreaterEqual(watch["samples"], 10, watch)
+
+
 class HangWithoutTorch(HangTestCase):
     """Plain Python workers (TEST_PYTHON without torch), and one that is not Python."""
 
