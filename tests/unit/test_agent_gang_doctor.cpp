@@ -53,7 +53,7 @@ esac
 
 }  // namespace
 
-TEST_CASE("--hang-timeout takes seconds or a unit, and 0 or off for none", "[doctor][config]") {
+TEST_CASE("the hang timeout takes seconds or a unit, and 0 or off for none", "[doctor][config]") {
   using gangrun::config::parse_hang_timeout;
   CHECK(parse_hang_timeout("300").value() == 300.0);
   CHECK(parse_hang_timeout("2.5").value() == 2.5);
