@@ -218,8 +218,9 @@ _gangrun()
                     | --event_log_handler | --event-log-handler | --log_prefix | --log-prefix \
                     | --output | --term_timeout | --term-timeout | --shutdown_timeout \
                     | --shutdown-timeout | --failure_window | --failure-window \
-                    | --hang_timeout | --hang-timeout | --on_hang | --on-hang | --stack_tool \
-                    | --stack-tool | --numa_binding | --numa-binding | --signals_to_handle \
+                    | --hang_timeout | --hang-timeout | --on_hang | --on-hang \
+                    | --arrival_timeout | --arrival-timeout | --stack_tool | --stack-tool \
+                    | --numa_binding | --numa-binding | --signals_to_handle \
                     | --signals-to-handle | --report | --config_file | --config-file \
                     | --mixed_precision | --mixed-precision | --num_cpu_threads_per_process \
                     | --num-cpu-threads-per-process | --dynamo_backend | --dynamo-backend \
@@ -359,15 +360,15 @@ _gangrun()
                 --duplicate-stderr-filters --logs_specs --logs-specs --event_log_handler
                 --event-log-handler --log_prefix --log-prefix --output --term_timeout
                 --term-timeout --shutdown_timeout --shutdown-timeout --failure_window
-                --failure-window --hang_timeout --hang-timeout --on_hang --on-hang --stack_tool
-                --stack-tool --straggler_watch --straggler-watch --flight_recorder
-                --flight-recorder --no_stacks_at_failure --no-stacks-at-failure --numa_binding
-                --numa-binding --signals_to_handle --signals-to-handle --dry_run --dry-run
-                --json --report --config_file --config-file --multi_gpu --multi-gpu
-                --use_deepspeed --use-deepspeed --use_fsdp --use-fsdp --use_megatron_lm
-                --use-megatron-lm --use_parallelism_config --use-parallelism-config --cpu
-                --use_cpu --use-cpu --mixed_precision --mixed-precision
-                --num_cpu_threads_per_process --num-cpu-threads-per-process
+                --failure-window --hang_timeout --hang-timeout --on_hang --on-hang
+                --arrival_timeout --arrival-timeout --stack_tool --stack-tool --straggler_watch
+                --straggler-watch --flight_recorder --flight-recorder --no_stacks_at_failure
+                --no-stacks-at-failure --numa_binding --numa-binding --signals_to_handle
+                --signals-to-handle --dry_run --dry-run --json --report --config_file
+                --config-file --multi_gpu --multi-gpu --use_deepspeed --use-deepspeed --use_fsdp
+                --use-fsdp --use_megatron_lm --use-megatron-lm --use_parallelism_config
+                --use-parallelism-config --cpu --use_cpu --use-cpu --mixed_precision
+                --mixed-precision --num_cpu_threads_per_process --num-cpu-threads-per-process
                 --enable_cpu_affinity --enable-cpu-affinity --dynamo_backend --dynamo-backend
                 --dynamo_mode --dynamo-mode --dynamo_use_fullgraph --dynamo-use-fullgraph
                 --dynamo_use_dynamic --dynamo-use-dynamic --dynamo_use_regional_compilation

@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -28,6 +29,16 @@ namespace {
 // failure window keeps the others running.
 constexpr std::chrono::milliseconds k_hang_read_limit{5000};
 constexpr std::chrono::milliseconds k_failure_read_limit{1000};
+// Across nodes, how much longer than its own reading a node waits for the
+// others' answers: their requests arrive a little later than its own.
+constexpr std::chrono::milliseconds k_answer_margin{2000};
+
+// How often a node tells the lead its silence (and the lead reads the
+// others'): a hang is declared at most this late.
+std::chrono::milliseconds silence_tick(double timeout_s) {
+  auto quarter = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_s * 250));
+  return std::clamp(quarter, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+}
 
 const char* on_hang_word(config::OnHang action) {
   switch (action) {
@@ -39,6 +50,12 @@ const char* on_hang_word(config::OnHang action) {
       return "restart";
   }
   return "stop";
+}
+
+// An option's seconds as the agent's clock counts them.
+std::chrono::steady_clock::duration steady(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
 }
 
 // "3 s", "2.5 s", "0.012 s": the value as a user would write it.
@@ -60,16 +77,22 @@ std::string indented(const std::vector<std::string>& lines) {
 }  // namespace
 
 GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
-                       const launch::LaunchPlan& plan, supervise::Gang& gang, StopHandler stop_hung)
+                       const launch::LaunchPlan& plan, supervise::Gang& gang, StopHandler stop_hung,
+                       std::optional<DoctorLink::Settings> nodes, const store::Server* store)
     : plan_(plan),
       gang_(gang),
       stop_hung_(std::move(stop_hung)),
+      store_server_(store),
       probe_(io, spawner),
       sampler_(io, spawner),
       sample_timer_(io),
+      silence_timer_(io),
+      arrival_timer_(io),
       dump_wait_(io) {
   const launch::DoctorPlan& settings = plan.doctor;
-  if (settings.hang_timeout_s || settings.stacks_at_failure || settings.straggler_interval_s) {
+  // A node of several answers `gangrun stacks` asked on any of them.
+  if (settings.hang_timeout_s || settings.stacks_at_failure || settings.straggler_interval_s ||
+      nodes) {
     std::optional<std::string> interpreter_dir;
     if (plan.program.interpreter) {
       interpreter_dir =
@@ -92,22 +115,58 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
     }
   }
   if (settings.hang_timeout_s) {
-    auto timeout = std::chrono::duration_cast<HangWatch::Clock::duration>(
-        std::chrono::duration<double>(*settings.hang_timeout_s));
     watch_.emplace(
-        io, timeout, [this] { return live_workers(); },
+        io, steady(*settings.hang_timeout_s),
+        [this] {
+          std::vector<supervise::Gang::LiveWorker> workers = live_workers();
+          // A worker's request to the store, as one more worker that spoke then.
+          if (auto request = store_server_ ? store_server_->last_round_request() : std::nullopt) {
+            workers.push_back({.rank = -1, .local_rank = -1, .pid = 0, .last_line_at = request});
+          }
+          if (!nodes_) return workers;
+          // The other nodes, each as one worker that last spoke when its
+          // node did; a node that has not told counts as speaking now.
+          for (const std::string& id : nodes_->members) {
+            if (id == link_settings_agent_) continue;
+            auto told = node_progress_.find(id);
+            workers.push_back({.rank = -1,
+                               .local_rank = -1,
+                               .pid = 0,
+                               .last_line_at = told == node_progress_.end()
+                                                   ? HangWatch::Clock::now()
+                                                   : told->second});
+          }
+          return workers;
+        },
         [this](HangWatch::Clock::duration silent_for) { on_hang(silent_for); });
+  }
+  if (nodes) {
+    link_settings_agent_ = nodes->agent_id;
+    link_ = std::make_unique<DoctorLink>(
+        io, std::move(*nodes), [this](std::int64_t number, const doctor::NodeRequest& request) {
+          on_node_request(number, request);
+        });
   }
 }
 
-void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::string store) {
+void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::string store,
+                               std::optional<NodeRound> nodes) {
+  nodes_ = link_ ? std::move(nodes) : std::nullopt;
+  node_progress_.clear();
+  round_start_ = HangWatch::Clock::now();
+  if (nodes_) link_->round_started(nodes_->round, nodes_->members);
   attempt_dir_ = std::move(attempt_dir);
   store_ = std::move(store);
   read_for_failure_ = false;
+  hang_acted_ = false;
   round_over_ = false;
   findings_ = {};
   if (file_timers_) file_timers_->clear();
-  if (watch_) watch_->start();
+  if (watch_ && (!nodes_ || nodes_->lead)) watch_->start();
+  if (watch_ && nodes_) exchange_silence();
+  // Only a Python program's ranks are expected at the store.
+  first_arrival_.reset();
+  if (plan_.doctor.arrival_timeout_s && !store_.empty() && runs_python(plan_)) check_arrivals();
   tally_ = {};
   stragglers_named_.clear();
   if (plan_.doctor.straggler_interval_s) {
@@ -123,8 +182,7 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
 // ---- stragglers -------------------------------------------------------------------
 
 void GangDoctor::sample_later() {
-  sample_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(*plan_.doctor.straggler_interval_s)));
+  sample_timer_.expires_after(steady(*plan_.doctor.straggler_interval_s));
   sample_timer_.async_wait([this](const boost::system::error_code& error) {
     if (error || round_over_) return;
     std::vector<StackTarget> targets = live_targets();
@@ -182,34 +240,141 @@ std::vector<StackTarget> GangDoctor::live_targets() const {
 
 void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
   std::vector<StackTarget> targets = live_targets();
-  if (round_over_ || probe_.running() || targets.empty()) return;
+  if (round_over_ || probe_.running() || (targets.empty() && !nodes_)) return;
   double silent_s = static_cast<double>(
                         std::chrono::duration_cast<std::chrono::milliseconds>(silent_for).count()) /
                     1000.0;
+  std::string where = nodes_ ? fmt::format("rank on the {} nodes", nodes_->members.size())
+                             : fmt::format("of the {} running ranks", targets.size());
   spdlog::warn(
-      "no rank made progress for {} (--hang-timeout {}): no output line from any of the "
-      "{} running ranks; reading their stacks before anything is stopped",
-      seconds_text(silent_s), seconds_text(*plan_.doctor.hang_timeout_s), targets.size());
+      "no rank made progress for {} (--hang-timeout {}): no output line from any {}; reading "
+      "their stacks before anything is stopped",
+      seconds_text(silent_s), seconds_text(*plan_.doctor.hang_timeout_s), where);
   if (!tool_ && !told_missing_tool_) {
     told_missing_tool_ = true;
     spdlog::warn("{}", doctor::missing_tool_hint());
   }
+  if (nodes_) {
+    // Every node reads its own ranks, this one too, when the request comes.
+    return link_->ask({.why = doctor::NodeRequest::Why::hang, .silent_for_s = silent_s});
+  }
   probe_.start(tool_, plan_.host, targets, plan_.host_env, k_hang_read_limit,
                [this, silent_s](const std::vector<doctor::RankStacks>& ranks) {
-                 after_hang_read(ranks, silent_s);
+                 auto [not_at_store, store_line] = store_arrivals(ranks);
+                 after_hang_read(ranks, silent_s, "where the ranks are, the odd ones out first:",
+                                 std::move(not_at_store), store_line);
                });
 }
 
-void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks,
-                                 double silent_for_s) {
+// ---- across nodes -------------------------------------------------------------
+
+void GangDoctor::exchange_silence() {
+  if (round_over_ || !nodes_) return;
+  HangWatch::Clock::time_point now = HangWatch::Clock::now();
+  if (nodes_->lead) {
+    // A silence was told up to a tick before it is read: counted from the
+    // reading, the lead declares a hang late, never early.
+    link_->read_silences([this, now](const DoctorLink::ByAgent<std::chrono::milliseconds>& told) {
+      if (round_over_) return;
+      for (const auto& [id, silence] : told) {
+        if (silence) {
+          node_progress_[id] = now - *silence;
+        } else {
+          node_progress_.erase(id);
+        }
+      }
+    });
+  } else {
+    HangWatch::Clock::time_point last = round_start_;
+    for (const supervise::Gang::LiveWorker& worker : live_workers()) {
+      if (worker.last_line_at) last = std::max(last, *worker.last_line_at);
+    }
+    link_->publish_silence(std::chrono::duration_cast<std::chrono::milliseconds>(now - last));
+  }
+  silence_timer_.expires_after(silence_tick(*plan_.doctor.hang_timeout_s));
+  silence_timer_.async_wait([this](const boost::system::error_code& error) {
+    if (!error) exchange_silence();
+  });
+}
+
+void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest& request) {
+  if (round_over_) return;
+  if (probe_.running()) {
+    spdlog::warn(
+        "gang doctor: request {} came while this node's ranks were being read; the "
+        "asking side goes without this node's",
+        number);
+    return;
+  }
+  bool hang = request.why == doctor::NodeRequest::Why::hang;
+  if (hang && !nodes_->lead) {
+    spdlog::warn(
+        "the lead node found the whole gang silent for {}: reading this node's ranks' stacks for "
+        "the hang",
+        seconds_text(request.silent_for_s));
+  }
+  auto answer = [this, number, hang,
+                 silent_s = request.silent_for_s](const std::vector<doctor::RankStacks>& ranks) {
+    doctor::NodeAnswer mine{.ranks = ranks, .not_at_store = {}};
+    nlohmann::json missing = store_arrivals(ranks).first;
+    if (missing.is_array()) mine.not_at_store = missing.get<std::vector<int>>();
+    link_->answer(number, mine);
+    if (!hang || round_over_) return;
+    link_->collect(number, k_hang_read_limit + k_answer_margin,
+                   [this, mine, silent_s](const DoctorLink::ByAgent<doctor::NodeAnswer>& answers) {
+                     after_nodes_read(answers, mine, silent_s);
+                   });
+  };
+  std::vector<StackTarget> targets = live_targets();
+  if (targets.empty()) return answer({});
+  probe_.start(tool_, plan_.host, targets, plan_.host_env, k_hang_read_limit, answer);
+}
+
+void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
+                                  const doctor::NodeAnswer& mine, double silent_for_s) {
+  if (round_over_) return deliver_if_over();
+  if (!nodes_->lead) {
+    return after_hang_read(
+        mine.ranks, silent_for_s,
+        "where this node's ranks are (the lead's console has every node's):", mine.not_at_store,
+        not_at_store_line(mine.not_at_store, mine.ranks.size()));
+  }
+  std::vector<doctor::RankStacks> ranks;
+  std::vector<int> missing;
+  std::vector<std::string> unanswered;
+  for (const auto& [id, answer] : answers) {
+    if (!answer) {
+      unanswered.push_back(id);
+      continue;
+    }
+    ranks.insert(ranks.end(), answer->ranks.begin(), answer->ranks.end());
+    missing.insert(missing.end(), answer->not_at_store.begin(), answer->not_at_store.end());
+  }
+  std::sort(
+      ranks.begin(), ranks.end(),
+      [](const doctor::RankStacks& a, const doctor::RankStacks& b) { return a.rank < b.rank; });
+  std::sort(missing.begin(), missing.end());
+  std::string line = not_at_store_line(missing, ranks.size());
+  if (!unanswered.empty()) {
+    if (!line.empty()) line += "\n  ";
+    line += fmt::format(
+        "no answer within {} from the agent{} {}: their ranks are not above",
+        seconds_text(std::chrono::duration<double>(k_hang_read_limit + k_answer_margin).count()),
+        unanswered.size() == 1 ? "" : "s", strings::join(unanswered, ", "));
+  }
+  after_hang_read(ranks, silent_for_s, "where the ranks are, the odd ones out first:", missing,
+                  line);
+}
+
+void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
+                                 const std::string& heading, nlohmann::json not_at_store,
+                                 const std::string& store_line) {
   const config::OnHang action = plan_.doctor.on_hang;
-  auto [not_at_store, store_line] = store_arrivals(ranks);
-  nlohmann::json stacks =
-      tell(ranks, "hang-stacks.txt", "where the ranks are, the odd ones out first:", store_line);
+  nlohmann::json stacks = tell(ranks, "hang-stacks.txt", heading, store_line);
   findings_.hang = nlohmann::json{{"timeout_s", *plan_.doctor.hang_timeout_s},
                                   {"silent_for_s", silent_for_s},
                                   {"action", on_hang_word(action)},
-                                  {"not_at_store", not_at_store},
+                                  {"not_at_store", std::move(not_at_store)},
                                   {"stacks", std::move(stacks)}};
   if (round_over_) return deliver_if_over();
   int asked = recorder_dir_ ? request_flight_recorder_dumps(*recorder_dir_) : 0;
@@ -239,11 +404,12 @@ void GangDoctor::act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked
     (*findings_.hang)["flight_recorder_dumps"] = flight_recorder_dumps(*recorder_dir_);
   }
   const config::OnHang action = plan_.doctor.on_hang;
+  hang_acted_ = true;
   switch (action) {
     case config::OnHang::report:
       spdlog::warn("--on-hang report: the workers go on; watching for the next {} of silence",
                    seconds_text(*plan_.doctor.hang_timeout_s));
-      if (watch_) watch_->watch_again();
+      if (watch_ && (!nodes_ || nodes_->lead)) watch_->watch_again();
       return;
     case config::OnHang::stop:
       spdlog::warn("--on-hang stop: stopping the workers (gangrun exits with {})",
@@ -271,17 +437,71 @@ std::pair<nlohmann::json, std::string> GangDoctor::store_arrivals(
   for (const doctor::RankStacks& rank : ranks) {
     if (!connected.contains(rank.pid)) missing.push_back(rank.rank);
   }
-  if (missing.empty()) return {nlohmann::json::array(), ""};
-  if (connected.empty()) {
-    // Said only of Python workers: other programs need not meet through it.
-    if (!runs_python(plan_)) return {nullptr, ""};
-    return {missing, "no rank has connected to the store at " + store_ +
-                         " yet: none has reached init_process_group"};
+  // Said only of Python workers: other programs need not meet through it.
+  if (connected.empty() && !missing.empty() && !runs_python(plan_)) return {nullptr, ""};
+  return {missing, not_at_store_line(missing, ranks.size())};
+}
+
+std::string GangDoctor::not_at_store_line(const std::vector<int>& missing,
+                                          std::size_t total) const {
+  if (missing.empty()) return "";
+  if (missing.size() == total) {
+    return "no rank has connected to the store at " + store_ +
+           " yet: none has reached init_process_group";
   }
-  return {missing, report::rank_list(missing) + (missing.size() == 1 ? " has" : " have") +
-                       " not connected to the store at " + store_ + ": the others wait for " +
-                       (missing.size() == 1 ? "it" : "them") +
-                       " in init_process_group (or a rendezvous)"};
+  return report::rank_list(missing) + (missing.size() == 1 ? " has" : " have") +
+         " not connected to the store at " + store_ + ": the others wait for " +
+         (missing.size() == 1 ? "it" : "them") + " in init_process_group (or a rendezvous)";
+}
+
+// ---- ranks late to the store ----------------------------------------------------
+
+void GangDoctor::check_arrivals() {
+  const auto timeout = steady(*plan_.doctor.arrival_timeout_s);
+  auto look_again = [this, timeout] {
+    arrival_timer_.expires_after(
+        std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), timeout / 2));
+    arrival_timer_.async_wait([this](const boost::system::error_code& error) {
+      if (!error && !round_over_) check_arrivals();
+    });
+  };
+  std::vector<doctor::RankStacks> ranks;
+  for (const supervise::Gang::LiveWorker& worker : gang_.live_worker_list()) {
+    ranks.push_back({.rank = worker.rank,
+                     .host = plan_.host,
+                     .pid = worker.pid,
+                     .threads = {},
+                     .unavailable = std::nullopt});
+  }
+  if (ranks.empty()) return look_again();  // not started yet, or all ended
+  nlohmann::json missing = store_arrivals(ranks).first;
+  if (!missing.is_array() || missing.empty()) return;  // every rank here is at the store
+  // The others have waited since the first arrival: a rank of this node,
+  // or, on the store's own host, a request of any rank of any node.
+  auto now = std::chrono::steady_clock::now();
+  if (!first_arrival_ && missing.size() < ranks.size()) first_arrival_ = now;
+  if (!first_arrival_ && store_server_ && store_server_->last_round_request() &&
+      *store_server_->last_round_request() >= round_start_) {
+    first_arrival_ = *store_server_->last_round_request();
+  }
+  if (!first_arrival_ || now - *first_arrival_ < timeout) return look_again();
+  auto late = missing.get<std::vector<int>>();
+  std::vector<std::string> named;
+  for (const doctor::RankStacks& rank : ranks) {
+    if (std::find(late.begin(), late.end(), rank.rank) == late.end()) continue;
+    named.push_back(fmt::format("rank {} ({}, pid {})", rank.rank, rank.host, rank.pid));
+  }
+  spdlog::warn(
+      "{} {} not connected to the store at {}, while other ranks have waited there for {} "
+      "(--arrival-timeout): they wait for {} in init_process_group (or a rendezvous); `gangrun "
+      "stacks` shows where {} {}",
+      strings::join(named, ", "), late.size() == 1 ? "has" : "have", store_,
+      seconds_text(*plan_.doctor.arrival_timeout_s), late.size() == 1 ? "it" : "them",
+      late.size() == 1 ? "it" : "they", late.size() == 1 ? "is" : "are");
+  findings_.late_to_store = nlohmann::json{{"after_s", *plan_.doctor.arrival_timeout_s},
+                                           {"host", plan_.host},
+                                           {"store", store_},
+                                           {"ranks", late}};
 }
 
 // ---- a file timer that expired ----------------------------------------------------
@@ -350,6 +570,9 @@ void GangDoctor::after_failure_read(const std::vector<doctor::RankStacks>& ranks
 void GangDoctor::round_ended(std::function<void(Findings)> then) {
   round_over_ = true;
   if (watch_) watch_->stop();
+  silence_timer_.cancel();
+  arrival_timer_.cancel();
+  if (link_) link_->round_ended();
   sample_timer_.cancel();
   dump_wait_.cancel();
   after_reading_ = std::move(then);
@@ -359,6 +582,8 @@ void GangDoctor::round_ended(std::function<void(Findings)> then) {
 void GangDoctor::deliver_if_over() {
   if (!round_over_ || !after_reading_ || probe_.running() || sampler_.running()) return;
   if (!tally_.empty()) findings_.straggler_watch = tally_.to_json();
+  // The round ended (a signal, a failure) before --on-hang could act.
+  if (findings_.hang && !hang_acted_) (*findings_.hang)["action"] = "none";
   if (recorder_dir_) findings_.flight_recorder_dumps = flight_recorder_dumps(*recorder_dir_);
   std::function<void(Findings)> then = std::move(after_reading_);
   after_reading_ = nullptr;

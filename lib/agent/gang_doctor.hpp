@@ -6,19 +6,31 @@
 // the failure window keeps them running. The agent asks it to finish a
 // round before the round's record is written, so a reading still under way
 // (bounded by its limit) lands in that record.
+//
+// Across nodes (a DoctorLink given): the round's lead (its node of group
+// rank 0) alone watches, for the whole gang: the other nodes send their
+// ranks' silence every tick. When the gang is silent for the timeout, the
+// lead asks every node; each reads its own ranks at once and answers, waits
+// for every node's answer (so that no node stops its workers while another
+// still reads), and acts on --on-hang; the lead prints the merged summary.
+// `gangrun stacks` asks the same way.
 #pragma once
 
+#include "agent/doctor_link.hpp"
 #include "agent/file_timers.hpp"
 #include "agent/hang_watch.hpp"
 #include "agent/stack_probe.hpp"
 #include "doctor/straggler.hpp"
 #include "launch/plan.hpp"
 #include "report/run_record.hpp"
+#include "store/server.hpp"
 #include "supervise/gang.hpp"
 
 #include <boost/asio/io_context.hpp>
 
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -31,14 +43,26 @@ class GangDoctor {
   // restart: the agent ends the round (Gang::stop_hung).
   using StopHandler = std::function<void()>;
 
-  // Everything given outlives the doctor.
+  // Everything given outlives the doctor. nodes: the job has several;
+  // store: the one this agent hosts, whose workers' requests count as
+  // progress.
   GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
-             const launch::LaunchPlan& plan, supervise::Gang& gang, StopHandler stop_hung);
+             const launch::LaunchPlan& plan, supervise::Gang& gang, StopHandler stop_hung,
+             std::optional<DoctorLink::Settings> nodes = std::nullopt,
+             const store::Server* store = nullptr);
+
+  // A round of a multi-node job, as the doctor needs it.
+  struct NodeRound {
+    std::uint64_t round = 0;
+    std::vector<std::string> members;  // every node's agent id
+    bool lead = false;                 // this node watches the whole gang
+  };
 
   // A round began; attempt_dir is where its files go (nullopt: the run
   // directory is temporary, so only the console and the report get them),
   // store the address its workers meet at ("host:port"; empty when unknown).
-  void round_started(std::optional<std::string> attempt_dir, std::string store);
+  void round_started(std::optional<std::string> attempt_dir, std::string store,
+                     std::optional<NodeRound> nodes = std::nullopt);
   // A worker failed by itself: the survivors' stacks are read once per round.
   void worker_failed();
   // What the round's readings found, in the report's form
@@ -47,6 +71,7 @@ class GangDoctor {
     std::optional<nlohmann::json> hang;
     std::optional<nlohmann::json> stacks_at_failure;
     std::optional<nlohmann::json> timer_expired;
+    std::optional<nlohmann::json> late_to_store;
     std::optional<nlohmann::json> straggler_watch;
     std::vector<std::string> flight_recorder_dumps;
   };
@@ -69,13 +94,26 @@ class GangDoctor {
  private:
   void on_hang(HangWatch::Clock::duration silent_for);
   void on_timer_expired(const FileTimers::Expired& expired);
+  // Every second until every rank is at the store: once the first has
+  // waited there for --arrival-timeout, the ranks not there yet are named.
+  void check_arrivals();
   // --straggler-watch: the next sample after the interval, and what it says.
   void sample_later();
   void after_sample(const std::vector<doctor::RankStacks>& ranks);
   // The live workers, each with its last sign of life: a line, or a file
   // timer request.
   std::vector<supervise::Gang::LiveWorker> live_workers() const;
-  void after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s);
+  // What a hang's reading found, told and acted on: ranks as read (every
+  // node's, on the lead), the ranks without a store connection and the line
+  // that says so.
+  void after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
+                       const std::string& heading, nlohmann::json not_at_store,
+                       const std::string& store_line);
+  // Across nodes: this node's silence to the lead, or the others' to it.
+  void exchange_silence();
+  void on_node_request(std::int64_t number, const doctor::NodeRequest& request);
+  void after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
+                        const doctor::NodeAnswer& mine, double silent_for_s);
   // --on-hang's action, once the flight recorder's dumps asked for are in
   // (or did not come within a bound).
   void act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked_at);
@@ -87,6 +125,8 @@ class GangDoctor {
   // line that says so (empty when every rank has one, or it is not known).
   std::pair<nlohmann::json, std::string> store_arrivals(
       const std::vector<doctor::RankStacks>& ranks) const;
+  // The line that names the ranks in missing as not at the store, of total ranks read.
+  std::string not_at_store_line(const std::vector<int>& missing, std::size_t total) const;
   // Groups ranks, writes every thread of every rank into the attempt's
   // file_name, prints heading, the groups and extra_line (when not empty),
   // and returns the report's form of it all.
@@ -99,6 +139,7 @@ class GangDoctor {
   const launch::LaunchPlan& plan_;
   supervise::Gang& gang_;
   StopHandler stop_hung_;
+  const store::Server* store_server_;  // hosted here, else null
   StackProbe probe_;
   std::optional<HangWatch> watch_;
   std::unique_ptr<FileTimers> file_timers_;
@@ -109,12 +150,24 @@ class GangDoctor {
   std::optional<std::string> tool_;  // the stack tool, when one was found
   bool told_missing_tool_ = false;
 
+  std::unique_ptr<DoctorLink> link_;  // several nodes
+  std::string link_settings_agent_;   // this node's agent id among the round's members
+  boost::asio::steady_timer silence_timer_;
+  boost::asio::steady_timer arrival_timer_;
+  std::optional<std::chrono::steady_clock::time_point> first_arrival_;  // at the store, per round
+
   // Per round.
+  std::optional<NodeRound> nodes_;
+  // The lead: when each other node's ranks last made progress, as far as
+  // it has told (a node that has not told counts as making progress).
+  std::map<std::string, HangWatch::Clock::time_point> node_progress_;
+  HangWatch::Clock::time_point round_start_;
   std::optional<std::string> attempt_dir_;
   std::optional<std::string> recorder_dir_;  // this round's flight recorder dumps
   boost::asio::steady_timer dump_wait_;
   std::string store_;
   bool read_for_failure_ = false;
+  bool hang_acted_ = false;  // --on-hang's action was taken this round
   bool round_over_ = false;
   Findings findings_;
   std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs

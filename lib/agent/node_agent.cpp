@@ -146,7 +146,15 @@ class NodeAgent {
       participant_->report_failure(failure_report(participant_->me(), so_far));
     };
     gang_.emplace(io_, console_, *spawner_, settings);
-    doctor_.emplace(io_, *spawner_, plan_, *gang_, [this] { gang_->stop_hung(); });
+    std::optional<DoctorLink::Settings> nodes;
+    if (plan_.multi_node) {
+      nodes = DoctorLink::Settings{.store = participant_settings(plan_).store,
+                                   .secret = plan_.job_secret,
+                                   .run_id = plan_.run_id,
+                                   .agent_id = agent_id_};
+    }
+    doctor_.emplace(
+        io_, *spawner_, plan_, *gang_, [this] { gang_->stop_hung(); }, nodes, store_.get());
     std::set<int> handled = plan_.teardown_signals;
     handled.insert({SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGCHLD});
     for (int signal_number : handled) signals_.add(signal_number);
@@ -168,7 +176,13 @@ class NodeAgent {
         .program = plan_.program.entrypoint,
         .interpreter = plan_.program.interpreter
                            ? std::optional<std::string>(plan_.program.interpreter->path)
-                           : std::nullopt};
+                           : std::nullopt,
+        .nodes = std::nullopt};
+    if (plan_.multi_node) {
+      job.nodes = doctor::RegisteredJob::Nodes{.store_host = participant_settings(plan_).store.host,
+                                               .store_port = participant_settings(plan_).store.port,
+                                               .secret = plan_.job_secret};
+    }
     auto registered = doctor::Registration::create(plan_.host_env, job);
     if (!registered) {
       spdlog::debug("gangrun stacks will not find this job: {}", registered.error().describe());
@@ -203,6 +217,12 @@ class NodeAgent {
                   spdlog::info("round {}: ranks {}-{} of {} (node {} of {})", round.round,
                                me.rank_offset, me.rank_offset + me.local_world_size - 1,
                                round.world_size, me.group_rank, round.members.size());
+                  GangDoctor::NodeRound nodes{
+                      .round = round.round, .members = {}, .lead = me.group_rank == 0};
+                  for (const rendezvous::Member& member : round.members) {
+                    nodes.members.push_back(member.id);
+                  }
+                  node_round_ = std::move(nodes);
                   begin_assigned_round(assignment_from(round, me, attempts_here_++));
                 },
             .round_ending = [this](const rendezvous::RoundEnd& end) { on_round_ending(end); },
@@ -253,7 +273,7 @@ class NodeAgent {
         run_dir_->temporary() ? std::nullopt
                               : std::optional<std::string>(
                                     fmt::format("{}/attempt_{}", run_dir_->path(), round.attempt)),
-        round.master_port.empty() ? "" : round.master_addr + ":" + round.master_port);
+        round.master_port.empty() ? "" : round.master_addr + ":" + round.master_port, node_round_);
     // A teardown signal that came between rounds ends this one before any
     // worker starts.
     if (stop_signal_) gang_->stop(*stop_signal_);
@@ -269,6 +289,7 @@ class NodeAgent {
           attempt.hang = std::move(found.hang);
           attempt.stacks_at_failure = std::move(found.stacks_at_failure);
           attempt.timer_expired = std::move(found.timer_expired);
+          attempt.late_to_store = std::move(found.late_to_store);
           attempt.straggler_watch = std::move(found.straggler_watch);
           attempt.flight_recorder_dumps = std::move(found.flight_recorder_dumps);
           ask_interpreter(round, outcome);
@@ -557,7 +578,8 @@ class NodeAgent {
   std::unique_ptr<supervise::Spawner> spawner_;
   std::optional<supervise::Gang> gang_;
   InterpreterProbe probe_{io_, *spawner_};
-  std::optional<GangDoctor> doctor_;  // made with the gang, which it watches
+  std::optional<GangDoctor> doctor_;                 // made with the gang, which it watches
+  std::optional<GangDoctor::NodeRound> node_round_;  // the round this node runs, on many nodes
   asio::signal_set signals_{io_};
 
   // Many nodes: the coordinator (on the store's host) and this agent's part.

@@ -2,6 +2,7 @@
 
 #include "agent/agent_store.hpp"
 #include "rendezvous/keys.hpp"
+#include "util/exit_codes.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
 
@@ -88,6 +89,7 @@ rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& p
       .heartbeat_interval = from_seconds(conf.keep_alive_interval),
       .heartbeat_attempts = conf.keep_alive_max_attempt,
       .failure_window = from_seconds(plan.failure_window_s),
+      .restart_on_hang = plan.doctor.on_hang == config::OnHang::restart,
       .secret = plan.job_secret,
       .host_agent_id = host_agent_id,
       .run_id = plan.run_id,
@@ -176,6 +178,12 @@ rendezvous::NodeReport round_report(const rendezvous::AgentInfo& me,
   rendezvous::NodeReport report = failure_report(me, outcome);
   report.stopped_for_round_end = stopped_for_round_end;
   report.succeeded = outcome.succeeded();
+  if (outcome.stopped_for_hang && !outcome.stopped_by_signal) {
+    report.stopped_for_hang = true;
+    report.rank.reset();
+    report.exit_code = exit_codes::k_hang;
+    report.what = "the gang made no progress within --hang-timeout; its workers were stopped";
+  }
   if (outcome.stopped_by_signal && !stopped_for_round_end) {
     report.stop_signal = outcome.stopped_by_signal;
     report.exit_code = 128 + *outcome.stopped_by_signal;

@@ -1,5 +1,6 @@
 #include "commands/stacks_command.hpp"
 
+#include "commands/stacks_of_nodes.hpp"
 #include "doctor/job_registry.hpp"
 #include "doctor/stack_groups.hpp"
 #include "doctor/stack_tool.hpp"
@@ -91,13 +92,13 @@ doctor::RankStacks read_rank(const doctor::JobWorker& worker, const doctor::Regi
   return rank;
 }
 
-}  // namespace
-
-Expected<int> run_stacks_command(const config::StacksRequest& request, const EnvMap& env) {
-  GANGRUN_TRY_ASSIGN(job, choose_job(doctor::running_jobs(env), request));
-  std::vector<doctor::JobWorker> workers = doctor::job_workers(job->pid);
+// Every rank of this host's part of the job, read from here.
+Expected<std::vector<doctor::RankStacks>> read_this_host(const config::StacksRequest& request,
+                                                         const doctor::RegisteredJob& job,
+                                                         const EnvMap& env) {
+  std::vector<doctor::JobWorker> workers = doctor::job_workers(job.pid);
   if (workers.empty()) {
-    return fail(ErrorCode::io, "stacks: the job (" + describe(*job) +
+    return fail(ErrorCode::io, "stacks: the job (" + describe(job) +
                                    ") has no worker running now (it is starting, between "
                                    "rounds, or ending); ask again in a moment");
   }
@@ -108,7 +109,7 @@ Expected<int> run_stacks_command(const config::StacksRequest& request, const Env
     tool = *found;
   } else {
     std::optional<std::string> beside;
-    if (job->interpreter) beside = fs::path(*job->interpreter).parent_path().string();
+    if (job.interpreter) beside = fs::path(*job.interpreter).parent_path().string();
     tool = doctor::find_stack_tool(std::nullopt, beside, env);
     if (!tool) std::fprintf(stderr, "gangrun: warning: %s\n", doctor::missing_tool_hint().c_str());
   }
@@ -119,8 +120,29 @@ Expected<int> run_stacks_command(const config::StacksRequest& request, const Env
     readers.reserve(workers.size());
     for (std::size_t i = 0; i < workers.size(); ++i) {
       readers.emplace_back(
-          [&, i] { ranks[i] = read_rank(workers[i], *job, tool, request.native, env); });
+          [&, i] { ranks[i] = read_rank(workers[i], job, tool, request.native, env); });
     }
+  }
+  return ranks;
+}
+
+}  // namespace
+
+Expected<int> run_stacks_command(const config::StacksRequest& request, const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(job, choose_job(doctor::running_jobs(env), request));
+  std::vector<doctor::RankStacks> ranks;
+  // The agents read Python frames only: --native reads this host's ranks from here.
+  if (job->nodes && !request.native) {
+    auto nodes = read_every_node(*job);
+    if (!nodes) return fail(nodes.error().code(), "stacks: " + nodes.error().message());
+    for (const std::string& node : nodes->unanswered) {
+      std::fprintf(stderr, "gangrun: warning: %s did not answer in time; its ranks are missing\n",
+                   node.c_str());
+    }
+    ranks = std::move(nodes->ranks);
+  } else {
+    GANGRUN_TRY_ASSIGN(here, read_this_host(request, *job, env));
+    ranks = std::move(*here);
   }
   std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
   std::vector<std::string> summary = doctor::summary_lines(groups);

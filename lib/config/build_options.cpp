@@ -124,18 +124,6 @@ Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
   return {};
 }
 
-// The hang watch sees one node's ranks; a job of many nodes would need the
-// others' progress and stacks, which do not travel between agents yet.
-Expected<void> check_hang_watch(const Options& o, const LayeredValues& values) {
-  if (!o.hang_timeout) return {};
-  const bool many_nodes = o.nnodes > 1 || (o.rdzv_backend == "c10d" && !o.standalone);
-  if (!many_nodes) return {};
-  return fail_usage(value_of(values, opt::hang_timeout).where +
-                    " watches the ranks of one node only, and this job runs on several (" +
-                    value_of(values, opt::nnodes).given +
-                    "); run without it, or watch each node's workers with py-spy");
-}
-
 // c10d's nodes meet at an endpoint that every node is given; --standalone
 // (torchrun's c10d on localhost) needs none.
 Expected<void> check_rendezvous(const Options& o, const LayeredValues& values) {
@@ -282,8 +270,8 @@ Expected<Options> build_options(const LayeredValues& values,
     o.origins[name] = {std::move(shown), value.source};
   }
   if (problems.empty()) {
-    for (auto check : {check_module, check_nodes, check_rendezvous, check_process_counts,
-                       check_device_flags, check_hang_watch}) {
+    for (auto check :
+         {check_module, check_nodes, check_rendezvous, check_process_counts, check_device_flags}) {
       problems.keep(check(o, values));
     }
   }

@@ -372,7 +372,7 @@ std::vector<OptionSpec> make_table() {
                "every rank's stack, report the odd ones out, then do what --on-hang says; 0: off "
                "(the default)",
        .shown = Spelling::dash,
-       .apply = into<&Options::hang_timeout, parse_hang_timeout>},
+       .apply = into<&Options::hang_timeout, parse_watch_duration>},
       {.name = "on_hang",
        .group = G::supervision,
        .metavar = "ACTION",
@@ -382,6 +382,14 @@ std::vector<OptionSpec> make_table() {
                "against --max_restarts)",
        .shown = Spelling::dash,
        .apply = into<&Options::on_hang, parse_on_hang>},
+      {.name = "arrival_timeout",
+       .group = G::supervision,
+       .metavar = "DURATION",
+       .default_text = "300",
+       .help = "when some ranks have connected to the store this long after a round began and "
+               "others have not, name the ones the others wait for; 0: off",
+       .shown = Spelling::dash,
+       .apply = into<&Options::arrival_timeout, parse_watch_duration>},
       {.name = "stack_tool",
        .group = G::supervision,
        .metavar = "PATH",

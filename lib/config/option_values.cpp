@@ -232,7 +232,7 @@ Expected<OutputMode> parse_output_mode(std::string_view text) {
                     " is not an output mode (expected auto, prefix or inherit)");
 }
 
-Expected<std::optional<double>> parse_hang_timeout(std::string_view text) {
+Expected<std::optional<double>> parse_watch_duration(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   if (word == "off") return std::optional<double>();
   double unit = 1;
@@ -244,7 +244,7 @@ Expected<std::optional<double>> parse_hang_timeout(std::string_view text) {
   if (!value || !std::isfinite(*value) || *value < 0 || !(*value * unit <= k_max_seconds)) {
     return fail_usage(strings::quoted(text) +
                       " is not a duration (seconds, or a number with s, m or h: 90, 90s, 5m) from "
-                      "0 to one day; 0 or off turns the hang watch off");
+                      "0 to one day; 0 or off turns it off");
   }
   if (*value == 0) return std::optional<double>();
   return std::optional<double>(*value * unit);

@@ -78,7 +78,7 @@ std::optional<std::string> unhandleable_signal_reason(int signal_number);
 Expected<OutputMode> parse_output_mode(std::string_view text);
 // "300", "2.5", "90s", "5m", "1h" (seconds unless a unit follows), up to a
 // day; "0" or "off": nullopt (no hang watch).
-Expected<std::optional<double>> parse_hang_timeout(std::string_view text);
+Expected<std::optional<double>> parse_watch_duration(std::string_view text);
 Expected<OnHang> parse_on_hang(std::string_view text);
 // --straggler-watch: true (the flag alone) is every 5 s, a number is the
 // seconds between samples (at least 0.1), false or 0 is off.

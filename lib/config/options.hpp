@@ -171,6 +171,9 @@ struct Options {
   // stack tool, and whether a failure reads the survivors' stacks.
   std::optional<double> hang_timeout;
   OnHang on_hang = OnHang::stop;
+  // Seconds after a round's start when ranks not yet at the store are
+  // named, if others are (nullopt: never).
+  std::optional<double> arrival_timeout = 300.0;
   std::optional<std::string> stack_tool;
   bool no_stacks_at_failure = false;
   std::optional<double> straggler_watch;  // seconds between samples; nullopt: off

@@ -1,5 +1,7 @@
 #include "doctor/job_registry.hpp"
 
+#include "doctor/proc_stat.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <sys/stat.h>
@@ -27,21 +29,8 @@ std::optional<std::string> read_text(const std::string& path) {
   return text.str();
 }
 
-// The fields of /proc/PID/stat after the command, which may hold spaces and
-// parentheses: field 3 (the state) is the first of them.
-std::vector<std::string> stat_fields(pid_t pid) {
-  auto stat = read_text("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return {};
-  std::size_t close = stat->rfind(')');
-  if (close == std::string::npos) return {};
-  std::istringstream rest(stat->substr(close + 1));
-  std::vector<std::string> fields;
-  for (std::string field; rest >> field;) fields.push_back(field);
-  return fields;
-}
-
 std::optional<pid_t> parent_of(pid_t pid) {
-  std::vector<std::string> fields = stat_fields(pid);
+  std::vector<std::string> fields = proc_stat_fields(pid);
   if (fields.size() < 2) return std::nullopt;
   return static_cast<pid_t>(std::stol(fields[1]));
 }
@@ -73,7 +62,13 @@ nlohmann::json to_json(const RegisteredJob& job) {
           {"host", job.host},
           {"log_dir", job.log_dir ? nlohmann::json(*job.log_dir) : nlohmann::json()},
           {"program", job.program},
-          {"interpreter", job.interpreter ? nlohmann::json(*job.interpreter) : nlohmann::json()}};
+          {"interpreter", job.interpreter ? nlohmann::json(*job.interpreter) : nlohmann::json()},
+          {"nodes", job.nodes ? nlohmann::json{{"store_host", job.nodes->store_host},
+                                               {"store_port", job.nodes->store_port},
+                                               {"secret", job.nodes->secret
+                                                              ? nlohmann::json(*job.nodes->secret)
+                                                              : nlohmann::json()}}
+                              : nlohmann::json()}};
 }
 
 std::optional<RegisteredJob> from_json(const std::string& text) {
@@ -89,6 +84,13 @@ std::optional<RegisteredJob> from_json(const std::string& text) {
     job.program = json.at("program").get<std::string>();
     if (json.at("interpreter").is_string()) {
       job.interpreter = json.at("interpreter").get<std::string>();
+    }
+    if (json.contains("nodes") && json.at("nodes").is_object()) {
+      const nlohmann::json& nodes = json.at("nodes");
+      job.nodes = RegisteredJob::Nodes{.store_host = nodes.at("store_host").get<std::string>(),
+                                       .store_port = nodes.at("store_port").get<int>(),
+                                       .secret = std::nullopt};
+      if (nodes.at("secret").is_string()) job.nodes->secret = nodes.at("secret").get<std::string>();
     }
     return job;
   } catch (const nlohmann::json::exception&) {
@@ -123,6 +125,8 @@ Expected<Registration> Registration::create(const EnvMap& env, const RegisteredJ
   std::string partial = path + ".partial";
   {
     std::ofstream out(partial, std::ios::trunc);
+    // It may hold the job's secret: this user's alone, as its directory.
+    ::chmod(partial.c_str(), 0600);
     out << to_json(job).dump() << "\n";
     if (!out) return fail(ErrorCode::io, "cannot write " + partial + ": " + std::strerror(errno));
   }
@@ -142,7 +146,7 @@ Registration::~Registration() {
 }
 
 std::optional<long long> process_start_ticks(pid_t pid) {
-  std::vector<std::string> fields = stat_fields(pid);
+  std::vector<std::string> fields = proc_stat_fields(pid);
   // Field 22 of the whole line is the 20th after the command.
   if (fields.size() < 20) return std::nullopt;
   try {

@@ -29,6 +29,15 @@ struct RegisteredJob {
   // The workers' Python interpreter as gangrun chose it (a virtual
   // environment's bin/ holds py-spy beside it); nullopt for other programs.
   std::optional<std::string> interpreter;
+  // A job of several nodes: the store its agents meet at, where `gangrun
+  // stacks` asks every node's agent (agent/doctor_link.hpp), and the job's
+  // secret that seals what is written there (the file is this user's alone).
+  struct Nodes {
+    std::string store_host;
+    int store_port = 0;
+    std::optional<std::string> secret;
+  };
+  std::optional<Nodes> nodes;
 };
 
 // The directory, made if needed; an error says why it cannot be used.

@@ -1,5 +1,6 @@
 #include "doctor/stack_tool.hpp"
 
+#include "doctor/proc_stat.hpp"
 #include "launch/program.hpp"
 #include "supervise/process.hpp"
 
@@ -95,13 +96,9 @@ std::optional<int> read_ptrace_scope(const std::string& proc_root) {
 
 std::optional<std::string> proc_state(long pid, const std::string& proc_root) {
   const std::string dir = proc_root + "/" + std::to_string(pid);
-  auto stat = read_first_line(dir + "/stat");
-  if (!stat) return std::nullopt;
-  // "pid (comm) S ...": the command may hold spaces and parentheses, so the
-  // state is the first field after the last ')'.
-  std::size_t close = stat->rfind(')');
-  if (close == std::string::npos || close + 2 >= stat->size()) return std::nullopt;
-  char state = (*stat)[close + 2];
+  std::vector<std::string> fields = proc_stat_fields(pid, proc_root);
+  if (fields.empty() || fields[0].empty()) return std::nullopt;
+  char state = fields[0][0];
   std::string text;
   switch (state) {
     case 'R':

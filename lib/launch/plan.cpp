@@ -230,6 +230,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   plan.term_timeout_s = options.term_timeout;
   plan.report_path = options.report;
   plan.doctor.hang_timeout_s = options.hang_timeout;
+  plan.doctor.arrival_timeout_s = options.arrival_timeout;
   plan.doctor.on_hang = options.on_hang;
   plan.doctor.stacks_at_failure = !options.no_stacks_at_failure;
   plan.doctor.straggler_interval_s = options.straggler_watch;
@@ -237,7 +238,12 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   if (options.stack_tool) {
     auto tool = find_executable(*options.stack_tool, host_env, "stack tool");
     if (!tool) {
-      return fail_usage("--stack-tool: " + tool.error().message() +
+      // Named as the user gave it: the environment's variable is not the flag.
+      const config::Options::Origin* origin = options.user_origin(config::opt::stack_tool);
+      std::string where = origin && origin->source == config::Source::gangrun_env
+                              ? "GANGRUN_STACK_TOOL"
+                              : "--stack-tool";
+      return fail_usage(where + ": " + tool.error().message() +
                         "; give the path of py-spy (pip install py-spy puts it beside the "
                         "environment's python)");
     }

@@ -46,6 +46,7 @@ struct SrunTask {
 struct DoctorPlan {
   std::optional<double> hang_timeout_s;  // --hang-timeout; nullopt: no hang watch
   config::OnHang on_hang = config::OnHang::stop;
+  std::optional<double> arrival_timeout_s = 300.0;  // --arrival-timeout; nullopt: off
   // --stack-tool, checked to be an executable; nullopt: looked for beside
   // the workers' interpreter, then on PATH (doctor::find_stack_tool).
   std::optional<std::string> stack_tool;

@@ -3,6 +3,7 @@
 #include "rendezvous/keys.hpp"
 #include "rendezvous/signing.hpp"
 #include "report/blame.hpp"
+#include "util/exit_codes.hpp"
 #include "util/strings.hpp"
 
 #include <boost/asio/post.hpp>
@@ -481,6 +482,10 @@ struct Coordinator::Impl {
     // Without a failed worker listed (a node that could not start one),
     // the report that opened the window stands.
     NodeReport root = first ? first->report : *round->root;
+    if (const NodeReport* hung = hung_node(*round)) {
+      round->root = *hung;
+      return end_round(EndReason::failure, describe_failure(*hung));
+    }
     std::string message = describe_failure(root);
     auto blame = report::find_waited_for(fates);
     if (blame) {
@@ -509,6 +514,19 @@ struct Coordinator::Impl {
     });
   }
 
+  // The node whose workers were stopped because the gang hung, if any:
+  // the cause of the round's end, though ranks of other nodes may have
+  // failed first when their peers were stopped.
+  static const NodeReport* hung_node(const Round& ended) {
+    for (const auto& [id, answer] : ended.answers) {
+      if (answer && answer->stopped_for_hang) return &*answer;
+    }
+    for (const auto& [id, heard] : ended.heard) {
+      if (heard.report.stopped_for_hang) return &heard.report;
+    }
+    return nullptr;
+  }
+
   void after_round() {
     Round ended = std::move(*round);
     round.reset();
@@ -520,6 +538,15 @@ struct Coordinator::Impl {
         return finish(ended_with(128 + *ended.root->stop_signal, ended.end->message,
                                  ended.root->agent, ended.root->stop_signal));
       case EndReason::failure:
+        if (const NodeReport* hung = hung_node(ended)) {
+          if (!settings.restart_on_hang || !restarts_left) {
+            return finish(ended_with(exit_codes::k_hang, describe_failure(*hung), hung->agent));
+          }
+          ++restart_count;
+          spdlog::warn("rendezvous: {}; restarting every node ({} of {} restarts)",
+                       describe_failure(*hung), restart_count, settings.max_restarts);
+          return start_forming();
+        }
         if (!restarts_left) {
           // A failure is never a success, whatever code a report carries.
           int code = ended.root->exit_code != 0 ? ended.root->exit_code : 1;

@@ -58,6 +58,9 @@ struct CoordinatorSettings {
   // blamed on (report/blame.hpp); 0: at once. Ends early when every node
   // has answered.
   std::chrono::milliseconds failure_window{0};
+  // A round stopped for a hang (NodeReport::stopped_for_hang) restarts
+  // while restarts are left (--on-hang restart); else the job ends with 5.
+  bool restart_on_hang = false;
   std::optional<std::string> secret;  // the job's secret; nullopt: the control plane is open
   // The agent of the store's own host: rank 0 in a c10d round it takes part in.
   std::string host_agent_id;

@@ -246,6 +246,7 @@ std::string to_json(const NodeReport& report) {
               {"what", report.what},
               {"stop_signal", optional_int(report.stop_signal)},
               {"stopped_for_round_end", report.stopped_for_round_end},
+              {"stopped_for_hang", report.stopped_for_hang},
               {"ended", ended}}
       .dump();
 }
@@ -285,6 +286,7 @@ Expected<NodeReport> node_report_from_json(const std::string& text) {
                       .what = read_text(object, "what"),
                       .stop_signal = read_optional_int(object, "stop_signal", 1, k_max_signal),
                       .stopped_for_round_end = read_bool(object, "stopped_for_round_end"),
+                      .stopped_for_hang = read_bool(object, "stopped_for_hang"),
                       .ended = read_rank_ends(object)};
   });
 }

@@ -81,6 +81,10 @@ struct NodeReport {
   std::string what;                    // "exited with code 3", "was killed by SIGKILL"
   std::optional<int> stop_signal;      // the agent was told to stop by this signal
   bool stopped_for_round_end = false;  // its workers were stopped because the round ended
+  // Its workers were stopped because the whole gang made no progress for
+  // --hang-timeout (agent/gang_doctor.hpp): the job ends with exit code 5
+  // unless --on-hang restart has a restart left.
+  bool stopped_for_hang = false;
   // Its workers that ended by themselves so far; the others of the node are
   // still running (or were stopped by gangrun). Ages, not times: the nodes'
   // clocks need not agree, and the reader subtracts them from the time it

@@ -71,6 +71,9 @@ struct AttemptRecord {
   // A rank whose torch.distributed.elastic.timer expired, with every rank's
   // stack read before it was killed.
   std::optional<nlohmann::json> timer_expired;
+  // Ranks not at the store --arrival-timeout after the round began, while
+  // others were.
+  std::optional<nlohmann::json> late_to_store;
   // What --straggler-watch sampled: every rank's share of samples spent
   // waiting on the others, and the ranks it named.
   std::optional<nlohmann::json> straggler_watch;

@@ -117,6 +117,7 @@ nlohmann::json to_json(const RunRecord& run) {
     if (attempt.stacks_at_failure)
       attempts.back()["stacks_at_failure"] = *attempt.stacks_at_failure;
     if (attempt.timer_expired) attempts.back()["timer_expired"] = *attempt.timer_expired;
+    if (attempt.late_to_store) attempts.back()["late_to_store"] = *attempt.late_to_store;
     if (attempt.straggler_watch) attempts.back()["straggler_watch"] = *attempt.straggler_watch;
     if (!attempt.flight_recorder_dumps.empty()) {
       attempts.back()["flight_recorder_dumps"] = attempt.flight_recorder_dumps;

@@ -264,6 +264,7 @@ struct Server::Impl {
   ConnectionId next_id = 1;
   std::array<char, 64 * 1024> scratch{};
   ServerStats counters;
+  std::optional<Clock::time_point> last_round_request;  // a worker's, for the hang watch
   RateLimitedLog refusal_log{io, "refused connections"};
   RateLimitedLog address_refusal_log{io, "connections refused over the per-address limit"};
   RateLimitedLog write_refusal_log{io, "refused writes"};
@@ -742,6 +743,7 @@ struct Server::Impl {
       }
       if (!*request) return true;
       ++counters.requests;
+      if (names_a_round_key(**request)) last_round_request = Clock::now();
       if (const std::string* key = guarded_key(**request)) {
         refuse_write(connection, *key);
         return false;
@@ -779,6 +781,14 @@ struct Server::Impl {
         "store: refused a write of {} from {}: only the rendezvous' coordinator writes it",
         printable_key(key), connection.peer);
     close(connection, "");
+  }
+
+  // A worker's request: one about a key of the round. The agents' own
+  // traffic (the rendezvous, the gang doctor) is all about run-wide keys,
+  // or keyless (a connection's checks, a cancelled wait).
+  static bool names_a_round_key(const Request& request) {
+    return std::any_of(request.keys.begin(), request.keys.end(),
+                       [](const std::string& key) { return !is_run_wide(key); });
   }
 
   // Posts run_key_set for each run-wide key the request stored.
@@ -983,6 +993,10 @@ void Server::disconnect(ConnectionId id, const std::string& reason) {
 
 void Server::publish(const std::string& key, const std::string& value) {
   impl_->publish(key, value);
+}
+
+std::optional<std::chrono::steady_clock::time_point> Server::last_round_request() const {
+  return impl_->last_round_request;
 }
 
 ServerStats Server::stats() const {

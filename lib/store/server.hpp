@@ -45,9 +45,11 @@
 
 #include <boost/asio/io_context.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +141,10 @@ class Server {
   std::uint64_t round() const;
 
   ServerStats stats() const;
+  // When a client last sent a request about a key of a round (not a
+  // run-wide one): the workers' traffic, which the hang watch counts as
+  // progress. nullopt before the first.
+  std::optional<std::chrono::steady_clock::time_point> last_round_request() const;
 
   // Follows the run-wide keys and the connections (replacing earlier events).
   void observe(ServerEvents events);

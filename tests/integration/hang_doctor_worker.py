@@ -17,10 +17,14 @@ Real PyTorch (gloo on CPU, groups that time out only after 300 s):
                       all-reduce it never reaches.
   hang-until PATH:    the same, but rank 2 goes on to the all-reduce once PATH exists; every
                       rank then prints the sum and exits 0.
-  late-init:          rank 2 waits in load_batch before init_process_group, which the others
-                      block in, waiting for it (torch is imported first, with the lines going).
+  late-init [PATH]:   rank 2 waits in load_batch before init_process_group, which the others
+                      block in, waiting for it (torch is imported first, with the lines going);
+                      with PATH, until PATH exists: then every rank all-reduces and exits 0.
   hang-first-attempt: "hang" in the first attempt (TORCHELASTIC_RESTART_COUNT 0), and no hang
                       in a later one: every rank all-reduces and exits 0.
+  store-busy:         rank 0 writes a key to the store every 0.2 s for 30 writes, printing
+                      nothing; the others wait for it in an all-reduce, printing nothing. Every
+                      rank then exits 0: the store traffic is the gang's only progress.
   timer:              torch's file timers (gangrun started with TORCHELASTIC_ENABLE_FILE_TIMER=1):
                       every rank takes 3 steps, each under a 3 s timer of scope "step"; in
                       its second step rank 2 waits in load_batch until it is killed. The
@@ -133,6 +137,13 @@ def train_step(rank, mode, path, pid_dir, starting):
             raise RuntimeError(f"rank {rank} fails while the others wait in the all-reduce")
         with open(os.path.join(path, f"entered.{rank}"), "w"):
             pass
+    elif mode == "store-busy":
+        starting.stop()
+        if rank == 0:
+            store = dist.distributed_c10d._get_default_store()
+            for i in range(30):
+                store.set(f"busy/{i}", "x")
+                time.sleep(PAUSE)
     elif hangs and rank == HUNG_RANK:
         starting.stop()
         load_batch(path if mode == "hang-until" else None)
@@ -191,7 +202,7 @@ def main():
     if mode == "late-init":
         starting.stop()
         if rank == HUNG_RANK:
-            load_batch()
+            load_batch(path)
     dist.init_process_group("gloo", timeout=timedelta(seconds=300))
     dist.barrier()
     if mode in ("straggle", "balanced"):

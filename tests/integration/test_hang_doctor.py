@@ -189,6 +189,28 @@ class TorchHang(HangTestCase):
         self.assertEqual(hang["stacks"]["file"], stacks_file)
         self.assert_dead(pids.values(), what="workers")
 
+    def test_ranks_late_to_the_store_are_named(self):
+        release = self.path("release")
+        gangrun = self.start(["--arrival-timeout", 2, "--report", self.report, *self.worker("late-init", release)])
+        harness.wait_for(lambda: "not connected to the store" in self.stderr_of(gangrun) or gangrun.poll() is not None,
+                         JOB_TIMEOUT, "rank 2 named as late to the store")
+        with open(release, "w"):
+            pass
+        result = self.finish(gangrun)
+        self.assertExit(result, 0)
+        self.assertRegex(self.console(result), r"rank 2 \([^)]*pid \d+\) has not connected to the store at \S+, "
+                         r"while other ranks have waited there for 2 s", result.describe())
+        late = self.read_json(self.report)["attempts"][-1]["late_to_store"]
+        self.assertEqual(late["ranks"], [HUNG_RANK], late)
+        self.assertEqual(late["after_s"], 2.0, late)
+
+    def test_store_traffic_is_progress(self):
+        # Six seconds without a line, but rank 0 writes to the store every 0.2 s meanwhile.
+        result = self.gangrun(["--hang-timeout", 2, "--stack-tool", self.py_spy, *self.worker("store-busy")],
+                              timeout=JOB_TIMEOUT)
+        self.assertExit(result, 0)
+        self.assertNotIn("no rank made progress", self.console(result), result.describe())
+
     def test_a_rank_that_never_reached_init_process_group_is_named_by_the_store_too(self):
         result = self.gangrun([*self.hang_options("stop"), *self.worker("late-init")], timeout=JOB_TIMEOUT)
         self.assertExit(result, HANG_EXIT)
@@ -379,6 +401,24 @@ class HangWithoutTorch(HangTestCase):
         self.assertExit(result, 0)
         self.assertNotIn(SUMMARY_HEAD, self.console(result))
 
+    def test_a_signal_while_the_stacks_are_read_leaves_no_action_done(self):
+        # A stand-in stack tool that says it has begun, then takes longer than gangrun waits.
+        reading = self.path("reading")
+        slow_tool = self.path("slow-py-spy")
+        with open(slow_tool, "w") as f:
+            f.write(f"#!/bin/sh\ntouch {reading}\nexec sleep 60\n")
+        os.chmod(slow_tool, 0o755)
+        gangrun = self.start(["--hang-timeout", 1, "--stack-tool", slow_tool, "--report", self.report,
+                              *self.idle_workers(TEST_PYTHON, count=2)])
+        harness.wait_for(lambda: os.path.exists(reading) or gangrun.poll() is not None, JOB_TIMEOUT,
+                         "the stacks being read")
+        gangrun.send_signal(signal.SIGTERM)
+        result = self.finish(gangrun)
+        self.assertEqual(result.returncode, -int(signal.SIGTERM), result.describe())  # dies by it, as sent
+        hang = self.read_json(self.report)["attempts"][-1]["hang"]
+        self.assertEqual(hang["action"], "none", hang)
+        self.assert_dead(self.recorded_pids(), what="workers")
+
     def test_py_spy_beside_the_interpreter_is_found(self):
         py_spy()
         env = harness.clean_env(PATH=path_without_py_spy())
@@ -480,12 +520,17 @@ class HangOptions(HangTestCase):
         self.check_usage_error(["--hang-timeout", 5, "--on-hang", "sometimes"], "sometimes")
 
     def test_a_stack_tool_that_is_not_there(self):
-        self.check_usage_error(["--stack-tool", "/nonexistent/py-spy", "--hang-timeout", 5], "/nonexistent/py-spy")
+        result = self.check_usage_error(["--stack-tool", "/nonexistent/py-spy", "--hang-timeout", 5],
+                                        "/nonexistent/py-spy")
+        self.assertIn("--stack-tool", result.stderr)
+        # From the environment, the variable is named, not the flag.
+        result = self.check_usage_error(["--hang-timeout", 5], "GANGRUN_STACK_TOOL: ",
+                                        env=harness.clean_env(GANGRUN_STACK_TOOL="/nonexistent/py-spy"))
+        self.assertIn("/nonexistent/py-spy", result.stderr)
 
-    def test_more_than_one_node(self):
-        result = self.check_usage_error(["--nnodes", 2, "--node-rank", 0, "--master-addr", "127.0.0.1",
-                                "--master-port", harness.free_port(), "--hang-timeout", 5], "hang")
-        self.assertTrue(harness.option_named(result.stderr, "--hang_timeout"), result.describe())
+    def test_an_arrival_timeout_that_is_not_a_duration(self):
+        result = self.check_usage_error(["--arrival-timeout", "later"], "later")
+        self.assertTrue(harness.option_named(result.stderr, "--arrival_timeout"), result.describe())
 
 
 if __name__ == "__main__":

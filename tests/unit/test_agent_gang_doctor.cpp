@@ -54,17 +54,17 @@ esac
 }  // namespace
 
 TEST_CASE("the hang timeout takes seconds or a unit, and 0 or off for none", "[doctor][config]") {
-  using gangrun::config::parse_hang_timeout;
-  CHECK(parse_hang_timeout("300").value() == 300.0);
-  CHECK(parse_hang_timeout("2.5").value() == 2.5);
-  CHECK(parse_hang_timeout("90s").value() == 90.0);
-  CHECK(parse_hang_timeout("5m").value() == 300.0);
-  CHECK(parse_hang_timeout(" 1H ").value() == 3600.0);
-  CHECK_FALSE(parse_hang_timeout("0").value().has_value());
-  CHECK_FALSE(parse_hang_timeout("off").value().has_value());
+  using gangrun::config::parse_watch_duration;
+  CHECK(parse_watch_duration("300").value() == 300.0);
+  CHECK(parse_watch_duration("2.5").value() == 2.5);
+  CHECK(parse_watch_duration("90s").value() == 90.0);
+  CHECK(parse_watch_duration("5m").value() == 300.0);
+  CHECK(parse_watch_duration(" 1H ").value() == 3600.0);
+  CHECK_FALSE(parse_watch_duration("0").value().has_value());
+  CHECK_FALSE(parse_watch_duration("off").value().has_value());
   for (const char* bad : {"soon", "", "-1", "2d", "25h", "nan", "m"}) {
     INFO(bad);
-    auto parsed = parse_hang_timeout(bad);
+    auto parsed = parse_watch_duration(bad);
     REQUIRE_FALSE(parsed);
     CHECK_THAT(parsed.error().message(), Contains("not a duration"));
   }

@@ -52,6 +52,19 @@ struct TestNode {
     participant->report_result(report);
   }
 
+  // Its workers were stopped because the whole gang hung (--on-hang stop
+  // or restart).
+  void stop_for_hang() {
+    NodeReport report;
+    report.agent = participant->me().id;
+    report.host = participant->me().host;
+    report.exit_code = 5;
+    report.what = "hung";
+    report.stopped_for_hang = true;
+    running = false;
+    participant->report_result(report);
+  }
+
   // Its workers failed: ended lists those that ended by themselves (the
   // others are still running); final: all of its workers have ended.
   void report_failures(std::vector<RankEnd> ended, int exit_code, bool final) {
@@ -245,6 +258,43 @@ TEST_CASE("static: a failure restarts every node together, one restart per failu
   b.finish_round(false, 9);
   cluster.run_until([&] { return a.outcome && b.outcome; });
   CHECK(a.outcome->exit_code == 9);  // no restart left
+}
+
+TEST_CASE(
+    "static: a hang ends the job with 5 on every node, whatever failed after it, and "
+    "restarts are not used",
+    "[rendezvous]") {
+  Cluster cluster(static_nodes(2, 3));
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  // a's rank failed in its collective once b's were stopped for the hang.
+  a.report_failures({RankEnd{.rank = 0, .failed = true, .ms_ago = 50}}, 1, false);
+  b.stop_for_hang();
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  CHECK(a.rounds.size() == 1);
+  CHECK(a.outcome->exit_code == 5);
+  CHECK(b.outcome->exit_code == 5);
+  CHECK(a.outcome->message == "the node b failed (hung)");
+}
+
+TEST_CASE(
+    "static: with --on-hang restart a hang restarts every node while restarts are left, "
+    "then ends the job with 5",
+    "[rendezvous]") {
+  CoordinatorSettings settings = static_nodes(2, 1);
+  settings.restart_on_hang = true;
+  Cluster cluster(settings);
+  TestNode& a = cluster.join("a", 1, 0);
+  TestNode& b = cluster.join("b", 1, 1);
+  cluster.run_until([&] { return a.running && b.running; });
+  a.stop_for_hang();
+  cluster.run_until([&] { return a.rounds.size() == 2 && b.rounds.size() == 2; });
+  CHECK(b.rounds[1].restart_count == 1);
+  a.stop_for_hang();
+  cluster.run_until([&] { return a.outcome && b.outcome; });
+  CHECK(a.outcome->exit_code == 5);
+  CHECK(b.outcome->exit_code == 5);
 }
 
 TEST_CASE("static: a node whose connection closes is lost, and the others exit 3", "[rendezvous]") {

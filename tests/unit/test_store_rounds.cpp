@@ -150,3 +150,24 @@ TEST_CASE("store rounds: the byte limit holds for every space together", "[store
   server.begin_round(2);
   CHECK(server.stats().stored_bytes == 60);
 }
+
+TEST_CASE("store rounds: a request about a round's key is a worker's; run-wide keys are not",
+          "[store][rounds]") {
+  RoundServer server;
+  Client agent = server.connect();
+  ok(agent.set(k_agent_key, "1"));
+  CHECK(value_of(agent.check({k_agent_key})));
+  CHECK(value_of(agent.num_keys()) == 0);  // keyless
+  CHECK_FALSE(server.last_round_request());
+
+  Client worker = server.connect();
+  auto before = std::chrono::steady_clock::now();
+  ok(worker.set("/step", "1"));
+  CHECK(value_of(worker.get("/step")) == "1");
+  auto first = server.last_round_request();
+  REQUIRE(first);
+  CHECK(*first >= before);
+  ok(agent.set(k_agent_key, "2"));
+  CHECK(value_of(agent.get(k_agent_key)) == "2");
+  CHECK(server.last_round_request() == first);
+}

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <optional>
 #include <thread>
 
 namespace gangrun::testing {
@@ -51,6 +52,11 @@ class ThreadedStoreServer {
 
   void begin_round(std::uint64_t round) {
     on_loop([&] { server_->begin_round(round); });
+  }
+  std::optional<std::chrono::steady_clock::time_point> last_round_request() {
+    std::optional<std::chrono::steady_clock::time_point> at;
+    on_loop([&] { at = server_->last_round_request(); });
+    return at;
   }
   ServerStats stats() {
     ServerStats stats;

@@ -1,0 +1,201 @@
+#include "agent/doctor_link.hpp"
+
+#include "util/strings.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace gangrun::agent {
+
+namespace {
+
+// How long one wait for the next request lasts before it is made again: the
+// bound on how late a finished round's wait lets the next round's begin.
+constexpr std::chrono::milliseconds k_request_wait{2000};
+constexpr std::chrono::milliseconds k_retry{200};
+constexpr std::chrono::milliseconds k_short{10000};  // a write or a read
+
+}  // namespace
+
+DoctorLink::DoctorLink(boost::asio::io_context& io, Settings settings, RequestHandler on_request)
+    : settings_(std::move(settings)),
+      on_request_(std::move(on_request)),
+      signer_(settings_.secret, settings_.run_id),
+      writes_(io, settings_.store),
+      waits_(io, settings_.store),
+      retry_(io) {}
+
+void DoctorLink::round_started(std::uint64_t round, std::vector<std::string> members) {
+  round_ = round;
+  members_ = std::move(members);
+  next_request_ = 1;
+  silence_in_flight_ = false;
+  wait_for_request(++generation_);
+}
+
+void DoctorLink::round_ended() {
+  round_.reset();
+  ++generation_;
+  retry_.cancel();
+}
+
+void DoctorLink::wait_for_request(std::uint64_t generation) {
+  if (generation != generation_ || !round_) return;
+  std::string key = doctor::node_keys::request(*round_, next_request_);
+  waits_.wait(
+      {key},
+      [this, generation, key](const Expected<void>& waited) {
+        if (generation != generation_) return;
+        if (!waited) return wait_for_request(generation);  // timed out: nothing asked yet
+        waits_.get(
+            key,
+            [this, generation, key](Expected<std::string> value) {
+              if (generation != generation_) return;
+              if (!value) return wait_again_later(generation);
+              std::int64_t number = next_request_++;
+              auto message = signer_.open(key, *value);
+              auto request = message
+                                 ? doctor::node_request_from_json(*message)
+                                 : Expected<doctor::NodeRequest>(tl::unexpected(message.error()));
+              if (!request) {
+                spdlog::warn("gang doctor: ignored request {}: {}", number,
+                             request.error().describe());
+              } else {
+                on_request_(number, *request);
+              }
+              wait_for_request(generation);
+            },
+            k_short);
+      },
+      k_request_wait);
+}
+
+void DoctorLink::wait_again_later(std::uint64_t generation) {
+  retry_.expires_after(k_retry);
+  retry_.async_wait([this, generation](const boost::system::error_code& error) {
+    if (!error) wait_for_request(generation);
+  });
+}
+
+void DoctorLink::publish_silence(std::chrono::milliseconds silent_for) {
+  // A store that answers slowly gets the latest silence, not a queue of them.
+  if (!round_ || silence_in_flight_) return;
+  silence_in_flight_ = true;
+  std::string key = doctor::node_keys::silence(*round_, settings_.agent_id);
+  writes_.set(
+      key, signer_.seal(key, std::to_string(silent_for.count())), [](const Expected<void>&) {},
+      k_short);
+  writes_.check(
+      {key}, [this](const Expected<bool>&) { silence_in_flight_ = false; }, k_short);
+}
+
+std::vector<std::string> DoctorLink::others() const {
+  std::vector<std::string> ids;
+  for (const std::string& id : members_) {
+    if (id != settings_.agent_id) ids.push_back(id);
+  }
+  return ids;
+}
+
+void DoctorLink::read_existing(const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
+                               const std::shared_ptr<std::map<std::string, std::string>>& found,
+                               const std::function<void()>& done) {
+  if (i == keys->size()) return done();
+  const std::string key = (*keys)[i];
+  writes_.check(
+      {key},
+      [this, keys, i, found, done, key](Expected<bool> exists) {
+        if (!exists || !*exists) return read_existing(keys, i + 1, found, done);
+        writes_.get(
+            key,
+            [this, keys, i, found, done, key](Expected<std::string> value) {
+              if (value) {
+                auto message = signer_.open(key, *value);
+                if (message) (*found)[key] = std::move(*message);
+              }
+              read_existing(keys, i + 1, found, done);
+            },
+            k_short);
+      },
+      k_short);
+}
+
+void DoctorLink::read_silences(std::function<void(ByAgent<std::chrono::milliseconds>)> done) {
+  if (!round_) return;
+  auto keys = std::make_shared<std::vector<std::string>>();
+  std::vector<std::string> ids = others();
+  for (const std::string& id : ids) keys->push_back(doctor::node_keys::silence(*round_, id));
+  auto found = std::make_shared<std::map<std::string, std::string>>();
+  read_existing(keys, 0, found, [keys, ids, found, done = std::move(done)] {
+    ByAgent<std::chrono::milliseconds> silences;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      auto value = found->find((*keys)[i]);
+      std::optional<std::chrono::milliseconds> silence;
+      if (value != found->end()) {
+        auto ms = strings::parse_int(value->second);
+        if (ms && *ms >= 0) silence = std::chrono::milliseconds(*ms);
+      }
+      silences[ids[i]] = silence;
+    }
+    done(std::move(silences));
+  });
+}
+
+void DoctorLink::ask(const doctor::NodeRequest& request) {
+  if (!round_) return;
+  std::uint64_t round = *round_;
+  writes_.add(
+      doctor::node_keys::request_count(round), 1,
+      [this, round, request](Expected<std::int64_t> number) {
+        if (!number) {
+          spdlog::warn("gang doctor: could not ask the other nodes: {}", number.error().describe());
+          return;
+        }
+        std::string key = doctor::node_keys::request(round, *number);
+        writes_.set(
+            key, signer_.seal(key, doctor::to_json(request)), [](const Expected<void>&) {},
+            k_short);
+      },
+      k_short);
+}
+
+void DoctorLink::answer(std::int64_t number, const doctor::NodeAnswer& answer) {
+  if (!round_) return;
+  std::string key = doctor::node_keys::answer(*round_, number, settings_.agent_id);
+  writes_.set(
+      key, signer_.seal(key, doctor::to_json(answer)), [](const Expected<void>&) {}, k_short);
+}
+
+void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
+                         std::function<void(ByAgent<doctor::NodeAnswer>)> done) {
+  if (!round_) return;
+  auto keys = std::make_shared<std::vector<std::string>>();
+  for (const std::string& id : members_) {
+    keys->push_back(doctor::node_keys::answer(*round_, number, id));
+  }
+  // All of them, or what has come when the limit is reached.
+  writes_.wait(
+      *keys,
+      [this, keys, done = std::move(done), members = members_](const Expected<void>&) mutable {
+        auto found = std::make_shared<std::map<std::string, std::string>>();
+        read_existing(keys, 0, found, [keys, found, members, done = std::move(done)] {
+          ByAgent<doctor::NodeAnswer> answers;
+          for (std::size_t i = 0; i < members.size(); ++i) {
+            auto value = found->find((*keys)[i]);
+            std::optional<doctor::NodeAnswer> answer;
+            if (value != found->end()) {
+              auto parsed = doctor::node_answer_from_json(value->second);
+              if (parsed) {
+                answer = std::move(*parsed);
+              } else {
+                spdlog::warn("gang doctor: {}", parsed.error().describe());
+              }
+            }
+            answers[members[i]] = std::move(answer);
+          }
+          done(std::move(answers));
+        });
+      },
+      limit);
+}
+
+}  // namespace gangrun::agent

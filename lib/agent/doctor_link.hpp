@@ -1,0 +1,83 @@
+// The gang doctor's traffic between the nodes of a multi-node job, through
+// the job's store (doctor/node_requests.hpp names the keys): each node's
+// silence for the lead, the requests to read every rank's stack, and the
+// nodes' answers. Nothing new listens: two more connections to the store
+// the agents already meet at, like the participant's (rendezvous/
+// participant.hpp): one for writes and short reads, one that waits for the
+// next request. The store being lost is the participant's to notice: here a
+// failed operation is logged and tried again later.
+#pragma once
+
+#include "doctor/node_requests.hpp"
+#include "rendezvous/signing.hpp"
+#include "store/async_client.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gangrun::agent {
+
+class DoctorLink {
+ public:
+  struct Settings {
+    store::ClientSettings store;
+    std::optional<std::string> secret;  // the job's; nullopt: values are not sealed
+    std::string run_id;
+    std::string agent_id;  // this agent's, as the round names it
+  };
+  // A request of the running round, numbered.
+  using RequestHandler = std::function<void(std::int64_t number, const doctor::NodeRequest&)>;
+  // Agent id -> what it wrote (nullopt: nothing yet, or not believed).
+  template <typename T>
+  using ByAgent = std::map<std::string, std::optional<T>>;
+
+  DoctorLink(boost::asio::io_context& io, Settings settings, RequestHandler on_request);
+
+  // Round `round` began with these agents (this one among them): its
+  // requests are waited for from now on.
+  void round_started(std::uint64_t round, std::vector<std::string> members);
+  void round_ended();
+
+  // For the lead: how long this node's ranks have been silent.
+  void publish_silence(std::chrono::milliseconds silent_for);
+  // The lead: every other member's latest silence.
+  void read_silences(std::function<void(ByAgent<std::chrono::milliseconds>)> done);
+
+  // Asks every node of the round, this one too (through its own wait).
+  void ask(const doctor::NodeRequest& request);
+  void answer(std::int64_t number, const doctor::NodeAnswer& answer);
+  // Every member's answer to request `number`, once all are in or `limit`
+  // has passed.
+  void collect(std::int64_t number, std::chrono::milliseconds limit,
+               std::function<void(ByAgent<doctor::NodeAnswer>)> done);
+
+ private:
+  void wait_for_request(std::uint64_t generation);
+  void wait_again_later(std::uint64_t generation);
+  // Reads keys[i..] that exist into found, one after another.
+  void read_existing(const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
+                     const std::shared_ptr<std::map<std::string, std::string>>& found,
+                     const std::function<void()>& done);
+  std::vector<std::string> others() const;
+
+  Settings settings_;
+  RequestHandler on_request_;
+  rendezvous::Signer signer_;
+  store::AsyncClient writes_;
+  store::AsyncClient waits_;
+  boost::asio::steady_timer retry_;
+  std::optional<std::uint64_t> round_;
+  std::vector<std::string> members_;
+  std::int64_t next_request_ = 1;
+  std::uint64_t generation_ = 0;  // one request loop per round: an older loop stops
+  bool silence_in_flight_ = false;
+};
+
+}  // namespace gangrun::agent

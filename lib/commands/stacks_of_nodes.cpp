@@ -1,0 +1,90 @@
+#include "commands/stacks_of_nodes.hpp"
+
+#include "doctor/node_requests.hpp"
+#include "rendezvous/keys.hpp"
+#include "rendezvous/messages.hpp"
+#include "rendezvous/signing.hpp"
+#include "store/client.hpp"
+#include "util/strings.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace gangrun::commands {
+
+namespace {
+
+// Every agent reads its ranks within its own limit (5 s) once the request
+// reaches it (within its wait's 2 s); a loaded node gets some more.
+constexpr std::chrono::seconds k_answers_limit{12};
+
+Expected<std::string> read_sealed(store::Client& client, const rendezvous::Signer& signer,
+                                  const std::string& key) {
+  GANGRUN_TRY_ASSIGN(exists, client.check({key}));
+  if (!*exists) return fail(ErrorCode::store, key + " is not in the store");
+  GANGRUN_TRY_ASSIGN(value, client.get(key));
+  return signer.open(key, *value);
+}
+
+}  // namespace
+
+Expected<NodesStacks> read_every_node(const doctor::RegisteredJob& job) {
+  const doctor::RegisteredJob::Nodes& nodes = *job.nodes;
+  store::ClientSettings settings;
+  settings.host = nodes.store_host;
+  settings.port = nodes.store_port;
+  settings.connect_timeout = std::chrono::seconds(5);
+  settings.timeout = k_answers_limit + std::chrono::seconds(5);
+  GANGRUN_TRY_ASSIGN(client, store::Client::connect(settings));
+  rendezvous::Signer signer(nodes.secret, job.run_id);
+
+  // The running round and its nodes.
+  auto not_running = [](const std::string& why) {
+    return fail(ErrorCode::io, "stacks: no round of the job runs now (" + why +
+                                   "): it is starting, between rounds, or ending; ask again "
+                                   "in a moment");
+  };
+  auto latest = read_sealed(*client, signer, rendezvous::keys::latest());
+  if (!latest) return not_running(latest.error().message());
+  std::optional<std::int64_t> latest_round = strings::parse_int(*latest);
+  if (!latest_round || *latest_round < 0) return not_running("the latest round is not a number");
+  auto round = static_cast<std::uint64_t>(*latest_round);
+  auto message = read_sealed(*client, signer, rendezvous::keys::round(round));
+  if (!message) return not_running(message.error().message());
+  GANGRUN_TRY_ASSIGN(next, rendezvous::next_from_json(*message));
+  const auto* plan = std::get_if<rendezvous::RoundPlan>(&*next);
+  if (!plan) return not_running("the job has ended");
+
+  GANGRUN_TRY_ASSIGN(number, client->add(doctor::node_keys::request_count(round), 1));
+  std::string request_key = doctor::node_keys::request(round, *number);
+  GANGRUN_TRY(client->set(
+      request_key,
+      signer.seal(request_key, doctor::to_json(doctor::NodeRequest{
+                                   .why = doctor::NodeRequest::Why::asked, .silent_for_s = 0}))));
+  std::vector<std::string> keys;
+  for (const rendezvous::Member& member : plan->members) {
+    keys.push_back(doctor::node_keys::answer(round, *number, member.id));
+  }
+  // All of them, or whatever came within the limit.
+  (void)client->wait(keys, k_answers_limit);
+
+  NodesStacks found;
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const rendezvous::Member& member = plan->members[i];
+    auto text = read_sealed(*client, signer, keys[i]);
+    auto answer = text ? doctor::node_answer_from_json(*text)
+                       : Expected<doctor::NodeAnswer>(tl::unexpected(text.error()));
+    if (!answer) {
+      found.unanswered.push_back(fmt::format("node {} ({})", member.group_rank, member.host));
+      continue;
+    }
+    found.ranks.insert(found.ranks.end(), answer->ranks.begin(), answer->ranks.end());
+  }
+  std::sort(
+      found.ranks.begin(), found.ranks.end(),
+      [](const doctor::RankStacks& a, const doctor::RankStacks& b) { return a.rank < b.rank; });
+  return found;
+}
+
+}  // namespace gangrun::commands

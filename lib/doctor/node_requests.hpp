@@ -1,0 +1,68 @@
+// The gang doctor between nodes: what the node agents of a multi-node job
+// (and `gangrun stacks` on any of its hosts) write to each other through the
+// job's store, in its run-wide space (store/key_spaces.hpp: workers never
+// reach it), so that nothing new listens:
+//
+//   gangrun/run/doctor/silence/<round>/<agent>         how long this node's ranks have been
+//                                                     silent, in ms: an age, not a time, since
+//                                                     the nodes' clocks need not agree
+//   gangrun/run/doctor/requests/<round>                a counter: the latest request's number
+//   gangrun/run/doctor/request/<round>/<n>             a NodeRequest: read every rank's stack
+//   gangrun/run/doctor/answer/<round>/<n>/<agent>      a node's reading, in the report's form
+//
+// The writer seals every value but the counter with the job's secret
+// (rendezvous/signing.hpp), and the reader opens it.
+#pragma once
+
+#include "doctor/stack_groups.hpp"
+#include "util/error.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gangrun::doctor {
+
+namespace node_keys {
+
+inline std::string prefix() { return "gangrun/run/doctor/"; }
+inline std::string silence(std::uint64_t round, const std::string& agent) {
+  return prefix() + "silence/" + std::to_string(round) + "/" + agent;
+}
+inline std::string request_count(std::uint64_t round) {
+  return prefix() + "requests/" + std::to_string(round);
+}
+inline std::string request(std::uint64_t round, std::int64_t number) {
+  return prefix() + "request/" + std::to_string(round) + "/" + std::to_string(number);
+}
+inline std::string answer(std::uint64_t round, std::int64_t number, const std::string& agent) {
+  return prefix() + "answer/" + std::to_string(round) + "/" + std::to_string(number) + "/" + agent;
+}
+
+}  // namespace node_keys
+
+// Why every node reads its ranks: the lead found the whole gang silent
+// (then every node acts on --on-hang once all have answered), or someone ran
+// `gangrun stacks`.
+struct NodeRequest {
+  enum class Why { hang, asked };
+  Why why = Why::asked;
+  double silent_for_s = 0;  // a hang's
+};
+
+std::string to_json(const NodeRequest& request);
+Expected<NodeRequest> node_request_from_json(const std::string& text);
+
+// A node's answer: its ranks as read, and those of them with no connection
+// to the store (store_peers.hpp reads that from this host's /proc only).
+struct NodeAnswer {
+  std::vector<RankStacks> ranks;
+  std::vector<int> not_at_store;
+};
+
+std::string to_json(const NodeAnswer& answer);
+// Fails with ErrorCode::store on a text no agent writes; strings come back
+// printable and bounded (they reach the terminal).
+Expected<NodeAnswer> node_answer_from_json(const std::string& text);
+
+}  // namespace gangrun::doctor

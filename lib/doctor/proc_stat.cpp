@@ -1,0 +1,20 @@
+#include "doctor/proc_stat.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace gangrun::doctor {
+
+std::vector<std::string> proc_stat_fields(long pid, const std::string& proc_root) {
+  std::ifstream in(proc_root + "/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!in || !std::getline(in, line)) return {};
+  std::size_t close = line.rfind(')');
+  if (close == std::string::npos) return {};
+  std::istringstream rest(line.substr(close + 1));
+  std::vector<std::string> fields;
+  for (std::string field; rest >> field;) fields.push_back(field);
+  return fields;
+}
+
+}  // namespace gangrun::doctor

@@ -1,0 +1,15 @@
+// One reader of /proc/PID/stat for the gang doctor: a process's state, its
+// parent and its start time all come from there.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gangrun::doctor {
+
+// The fields of /proc/PID/stat after the command (which may hold spaces and
+// parentheses): [0] is field 3 of the line (the state), [1] the parent's
+// pid, [19] the start time in clock ticks. Empty when the process is gone.
+std::vector<std::string> proc_stat_fields(long pid, const std::string& proc_root = "/proc");
+
+}  // namespace gangrun::doctor

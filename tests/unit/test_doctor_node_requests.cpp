@@ -1,0 +1,56 @@
+// The messages of the gang doctor between nodes (doctor/node_requests.hpp):
+// what one agent writes, another reads back; what no agent writes is refused.
+#include "doctor/node_requests.hpp"
+
+#include <catch2/catch.hpp>
+
+namespace gangrun::doctor {
+namespace {
+
+RankStacks a_rank(int number, const std::string& function) {
+  return RankStacks{.rank = number,
+                    .host = "node1",
+                    .pid = 4711 + number,
+                    .threads = {ThreadStack{
+                        .name = "MainThread",
+                        .os_thread_id = 4711 + number,
+                        .active = false,
+                        .frames = {Frame{.function = function, .file = "train.py", .line = 12},
+                                   Frame{.function = "<module>", .file = "train.py", .line = 40}}}},
+                    .unavailable = std::nullopt};
+}
+
+TEST_CASE("a node's request and answer read back as they were written", "[doctor]") {
+  auto request = node_request_from_json(
+      to_json(NodeRequest{.why = NodeRequest::Why::hang, .silent_for_s = 3.5}));
+  REQUIRE(request);
+  CHECK(request->why == NodeRequest::Why::hang);
+  CHECK(request->silent_for_s == 3.5);
+
+  RankStacks unreadable{
+      .rank = 3, .host = "node1", .pid = 99, .threads = {}, .unavailable = "py-spy not found"};
+  NodeAnswer answer{.ranks = {a_rank(2, "load_batch"), unreadable}, .not_at_store = {3}};
+  auto back = node_answer_from_json(to_json(answer));
+  REQUIRE(back);
+  REQUIRE(back->ranks.size() == 2);
+  CHECK(back->ranks[0].threads == answer.ranks[0].threads);
+  CHECK(back->ranks[0].pid == 4713);
+  CHECK(back->ranks[1].unavailable == "py-spy not found");
+  CHECK(back->not_at_store == std::vector<int>{3});
+}
+
+TEST_CASE("what no agent writes is refused, and text comes back printable", "[doctor]") {
+  CHECK_FALSE(node_request_from_json("not json"));
+  CHECK_FALSE(node_request_from_json(R"({"why": "curiosity", "silent_for_s": 0})"));
+  CHECK_FALSE(node_request_from_json(R"({"why": "hang"})"));
+  CHECK_FALSE(node_answer_from_json(R"({"ranks": [{"rank": "two"}], "not_at_store": []})"));
+  CHECK_FALSE(node_answer_from_json(R"({"ranks": []})"));
+
+  NodeAnswer answer{.ranks = {a_rank(0, "evil\x1b[2Jname")}, .not_at_store = {}};
+  auto back = node_answer_from_json(to_json(answer));
+  REQUIRE(back);
+  CHECK(back->ranks[0].threads[0].frames[0].function.find('\x1b') == std::string::npos);
+}
+
+}  // namespace
+}  // namespace gangrun::doctor
