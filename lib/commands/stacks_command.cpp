@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <thread>
@@ -46,6 +49,13 @@ bool in_log_dir(const doctor::RegisteredJob& job, const std::string& dir) {
   return run_dir == wanted || run_dir.parent_path() == wanted;
 }
 
+// The real uid a running process belongs to; nullopt when it is gone.
+std::optional<uid_t> owner_of(long pid) {
+  struct stat info {};
+  if (::stat(("/proc/" + std::to_string(pid)).c_str(), &info) != 0) return std::nullopt;
+  return info.st_uid;
+}
+
 Expected<doctor::RegisteredJob> choose_job(const std::vector<doctor::RegisteredJob>& jobs,
                                            const config::StacksRequest& request) {
   std::vector<doctor::RegisteredJob> chosen;
@@ -58,6 +68,14 @@ Expected<doctor::RegisteredJob> choose_job(const std::vector<doctor::RegisteredJ
   }
   if (chosen.size() == 1) return chosen.front();
   const bool asked = request.pid || request.run_id || request.log_dir;
+  if (request.pid && chosen.empty()) {
+    if (auto owner = owner_of(*request.pid); owner && *owner != ::getuid()) {
+      return fail_usage(fmt::format(
+          "stacks: pid {} is a process of another user (uid {}): only that user (or root) may "
+          "read its ranks' stacks; run gangrun stacks as that user",
+          *request.pid, *owner));
+    }
+  }
   if (chosen.empty() && jobs.empty()) {
     return fail_usage("stacks: no gangrun job of this user runs on this host");
   }

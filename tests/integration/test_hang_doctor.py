@@ -21,8 +21,10 @@ short, since the workers print a line every 0.2 s until they reach the point whe
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import unittest
 
 import harness
@@ -461,6 +463,30 @@ class StacksOnDemand(HangTestCase):
         gangrun.send_signal(signal.SIGTERM)
         self.finish(gangrun)
         self.assert_dead(pids.values(), what="workers")
+
+
+class StacksOfAnotherUser(HangTestCase):
+    """`gangrun stacks --pid` run by another user than the job's: a clear refusal."""
+
+    def test_a_job_of_another_user_is_named_as_such(self):
+        if os.geteuid() != 0 or not shutil.which("setpriv"):
+            self.skipTest("needs root and setpriv, to ask as another user")
+        # A copy of gangrun that the other user may run, wherever the build lies.
+        shared = tempfile.mkdtemp(prefix="gangrun-other-user.")
+        self.addCleanup(shutil.rmtree, shared, True)
+        os.chmod(shared, 0o755)
+        binary = os.path.join(shared, "gangrun")
+        shutil.copy2(harness.GANGRUN, binary)
+        gangrun = self.start(["--nproc-per-node", 1, *self.fake("--sleep", 600)])
+        done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", binary, "stacks",
+                               "--pid", str(gangrun.pid)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              env=harness.clean_env(TMPDIR=shared), timeout=EVENT_TIMEOUT)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(f"pid {gangrun.pid} is a process of another user (uid 0)", done.stderr)
+        self.assertIn("run gangrun stacks as that user", done.stderr)
+        self.assertIsNone(gangrun.poll(), "asking stopped the job")
+        gangrun.send_signal(signal.SIGTERM)
+        self.finish(gangrun)
 
 
 class HangOptions(HangTestCase):
