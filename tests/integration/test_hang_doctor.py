@@ -313,18 +313,20 @@ class TorchHang(HangTestCase):
 class TorchStraggler(HangTestCase):
     """--straggler-watch on a DDP job (hang_doctor_worker.py's straggle and balanced): the rank
     that spends three times as long outside the collective is named after the documented 10
-    samples; a balanced run of the same length names no one."""
+    samples; a balanced run of the same length names no one. Run once, under the PyTorch 2.x of
+    PEER_PYTHON (whose DDP frames the watch must know), in either run of this file: the sampling
+    is gangrun's, the same for every torch."""
 
     SAMPLE_EVERY = 0.2
 
     def setUp(self):
-        harness.require_torch()
+        harness.peer_tool("torchrun")  # PEER_PYTHON has torch 2.x
         self.py_spy = py_spy()
         super().setUp()
 
     def run_watched(self, mode):
         result = self.gangrun([f"--straggler-watch={self.SAMPLE_EVERY}", "--stack-tool", self.py_spy,
-                               "--report", self.report, "--nproc-per-node", WORLD, "--python", TEST_PYTHON,
+                               "--report", self.report, "--nproc-per-node", WORLD, "--python", PEER_PYTHON,
                                SCRIPT, self.pid_dir, mode], timeout=JOB_TIMEOUT)
         self.assertExit(result, 0)
         watch = self.read_json(self.report)["attempts"][-1]["straggler_watch"]
