@@ -57,6 +57,8 @@ class DoctorLink {
   // has passed.
   void collect(std::int64_t number, std::chrono::milliseconds limit,
                std::function<void(ByAgent<doctor::NodeAnswer>)> done);
+  // The round's other members.
+  std::vector<std::string> others() const;
 
  private:
   void wait_for_request(std::uint64_t generation);
@@ -65,7 +67,6 @@ class DoctorLink {
   void read_existing(const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
                      const std::shared_ptr<std::map<std::string, std::string>>& found,
                      const std::function<void()>& done);
-  std::vector<std::string> others() const;
 
   Settings settings_;
   RequestHandler on_request_;

@@ -126,8 +126,7 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
           if (!nodes_) return workers;
           // The other nodes, each as one worker that last spoke when its
           // node did; a node that has not told counts as speaking now.
-          for (const std::string& id : nodes_->members) {
-            if (id == link_settings_agent_) continue;
+          for (const std::string& id : link_->others()) {
             auto told = node_progress_.find(id);
             workers.push_back({.rank = -1,
                                .local_rank = -1,
@@ -141,7 +140,6 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
         [this](HangWatch::Clock::duration silent_for) { on_hang(silent_for); });
   }
   if (nodes) {
-    link_settings_agent_ = nodes->agent_id;
     link_ = std::make_unique<DoctorLink>(
         io, std::move(*nodes), [this](std::int64_t number, const doctor::NodeRequest& request) {
           on_node_request(number, request);
@@ -162,7 +160,7 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
   round_over_ = false;
   findings_ = {};
   if (file_timers_) file_timers_->clear();
-  if (watch_ && (!nodes_ || nodes_->lead)) watch_->start();
+  if (watch_ && watches_whole_gang()) watch_->start();
   if (watch_ && nodes_) exchange_silence();
   // Only a Python program's ranks are expected at the store.
   first_arrival_.reset();
@@ -285,10 +283,7 @@ void GangDoctor::exchange_silence() {
       }
     });
   } else {
-    HangWatch::Clock::time_point last = round_start_;
-    for (const supervise::Gang::LiveWorker& worker : live_workers()) {
-      if (worker.last_line_at) last = std::max(last, *worker.last_line_at);
-    }
+    HangWatch::Clock::time_point last = HangWatch::last_progress(round_start_, live_workers());
     link_->publish_silence(std::chrono::duration_cast<std::chrono::milliseconds>(now - last));
   }
   silence_timer_.expires_after(silence_tick(*plan_.doctor.hang_timeout_s));
@@ -409,7 +404,7 @@ void GangDoctor::act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked
     case config::OnHang::report:
       spdlog::warn("--on-hang report: the workers go on; watching for the next {} of silence",
                    seconds_text(*plan_.doctor.hang_timeout_s));
-      if (watch_ && (!nodes_ || nodes_->lead)) watch_->watch_again();
+      if (watch_ && watches_whole_gang()) watch_->watch_again();
       return;
     case config::OnHang::stop:
       spdlog::warn("--on-hang stop: stopping the workers (gangrun exits with {})",

@@ -111,6 +111,9 @@ class GangDoctor {
                        const std::string& store_line);
   // Across nodes: this node's silence to the lead, or the others' to it.
   void exchange_silence();
+  // This node's watch covers the whole gang: it is the only node, or the
+  // round's lead (the others only tell it their silence).
+  bool watches_whole_gang() const { return !nodes_ || nodes_->lead; }
   void on_node_request(std::int64_t number, const doctor::NodeRequest& request);
   void after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
                         const doctor::NodeAnswer& mine, double silent_for_s);
@@ -151,7 +154,6 @@ class GangDoctor {
   bool told_missing_tool_ = false;
 
   std::unique_ptr<DoctorLink> link_;  // several nodes
-  std::string link_settings_agent_;   // this node's agent id among the round's members
   boost::asio::steady_timer silence_timer_;
   boost::asio::steady_timer arrival_timer_;
   std::optional<std::chrono::steady_clock::time_point> first_arrival_;  // at the store, per round

@@ -28,11 +28,17 @@ void HangWatch::wait_until(Clock::time_point deadline) {
   });
 }
 
-void HangWatch::check() {
-  Clock::time_point last = since_;
-  for (const supervise::Gang::LiveWorker& worker : workers_()) {
+HangWatch::Clock::time_point HangWatch::last_progress(
+    Clock::time_point since, const std::vector<supervise::Gang::LiveWorker>& workers) {
+  Clock::time_point last = since;
+  for (const supervise::Gang::LiveWorker& worker : workers) {
     if (worker.last_line_at) last = std::max(last, *worker.last_line_at);
   }
+  return last;
+}
+
+void HangWatch::check() {
+  Clock::time_point last = last_progress(since_, workers_());
   Clock::time_point now = Clock::now();
   if (now - last < timeout_ || now < not_before_) {
     return wait_until(std::max(last + timeout_, not_before_));

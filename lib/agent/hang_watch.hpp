@@ -37,6 +37,10 @@ class HangWatch {
   void watch_again();
   void stop();
 
+  // The latest sign of life of workers, or since when none came.
+  static Clock::time_point last_progress(Clock::time_point since,
+                                         const std::vector<supervise::Gang::LiveWorker>& workers);
+
  private:
   void wait_until(Clock::time_point deadline);
   void check();

@@ -148,7 +148,7 @@ class NodeAgent {
     gang_.emplace(io_, console_, *spawner_, settings);
     std::optional<DoctorLink::Settings> nodes;
     if (plan_.multi_node) {
-      nodes = DoctorLink::Settings{.store = participant_settings(plan_).store,
+      nodes = DoctorLink::Settings{.store = agent_store_client(plan_),
                                    .secret = plan_.job_secret,
                                    .run_id = plan_.run_id,
                                    .agent_id = agent_id_};
@@ -179,9 +179,9 @@ class NodeAgent {
                            : std::nullopt,
         .nodes = std::nullopt};
     if (plan_.multi_node) {
-      job.nodes = doctor::RegisteredJob::Nodes{.store_host = participant_settings(plan_).store.host,
-                                               .store_port = participant_settings(plan_).store.port,
-                                               .secret = plan_.job_secret};
+      store::ClientSettings store = agent_store_client(plan_);
+      job.nodes = doctor::RegisteredJob::Nodes{
+          .store_host = store.host, .store_port = store.port, .secret = plan_.job_secret};
     }
     auto registered = doctor::Registration::create(plan_.host_env, job);
     if (!registered) {

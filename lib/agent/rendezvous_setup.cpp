@@ -97,6 +97,18 @@ rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& p
       .master_port = std::to_string(store_port(plan))};
 }
 
+store::ClientSettings agent_store_client(const launch::LaunchPlan& plan) {
+  const config::RendezvousConf& conf = plan.rendezvous;
+  store::ClientSettings client;
+  client.host = plan.master_addr;
+  client.port = store_port(plan);
+  client.dialect = store::Dialect::validated;
+  client.connect_timeout = from_seconds(conf.join_timeout);
+  client.timeout = from_seconds(conf.read_timeout);
+  client.keep_alive = keep_alive_of(plan);
+  return client;
+}
+
 rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& plan) {
   const config::RendezvousConf& conf = plan.rendezvous;
   std::random_device random;
@@ -107,12 +119,7 @@ rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& p
   settings.me.node_rank = plan.c10d ? -1 : plan.node_rank;
   settings.me.local_world_size = plan.local_world_size;
   settings.me.run_id = plan.run_id;
-  settings.store.host = plan.master_addr;
-  settings.store.port = store_port(plan);
-  settings.store.dialect = store::Dialect::validated;
-  settings.store.connect_timeout = from_seconds(conf.join_timeout);
-  settings.store.timeout = from_seconds(conf.read_timeout);
-  settings.store.keep_alive = keep_alive_of(plan);
+  settings.store = agent_store_client(plan);
   settings.read_timeout = from_seconds(conf.read_timeout);
   settings.heartbeat_interval = from_seconds(conf.keep_alive_interval);
   settings.heartbeat_attempts = conf.keep_alive_max_attempt;

@@ -35,6 +35,9 @@ rendezvous::CoordinatorSettings coordinator_settings(const launch::LaunchPlan& p
 
 // This agent's introduction (a fresh id) and how it reaches the store.
 rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& plan);
+// How an agent reaches the job's store (its participant, its gang doctor,
+// and `gangrun stacks` through the job registry).
+store::ClientSettings agent_store_client(const launch::LaunchPlan& plan);
 
 // The round assignment of plan for this node: ranks from the round,
 // attempt: the attempt directory it uses.

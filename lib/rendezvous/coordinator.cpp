@@ -537,15 +537,11 @@ struct Coordinator::Impl {
       case EndReason::signal:
         return finish(ended_with(128 + *ended.root->stop_signal, ended.end->message,
                                  ended.root->agent, ended.root->stop_signal));
-      case EndReason::failure:
-        if (const NodeReport* hung = hung_node(ended)) {
-          if (!settings.restart_on_hang || !restarts_left) {
-            return finish(ended_with(exit_codes::k_hang, describe_failure(*hung), hung->agent));
-          }
-          ++restart_count;
-          spdlog::warn("rendezvous: {}; restarting every node ({} of {} restarts)",
-                       describe_failure(*hung), restart_count, settings.max_restarts);
-          return start_forming();
+      case EndReason::failure: {
+        const NodeReport* hung = hung_node(ended);
+        const std::string what = hung ? describe_failure(*hung) : ended.end->message;
+        if (hung && (!settings.restart_on_hang || !restarts_left)) {
+          return finish(ended_with(exit_codes::k_hang, what, hung->agent));
         }
         if (!restarts_left) {
           // A failure is never a success, whatever code a report carries.
@@ -554,9 +550,10 @@ struct Coordinator::Impl {
                                    ended.waited_for));
         }
         ++restart_count;
-        spdlog::warn("rendezvous: {}; restarting every node ({} of {} restarts)",
-                     ended.end->message, restart_count, settings.max_restarts);
+        spdlog::warn("rendezvous: {}; restarting every node ({} of {} restarts)", what,
+                     restart_count, settings.max_restarts);
         return start_forming();
+      }
       case EndReason::lost_node:
         if (settings.static_ranks || !restarts_left) {
           return finish(ended_with(
