@@ -175,7 +175,7 @@ _gangrun()
     local i=1 mode=launch
     if ((cword > 1)); then
         case ${words[1]} in
-            devices | stacks | store | completion) mode=${words[1]} i=2 ;;
+            devices | preflight | stacks | store | completion) mode=${words[1]} i=2 ;;
         esac
     fi
     case $mode in
@@ -221,8 +221,9 @@ _gangrun()
                     | --hang_timeout | --hang-timeout | --on_hang | --on-hang \
                     | --arrival_timeout | --arrival-timeout | --stack_tool | --stack-tool \
                     | --numa_binding | --numa-binding | --signals_to_handle \
-                    | --signals-to-handle | --report | --config_file | --config-file \
-                    | --mixed_precision | --mixed-precision | --num_cpu_threads_per_process \
+                    | --signals-to-handle | --preflight_timeout | --preflight-timeout \
+                    | --report | --config_file | --config-file | --mixed_precision \
+                    | --mixed-precision | --num_cpu_threads_per_process \
                     | --num-cpu-threads-per-process | --dynamo_backend | --dynamo-backend \
                     | --dynamo_mode | --dynamo-mode | --main_training_function \
                     | --main-training-function | --vm | --env | --mpirun_hostfile \
@@ -364,9 +365,10 @@ _gangrun()
                 --arrival_timeout --arrival-timeout --stack_tool --stack-tool --straggler_watch
                 --straggler-watch --flight_recorder --flight-recorder --no_stacks_at_failure
                 --no-stacks-at-failure --numa_binding --numa-binding --signals_to_handle
-                --signals-to-handle --dry_run --dry-run --json --report --config_file
-                --config-file --multi_gpu --multi-gpu --use_deepspeed --use-deepspeed --use_fsdp
-                --use-fsdp --use_megatron_lm --use-megatron-lm --use_parallelism_config
+                --signals-to-handle --preflight --preflight_timeout --preflight-timeout
+                --dry_run --dry-run --json --report --config_file --config-file --multi_gpu
+                --multi-gpu --use_deepspeed --use-deepspeed --use_fsdp --use-fsdp
+                --use_megatron_lm --use-megatron-lm --use_parallelism_config
                 --use-parallelism-config --cpu --use_cpu --use-cpu --mixed_precision
                 --mixed-precision --num_cpu_threads_per_process --num-cpu-threads-per-process
                 --enable_cpu_affinity --enable-cpu-affinity --dynamo_backend --dynamo-backend
@@ -460,7 +462,7 @@ _gangrun()
                 --quiet -q --color --version --help -h'
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))
             elif [[ $mode == launch ]]; then
-                ((cword == 1)) && COMPREPLY=($(compgen -W 'devices stacks store completion' -- "$cur"))
+                ((cword == 1)) && COMPREPLY=($(compgen -W 'devices preflight stacks store completion' -- "$cur"))
                 _gangrun_program
             fi
             ;;

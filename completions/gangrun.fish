@@ -5,7 +5,7 @@
 
 # Where the word being completed stands: first (the word after gangrun),
 # options, value (of a launch option), program, arguments (the program's own),
-# devices (gangrun devices), shell (gangrun completion), store-action,
+# devices (gangrun devices or preflight: launch options, no program), shell (gangrun completion), store-action,
 # store-client, store-serve, store-value (gangrun store), done.
 function __gangrun_where
     set -l words (commandline -opc)
@@ -15,7 +15,7 @@ function __gangrun_where
         return
     end
     set -l mode launch
-    if contains -- $words[1] devices stacks store completion
+    if contains -- $words[1] devices preflight stacks store completion
         set mode $words[1]
         set -e words[1]
     end
@@ -64,13 +64,14 @@ function __gangrun_where
                         --shutdown-timeout --failure_window --failure-window --hang_timeout \
                         --hang-timeout --on_hang --on-hang --arrival_timeout --arrival-timeout \
                         --stack_tool --stack-tool --numa_binding --numa-binding \
-                        --signals_to_handle --signals-to-handle --report --config_file \
-                        --config-file --mixed_precision --mixed-precision \
-                        --num_cpu_threads_per_process --num-cpu-threads-per-process \
-                        --dynamo_backend --dynamo-backend --dynamo_mode --dynamo-mode \
-                        --main_training_function --main-training-function --vm --env \
-                        --mpirun_hostfile --mpirun-hostfile --aws_access_key_id \
-                        --aws-access-key-id --aws_secret_access_key --aws-secret-access-key \
+                        --signals_to_handle --signals-to-handle --preflight_timeout \
+                        --preflight-timeout --report --config_file --config-file \
+                        --mixed_precision --mixed-precision --num_cpu_threads_per_process \
+                        --num-cpu-threads-per-process --dynamo_backend --dynamo-backend \
+                        --dynamo_mode --dynamo-mode --main_training_function \
+                        --main-training-function --vm --env --mpirun_hostfile \
+                        --mpirun-hostfile --aws_access_key_id --aws-access-key-id \
+                        --aws_secret_access_key --aws-secret-access-key \
                         --deepspeed_config_file --deepspeed-config-file --zero_stage \
                         --zero-stage --offload_optimizer_device --offload-optimizer-device \
                         --offload_param_device --offload-param-device \
@@ -171,7 +172,7 @@ function __gangrun_where
     end
     if test $value_next = 1
         echo value
-    else if test $mode = devices
+    else if contains -- $mode devices preflight
         echo devices
     else
         echo $state
@@ -228,6 +229,7 @@ end
 complete -c gangrun -n '__gangrun_at devices shell done store-action store-client store-serve' -f
 complete -c gangrun -n '__gangrun_at first options program' -f -a '(__gangrun_programs)'
 complete -c gangrun -n '__gangrun_at first' -f -a devices -d 'list the accelerators and the masks a launch would give'
+complete -c gangrun -n '__gangrun_at first' -f -a preflight -d 'check that the nodes of a launch can run it, in seconds'
 complete -c gangrun -n '__gangrun_at first' -f -a stacks -d 'print every rank\'s stack of a running job'
 complete -c gangrun -n '__gangrun_at first' -f -a store -d 'operate a TCP store'
 complete -c gangrun -n '__gangrun_at first' -f -a completion -d 'print a shell completion script'
@@ -242,7 +244,7 @@ complete -c gangrun -n '__gangrun_at store-action' -f -a delete -d 'delete KEY: 
 complete -c gangrun -n '__gangrun_at store-action' -f -a keys -d 'print every key, one per line (validated dialect)'
 complete -c gangrun -n '__gangrun_at store-action' -f -a num-keys -d 'print how many keys the store holds'
 
-# Launch options (and gangrun devices)
+# Launch options (and gangrun devices, gangrun preflight)
 complete -c gangrun -n '__gangrun_at first options value devices' -l nproc_per_node -l nproc-per-node -x -a 'auto gpu xpu cpu' -d 'workers per node (torchrun)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l num_processes -l num-processes -s n -x -d 'total workers over all nodes (accelerate)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l num_gpus -l num-gpus -l num_accelerators -l num-accelerators -x -d 'workers per node (deepspeed), using the first N visible devices'
@@ -296,6 +298,8 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l flight_reco
 complete -c gangrun -n '__gangrun_at first options value devices' -l no_stacks_at_failure -l no-stacks-at-failure -d 'do not read the other ranks\' stacks when a rank fails'
 complete -c gangrun -n '__gangrun_at first options value devices' -l numa_binding -l numa-binding -x -d 'torchrun\'s binding of workers to the CPUs near their GPU'
 complete -c gangrun -n '__gangrun_at first options value devices' -l signals_to_handle -l signals-to-handle -x -d 'signals that are forwarded to the workers and stop the gang'
+complete -c gangrun -n '__gangrun_at first options value devices' -l preflight -d 'run gangrun preflight\'s checks on this node first and start the job only when none failed (one node; on many nodes run gangrun preflight before the job)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l preflight_timeout -l preflight-timeout -x -d 'how long gangrun preflight waits for every rank\'s answer and for the all-reduce (seconds, or 90s, 5m)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l dry_run -l dry-run -d 'print the launch plan and start nothing (with -v: where each value came from)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l json -d 'print machine-readable JSON instead of text'
 complete -c gangrun -n '__gangrun_at first options value devices' -l report -r -F -d 'write the whole run as JSON to FILE'

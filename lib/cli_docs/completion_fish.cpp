@@ -19,7 +19,7 @@ constexpr std::string_view k_fish =
 
 # Where the word being completed stands: first (the word after gangrun),
 # options, value (of a launch option), program, arguments (the program's own),
-# devices (gangrun devices), shell (gangrun completion), store-action,
+# devices (gangrun devices or preflight: launch options, no program), shell (gangrun completion), store-action,
 # store-client, store-serve, store-value (gangrun store), done.
 function __gangrun_where
     set -l words (commandline -opc)
@@ -67,7 +67,7 @@ function __gangrun_where
     end
     if test $value_next = 1
         echo value
-    else if test $mode = devices
+    else if contains -- $mode devices preflight
         echo devices
     else
         echo $state
@@ -123,7 +123,7 @@ complete -c gangrun -n '__gangrun_at first options program' -f -a '(__gangrun_pr
 complete -c gangrun -n '__gangrun_at shell' -f -a '@SHELLS@'
 @STORE_ACTIONS_LINES@
 
-# Launch options (and gangrun devices)
+# Launch options (and gangrun devices, gangrun preflight)
 @OPTION_LINES@
 
 # gangrun store: client options, before or after the action

@@ -1,5 +1,5 @@
 // `gangrun completion zsh`: _arguments specs generated from the tables, in a
-// fixed script that hands `gangrun store` and `gangrun devices` to their own
+// fixed script that hands `gangrun store`, `gangrun devices` and `gangrun preflight` to their own
 // specs.
 #include "cli_docs/completion_shared.hpp"
 #include "util/strings.hpp"
@@ -81,7 +81,7 @@ _gangrun() {
   )
   if (( CURRENT > 2 )); then
     case $words[2] in
-      (devices)
+      (devices|preflight)
         shift words
         (( CURRENT-- ))
         _arguments -s -S : $options

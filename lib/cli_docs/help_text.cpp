@@ -129,6 +129,32 @@ std::string devices_help_text(std::size_t width) {
   return out;
 }
 
+constexpr std::string_view k_preflight_intro =
+    "Runs a short job with these launch options, on this node or on every node of the job "
+    "through the same rendezvous (start it on every node as you would the job, or let srun or "
+    "a hostfile do it), and checks what would stop the real one: every rank reaching the "
+    "store, the workers' interpreter importing torch, devices and masks, free space in the log "
+    "directory, /dev/shm, open-file and locked-memory limits, versions and variables that "
+    "differ between nodes, clock offsets, and an all-reduce over the gang and over node pairs "
+    "(gloo on CPU, NCCL with GPUs) with the bandwidth of each. Prints a table (where rank 0 "
+    "ran) or, with --json, a document for tools. Exit status: 0 nothing failed (warnings "
+    "allowed), 6 a check failed, 2 usage, 3 the nodes did not meet. Takes every launch "
+    "option; these matter most:";
+
+std::string preflight_help_text(std::size_t width) {
+  std::string out = "Usage: gangrun preflight [--json] [OPTIONS]\n\n";
+  append_paragraph(out, k_preflight_intro, width);
+  out += "\n";
+  for (const OptionSpec& spec : option_table()) {
+    bool shapes_preflight = spec.group == OptionGroup::nodes || spec.name == opt::nproc_per_node ||
+                            spec.name == opt::python || spec.name == opt::log_dir ||
+                            spec.name == opt::preflight_timeout || spec.name == opt::json ||
+                            spec.name == opt::verbose;
+    if (shapes_preflight) append_option(out, spec, width);
+  }
+  return out;
+}
+
 std::string completion_help_text() {
   return "Usage: gangrun completion " + find_subcommand("completion")->arguments +
          "\n\nPrints the completion script of that shell, generated from gangrun's own "
@@ -144,6 +170,8 @@ std::string help_text(HelpTopic topic) {
       return help_text();
     case HelpTopic::devices:
       return devices_help_text();
+    case HelpTopic::preflight:
+      return preflight_help_text();
     case HelpTopic::completion:
       return completion_help_text();
   }

@@ -19,6 +19,8 @@ std::string help_text(std::size_t width = 80);
 
 // gangrun devices --help: what it shows, and the options that shape it.
 std::string devices_help_text(std::size_t width = 80);
+// gangrun preflight --help: what it checks, its exit status, the options that shape it.
+std::string preflight_help_text(std::size_t width = 80);
 
 // gangrun completion --help: the shells, and how to try a script.
 std::string completion_help_text();

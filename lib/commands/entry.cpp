@@ -2,6 +2,7 @@
 
 #include "commands/devices_command.hpp"
 #include "commands/launch_command.hpp"
+#include "commands/preflight_command.hpp"
 #include "commands/stacks_command.hpp"
 #include "commands/store_command.hpp"
 #include "commands/text_commands.hpp"
@@ -38,6 +39,9 @@ Expected<int> dispatch(const config::Command& command, const EnvMap& env) {
           },
           [&](const config::DevicesRequest& request) {
             return commands::run_devices_command(request, env);
+          },
+          [&](const config::PreflightRequest& request) {
+            return commands::run_preflight_command(request, env);
           },
           [&](const config::StacksRequest& request) {
             return commands::run_stacks_command(request, env);

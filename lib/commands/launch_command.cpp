@@ -3,6 +3,7 @@
 #include "agent/node_agent.hpp"
 #include "agent/srun_start.hpp"
 #include "agent/ssh_start.hpp"
+#include "commands/preflight_command.hpp"
 #include "launch/dialects/omp_threads.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/node_devices.hpp"
@@ -102,6 +103,10 @@ Expected<int> run_launch_command(const config::LaunchRequest& request, const Env
   if (*through_srun) return run_on_every_node(request, env);
   GANGRUN_TRY_ASSIGN(through_ssh, agent::starts_through_ssh(options));
   if (*through_ssh) return run_on_every_host(request, env);
+  if (options.preflight && !options.dry_run) {
+    GANGRUN_TRY_ASSIGN(checked, preflight_before_launch(options, env));
+    if (*checked != exit_codes::k_success) return *checked;
+  }
   GANGRUN_TRY_ASSIGN(devices, devices_for(options, env));
   GANGRUN_TRY_ASSIGN(plan, launch::make_plan(options, env, std::move(*devices)));
   // A dry run checks them too: it says whether this launch would start.

@@ -278,11 +278,14 @@ Expected<Options> build_options(const LayeredValues& values,
   if (purpose == Purpose::launch) {
     problems.keep(check_program_given(o));
   } else if (!o.program_and_args.empty()) {
-    problems.add(
-        Error(ErrorCode::usage, "gangrun devices takes launch options but no program ('" +
-                                    o.program_and_args.front() +
-                                    "' was given); to run a program called devices, use gangrun -- "
-                                    "devices"));
+    std::string word = purpose == Purpose::devices ? "devices" : "preflight";
+    problems.add(Error(ErrorCode::usage,
+                       "gangrun " + word + " takes launch options but no program ('" +
+                           o.program_and_args.front() + "' was given); to run a program called " +
+                           word + ", use gangrun -- " + word));
+  } else if (purpose == Purpose::preflight && o.preflight) {
+    problems.add(Error(ErrorCode::usage,
+                       "gangrun preflight runs the checks already; --preflight is for a launch"));
   }
   GANGRUN_TRY(problems.result());
   apply_rendezvous(o, values);

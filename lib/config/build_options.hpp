@@ -17,7 +17,7 @@ namespace gangrun::config {
 
 // What the options are for: a launch needs a program; `gangrun devices`
 // takes launch options to show the masks a launch would give, and no program.
-enum class Purpose { launch, devices };
+enum class Purpose { launch, devices, preflight };
 
 // `env` is consulted only for NO_COLOR. Records Options::origins for every
 // value in `values`. `found_before` holds the problems layering found

@@ -238,7 +238,8 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
       case Subcommand::completion:
         return completion_command(args);
       case Subcommand::devices:
-        purpose = Purpose::devices;
+      case Subcommand::preflight:
+        purpose = subcommand->id == Subcommand::devices ? Purpose::devices : Purpose::preflight;
         --argc;  // "devices" becomes argv[0]: CLI11 skips it
         ++argv;
         break;
@@ -257,7 +258,15 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
 
   std::vector<CommandLineValue> given = values_in_order(app, registry);
   if (asked_for(given, opt::help)) {
-    return HelpRequest{purpose == Purpose::devices ? HelpTopic::devices : HelpTopic::launch};
+    switch (purpose) {
+      case Purpose::devices:
+        return HelpRequest{HelpTopic::devices};
+      case Purpose::preflight:
+        return HelpRequest{HelpTopic::preflight};
+      case Purpose::launch:
+        break;
+    }
+    return HelpRequest{HelpTopic::launch};
   }
   if (asked_for(given, opt::version)) return VersionRequest{};
 
@@ -270,6 +279,10 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   options->slurm_job = std::move(layered.slurm_job);
   GANGRUN_TRY(check_slurm_job(*options));
   if (purpose == Purpose::devices) return DevicesRequest{std::move(*options)};
+  if (purpose == Purpose::preflight) {
+    // argv[0] is "preflight" here: the nodes gangrun starts run it again.
+    return PreflightRequest{std::move(*options), std::vector<std::string>(argv, argv + argc)};
+  }
   return LaunchRequest{std::move(*options), std::vector<std::string>(argv + 1, argv + argc)};
 }
 

@@ -27,6 +27,13 @@ struct DevicesRequest {
   Options options;
 };
 
+// gangrun preflight [OPTIONS]: the launch options, no program; arguments as
+// for a launch, for the nodes gangrun starts itself on.
+struct PreflightRequest {
+  Options options;
+  std::vector<std::string> arguments;
+};
+
 // gangrun stacks [--run-id ID | --pid PID | --log-dir DIR] [--native]
 // [--json] [--stack-tool PATH]: which running job, and how to print it.
 struct StacksRequest {
@@ -49,7 +56,7 @@ struct CompletionRequest {
 };
 
 // Which --help was asked for; cli_docs/help_text.hpp writes each.
-enum class HelpTopic { launch, devices, completion };
+enum class HelpTopic { launch, devices, preflight, completion };
 
 struct HelpRequest {
   HelpTopic topic;
@@ -65,8 +72,9 @@ struct TextOutput {
 };
 
 // What the command line asked for.
-using Command = std::variant<LaunchRequest, DevicesRequest, StacksRequest, StoreRequest,
-                             CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
+using Command =
+    std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest, StoreRequest,
+                 CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
 
 // Parses argv (argv[0] is the program name) and layers every option value:
 // command line > GANGRUN_<OPTION> in env > PET_<OPTION> in env > the JSON file

@@ -24,6 +24,19 @@ const std::vector<SubcommandSpec>& subcommand_table() {
                  "Intel XPU through Level Zero, AMD ROCm, CPU), the visibility variables that "
                  "shaped each list, and the mask every worker of a launch with the same options "
                  "would get. Takes every launch option. See 'gangrun devices --help'."},
+      {.id = Subcommand::preflight,
+       .name = "preflight",
+       .arguments = "[--json] [OPTIONS]",
+       .summary = "check that the nodes of a launch can run it, in seconds",
+       .help_note = "gangrun preflight --help",
+       .manual = "Runs a short job with the launch's options on one node or on every node of "
+                 "the job, through the same rendezvous, and says what would stop the real one: "
+                 "the workers' interpreter importing torch, devices and their masks, free space "
+                 "in the log directory, /dev/shm, open-file and locked-memory limits, versions "
+                 "and variables that differ between nodes, clock offsets, every node reaching "
+                 "the store, and an all-reduce over the gang and node pairs with their "
+                 "bandwidth. Exit status 0 when nothing failed, 6 when a check failed. See "
+                 "'gangrun preflight --help'."},
       {.id = Subcommand::stacks,
        .name = "stacks",
        .arguments = "[--run-id ID|--pid PID|--log-dir DIR] [--native] [--json]",

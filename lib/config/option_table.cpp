@@ -433,6 +433,22 @@ std::vector<OptionSpec> make_table() {
        .apply = into<&Options::signals_to_handle, parse_signals>},
 
       // ---- reporting
+      {.name = "preflight",
+       .group = G::reporting,
+       .kind = K::flag,
+       .help = "run gangrun preflight's checks on this node first and start the job only when "
+               "none failed (one node; on many nodes run gangrun preflight before the job)",
+       .shown = Spelling::dash,
+       .apply = into<&Options::preflight, parse_bool>},
+      {.name = "preflight_timeout",
+       .group = G::reporting,
+       .metavar = "DURATION",
+       .default_text = "60",
+       .help = "how long gangrun preflight waits for every rank's answer and for the "
+               "all-reduce (seconds, or 90s, 5m); also its nodes' join timeout unless "
+               "--rdzv_conf sets one",
+       .shown = Spelling::dash,
+       .apply = into<&Options::preflight_timeout, parse_preflight_timeout>},
       {.name = "dry_run",
        .group = G::reporting,
        .kind = K::flag,

@@ -250,6 +250,15 @@ Expected<std::optional<double>> parse_watch_duration(std::string_view text) {
   return std::optional<double>(*value * unit);
 }
 
+Expected<double> parse_preflight_timeout(std::string_view text) {
+  Expected<std::optional<double>> duration = parse_watch_duration(text);
+  if (!duration || !*duration || **duration < 1) {
+    return fail_usage(strings::quoted(text) +
+                      " is not a preflight timeout: a duration of at least 1 s (30, 90s, 5m)");
+  }
+  return **duration;
+}
+
 Expected<std::optional<double>> parse_straggler_watch(std::string_view text) {
   constexpr double k_default_interval = 5.0;
   constexpr double k_least_interval = 0.1;

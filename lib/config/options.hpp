@@ -178,6 +178,10 @@ struct Options {
   bool no_stacks_at_failure = false;
   std::optional<double> straggler_watch;  // seconds between samples; nullopt: off
   bool flight_recorder = false;           // NCCL's flight recorder, dumped on a hang
+  // gangrun preflight (lib/preflight): --preflight runs it before a launch;
+  // seconds it waits for the ranks' answers and its collectives.
+  bool preflight = false;
+  double preflight_timeout = 60;
 
   // ---- each tool's own flags
   AccelerateSettings accelerate;  // accelerate launch

@@ -573,11 +573,14 @@ struct Coordinator::Impl {
     join_deadline.expires_after(settings.join_timeout);
     join_deadline.async_wait([this](const boost::system::error_code& error) {
       if (error || !forming) return;
-      finish(ended_with(
-          3, fmt::format("only {} of the {} nodes needed joined within the join "
-                         "timeout ({} s); start the missing nodes, or raise "
-                         "--rdzv_conf join_timeout",
-                         agents.size(), settings.min_nodes, seconds(settings.join_timeout))));
+      // Static ranks: name the nodes that never came.
+      std::string awaited =
+          settings.static_ranks ? " (waiting for " + whom_we_wait_for() + ")" : "";
+      finish(ended_with(3, fmt::format("only {} of the {} nodes needed joined within the join "
+                                       "timeout ({} s){}; start the missing nodes, or raise "
+                                       "--rdzv_conf join_timeout",
+                                       agents.size(), settings.min_nodes,
+                                       seconds(settings.join_timeout), awaited)));
     });
     try_form();
   }

@@ -12,7 +12,8 @@ inline constexpr int k_signal_base = 128;
 inline constexpr int k_usage = 2;           // usage or configuration error; nothing was started
 inline constexpr int k_store = 3;           // store, rendezvous or network failure
 inline constexpr int k_system_failure = 4;  // gangrun could not start or supervise the gang
-inline constexpr int k_hang = 5;  // no rank made progress for --hang-timeout (--on-hang stop)
+inline constexpr int k_hang = 5;       // no rank made progress for --hang-timeout (--on-hang stop)
+inline constexpr int k_preflight = 6;  // a check of gangrun preflight (or --preflight) failed
 inline constexpr int k_not_executable = 126;  // program or interpreter not executable
 inline constexpr int k_not_found = 127;       // program or interpreter not found
 // k_system_failure: a system resource or call failed (out of descriptors,

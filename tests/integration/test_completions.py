@@ -50,6 +50,7 @@ CASES = [
     ("gangrun --nproc_per_node 2 ./", {"train.py"}, {"notes.txt"}),
     ("gangrun -n 2 no", set(), {"notes.txt"}),
     ("gangrun dev", {"devices"}, set()),
+    ("gangrun pre", {"preflight"}, set()),
     ("gangrun -- dev", set(), {"devices"}),
     ("gangrun --accelerator ", {"auto", "cuda", "xpu", "rocm", "cpu", "hpu", "npu", "neuron"}, set()),
     ("gangrun --accelerator=c", {"cpu", "cuda"}, {"auto", "xpu"}),
@@ -150,7 +151,7 @@ class CheckedIn(CompletionScripts):
                 self.assertTrue(f.read() == self.scripts[shell], f"update-completions wrote another {name}")
 
     def test_every_subcommand_has_help(self):
-        for sub in ("completion", "devices", "store"):
+        for sub in ("completion", "devices", "preflight", "store"):
             with self.subTest(subcommand=sub):
                 result = run([GANGRUN, sub, "--help"])
                 self.assertEqual(result.returncode, 0, result.stdout[:300] + result.stderr)

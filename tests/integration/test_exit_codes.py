@@ -109,6 +109,19 @@ class LauncherOutcomes(GangrunTestCase):
         self.assertEqual(len(self.pid_files()), 2)
         self.assert_dead(self.recorded_pids(), what="workers")
 
+    def test_a_failed_preflight_is_6_and_the_job_never_starts(self):
+        # --preflight's worker runs under an interpreter that cannot import torch (-S: no
+        # site-packages): the torch check fails, and the job itself is not started.
+        python = self.path("python-without-site")
+        with open(python, "w") as f:
+            f.write(f"#!/bin/sh\nexec {harness.TEST_PYTHON} -S \"$@\"\n")
+        os.chmod(python, 0o700)
+        result = self.gangrun(["--preflight", "--python", python, "--nproc_per_node", 2, *self.fake("--exit", 0)],
+                              timeout=4 * harness.EVENT_TIMEOUT)
+        self.assertExit(result, 6)
+        self.assertIn("cannot import torch", result.stdout)
+        self.assert_nothing_started()
+
     def test_store_port_in_use_is_3_and_starts_nothing(self):
         # gangrun hosts the store on MASTER_ADDR:MASTER_PORT; a port
         # that is already taken on loopback is a store failure.

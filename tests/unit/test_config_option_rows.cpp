@@ -63,6 +63,8 @@ const std::map<std::string, std::string>& sample_values() {
       {"term_timeout", "5"},
       {"failure_window", "0"},
       {"hang_timeout", "90s"},
+      {"preflight", "true"},
+      {"preflight_timeout", "30"},
       {"arrival_timeout", "90"},
       {"on_hang", "restart"},
       {"stack_tool", "/opt/py-spy"},

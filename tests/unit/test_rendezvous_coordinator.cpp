@@ -328,6 +328,9 @@ TEST_CASE("static: nodes missing after the join timeout end the job with exit 3"
   CHECK(a.outcome->exit_code == 3);
   CHECK(a.rounds.empty());
   CHECK(a.outcome->message.find("only 1 of the 2 nodes") != std::string::npos);
+  // The node that never came is named by its rank.
+  CHECK(a.outcome->message.find("(waiting for node rank 1 to join (1 of 2 joined))") !=
+        std::string::npos);
 }
 
 TEST_CASE("c10d: MIN nodes start after the last call; a newcomer grows the job without a restart",

@@ -1,0 +1,214 @@
+#include "commands/preflight_command.hpp"
+
+#include "agent/node_agent.hpp"
+#include "agent/srun_start.hpp"
+#include "agent/ssh_start.hpp"
+#include "launch/node_devices.hpp"
+#include "launch/plan.hpp"
+#include "launch/plan_checks.hpp"
+#include "logging/logging.hpp"
+#include "preflight/checks.hpp"
+#include "preflight/report_text.hpp"
+#include "preflight/worker_script.hpp"
+#include "util/exit_codes.hpp"
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+namespace gangrun::commands {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double k_default_join_timeout = config::RendezvousConf{}.join_timeout;
+
+// A private directory for the worker's program and its answer, removed
+// however the preflight ends (but a SIGKILL).
+class ScratchDirectory {
+ public:
+  static Expected<ScratchDirectory> make(const EnvMap& env) {
+    std::string base = env_lookup(env, "TMPDIR").value_or("/tmp");
+    std::string pattern = base + "/gangrun-preflight-XXXXXX";
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      return fail(ErrorCode::usage, "cannot make a directory in " + base +
+                                        " (TMPDIR) for gangrun "
+                                        "preflight's worker: " +
+                                        std::strerror(errno));
+    }
+    return ScratchDirectory(pattern);
+  }
+  ScratchDirectory(ScratchDirectory&& other) noexcept : path_(std::move(other.path_)) {
+    other.path_.clear();
+  }
+  ScratchDirectory& operator=(ScratchDirectory&&) = delete;
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDirectory(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+Expected<void> write_file(const std::string& path, std::string_view text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out.flush()) return fail(ErrorCode::usage, "cannot write " + path);
+  return {};
+}
+
+std::string own_executable() {
+  std::error_code error;
+  fs::path self = fs::read_symlink("/proc/self/exe", error);
+  return error ? std::string("gangrun") : self.string();
+}
+
+// What this node's gangrun knows of its devices, for the facts.
+nlohmann::json node_json(const launch::LaunchPlan& plan) {
+  nlohmann::json node = {{"kind", "cpu"}, {"devices", 0}};
+  if (plan.devices) {
+    node["kind"] = accel::to_string(plan.devices->kind);
+    node["devices"] = plan.devices->selected.size();
+  }
+  return node;
+}
+
+// The launch's options, turned into preflight's job.
+config::Options preflight_options(config::Options options, const std::string& worker_path) {
+  options.program_and_args = {worker_path};
+  options.module = false;
+  options.no_python = false;
+  options.preflight = false;
+  options.dry_run = false;
+  // A node that never comes is named after the preflight's own timeout.
+  if (options.rdzv_conf.join_timeout == k_default_join_timeout) {
+    options.rdzv_conf.join_timeout = options.preflight_timeout;
+  }
+  // A worker stuck where no timeout of its own reaches (an import on a hung
+  // file system) is stopped, so the preflight always ends by itself.
+  if (!options.hang_timeout) options.hang_timeout = 3 * options.preflight_timeout + 10;
+  return options;
+}
+
+// Reads the head's answer this node's first worker copied; the checks, or
+// nullopt when none came (the job's own messages said why).
+std::optional<nlohmann::json> read_answer(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json answer = nlohmann::json::parse(text.str(), nullptr, false);
+  if (answer.is_discarded()) return std::nullopt;
+  return answer;
+}
+
+bool printed_here(const nlohmann::json& answer) {
+  const nlohmann::json& ranks = answer.value("ranks", nlohmann::json::array());
+  if (ranks.empty() || ranks[0].is_null()) return true;
+  return answer.value("this_node", 0) == ranks[0].value("node_rank", 0);
+}
+
+// Runs the checks on this node (and, through the rendezvous, on every node
+// of the job); prints them where the head's rank ran.
+Expected<int> run_checks(const config::Options& launch_options, const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(scratch, ScratchDirectory::make(env));
+  std::string worker_path = scratch->path() + "/preflight_worker.py";
+  std::string answer_path = scratch->path() + "/answer.json";
+  GANGRUN_TRY(write_file(worker_path, preflight::worker_script()));
+  config::Options options = preflight_options(launch_options, worker_path);
+
+  std::optional<launch::NodeDevices> devices;
+  if (launch::launch_needs_devices(options)) {
+    launch::NodeProbes probes = launch::probe_node(options, env, launch::ProbeScope::needed);
+    GANGRUN_TRY_ASSIGN(found, launch::node_devices(options, env, probes));
+    devices = std::move(*found);
+  }
+  GANGRUN_TRY_ASSIGN(plan, launch::make_plan(options, env, std::move(devices)));
+  GANGRUN_TRY(launch::check_output_paths(*plan));
+  GANGRUN_TRY(launch::check_store_host_resolves(*plan));
+  bool nccl = plan->devices && plan->devices->kind == accel::DeviceKind::cuda &&
+              !plan->devices->selected.empty();
+  plan->host_env["GANGRUN_PREFLIGHT_GANGRUN"] = own_executable();
+  plan->host_env["GANGRUN_PREFLIGHT_RESULT"] = answer_path;
+  plan->host_env["GANGRUN_PREFLIGHT_TIMEOUT"] = std::to_string(options.preflight_timeout);
+  plan->host_env["GANGRUN_PREFLIGHT_LOG_DIR"] = plan->log_dir.value_or(fs::current_path().string());
+  plan->host_env["GANGRUN_PREFLIGHT_NODE"] = node_json(*plan).dump();
+  plan->host_env["GANGRUN_PREFLIGHT_BACKEND"] = nccl ? "nccl" : "gloo";
+
+  agent::RunResult ran = agent::run(*plan);
+  if (ran.die_by_signal) {
+    std::signal(*ran.die_by_signal, SIG_DFL);
+    ::raise(*ran.die_by_signal);
+  }
+  std::optional<nlohmann::json> answer = read_answer(answer_path);
+  if (!answer) {
+    spdlog::error(
+        "preflight: no answer from the head node's checks; the preflight job ended "
+        "with exit code {} (its messages above say why)",
+        ran.exit_code);
+    return ran.exit_code != exit_codes::k_success ? ran.exit_code : exit_codes::k_store;
+  }
+  std::vector<preflight::Check> checks;
+  try {
+    checks = preflight::judge(*answer);
+  } catch (const nlohmann::json::exception& error) {
+    return fail(ErrorCode::store, "preflight: the head node's answer " + answer_path +
+                                      " does not read: " + error.what());
+  }
+  bool failed = preflight::any_failed(checks);
+  if (launch_options.json) {
+    std::cout << preflight::checks_json(*answer, checks).dump(2) << '\n';
+  } else if (printed_here(*answer)) {
+    std::cout << preflight::checks_table(*answer, checks) << std::flush;
+  } else {
+    const nlohmann::json& head = (*answer)["ranks"][0];
+    std::cout << "preflight " << (failed ? "FAILED" : "passed") << "; the table is on node "
+              << head.value("node_rank", 0) << " (" << head.value("host", std::string("?"))
+              << ")\n";
+  }
+  return failed ? exit_codes::k_preflight : exit_codes::k_success;
+}
+
+}  // namespace
+
+Expected<int> run_preflight_command(const config::PreflightRequest& request, const EnvMap& env) {
+  const config::Options& options = request.options;
+  logging::setup_logging(options.verbosity, options.color);
+  GANGRUN_TRY_ASSIGN(through_srun, agent::starts_through_srun(options));
+  if (*through_srun) return agent::run_through_srun(options, request.arguments, env);
+  GANGRUN_TRY_ASSIGN(through_ssh, agent::starts_through_ssh(options));
+  if (*through_ssh) return agent::run_through_ssh(options, request.arguments, env);
+  if (options.dry_run) {
+    return fail_usage(
+        "gangrun preflight --dry-run: a dry run of the job is gangrun --dry-run "
+        "with the same options");
+  }
+  return run_checks(options, env);
+}
+
+Expected<int> preflight_before_launch(const config::Options& options, const EnvMap& env) {
+  if (options.nnodes > 1 || options.rdzv_backend == "c10d") {
+    return fail_usage(
+        "--preflight runs on one node; for a job of many nodes run 'gangrun "
+        "preflight' with the same options first (it checks every node through "
+        "the same rendezvous), then the job");
+  }
+  GANGRUN_TRY_ASSIGN(code, run_checks(options, env));
+  if (*code != exit_codes::k_success) {
+    spdlog::error("--preflight: a check failed, so the job was not started");
+  }
+  return *code;
+}
+
+}  // namespace gangrun::commands

@@ -1,0 +1,168 @@
+"""gangrun preflight (docs/preflight.md): a short job with the launch's options whose workers
+report what they see and measure an all-reduce together; the head node judges and prints.
+
+One node and two static nodes on loopback, with real PyTorch (GANGRUN_TEST_PYTHON: Debian's
+torch 1.13, or 2.x as integration.test_preflight.torch2). A node's interpreter that cannot
+import torch is an interpreter started with -S (no site-packages). Every wait has a timeout.
+"""
+
+import json
+import os
+import stat
+
+import harness
+from harness import EVENT_TIMEOUT, TEST_PYTHON
+from test_multinode import LOOPBACK
+
+PREFLIGHT_FAILED = 6
+JOB_TIMEOUT = 4 * EVENT_TIMEOUT
+
+
+class PreflightCase(harness.GangrunTestCase):
+    def setUp(self):
+        super().setUp()
+        harness.require_torch()
+
+    def python_without_torch(self):
+        """An interpreter that runs TEST_PYTHON without its site-packages, so torch is missing."""
+        path = self.path("python-without-torch")
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\nexec {TEST_PYTHON} -S \"$@\"\n")
+        os.chmod(path, stat.S_IRWXU)
+        return path
+
+    def check(self, document, name):
+        """The rows of check NAME in a --json document."""
+        rows = [row for row in document["checks"] if row["check"] == name]
+        self.assertTrue(rows, f"no {name!r} row in {[row['check'] for row in document['checks']]}")
+        return rows
+
+    def start_nodes(self, per_node_args, env=None):
+        """{node: agent} of a static preflight over len(PER_NODE_ARGS) nodes on loopback."""
+        env = {**(env or harness.clean_env()), "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET}
+        port = harness.free_port()
+        return {node: self.start(["preflight", "--nnodes", len(per_node_args), "--node_rank", node, "--master_addr",
+                                  LOOPBACK, "--master_port", port, "--preflight-timeout", 30, *args], env=env)
+                for node, args in enumerate(per_node_args)}
+
+
+class OneNode(PreflightCase):
+    def test_a_healthy_node_passes_with_every_check(self):
+        result = self.gangrun(["preflight", "--nproc-per-node", 2, "--python", TEST_PYTHON], timeout=JOB_TIMEOUT)
+        self.assertExit(result, 0)
+        for name in ("store", "torch", "devices", "log dir", "/dev/shm", "open files", "memlock"):
+            self.assertRegex(result.stdout, rf"(?m)^{name}\s+node 0 \(.*\)\s+ok\s", result.describe())
+        self.assertRegex(result.stdout, r"(?m)^all-reduce\s+the gang \(2 ranks\)\s+ok\s+gloo of 4.0 MiB")
+        self.assertIn("preflight passed", result.stdout)
+        self.assertNotIn("Traceback", result.stderr)
+
+    def test_json_is_for_tools(self):
+        result = self.gangrun(["preflight", "--nproc-per-node", 2, "--python", TEST_PYTHON, "--json"],
+                              timeout=JOB_TIMEOUT)
+        self.assertExit(result, 0)
+        document = json.loads(result.stdout)
+        self.assertTrue(document["passed"])
+        gang = self.check(document, "all-reduce")[0]
+        self.assertEqual(gang["result"], "ok")
+        self.assertIn("gloo", gang["detail"])
+        collectives = document["facts"]["collectives"]
+        self.assertEqual(len(collectives), 2)
+        self.assertGreater(collectives[0]["gang"]["bus_bytes_per_s"], 0)
+        torch_version = document["facts"]["ranks"][0]["torch"]["version"]
+        self.assertIn(torch_version, self.check(document, "torch")[0]["detail"])
+
+    def test_an_interpreter_without_torch_fails_and_says_what_to_do(self):
+        python = self.python_without_torch()
+        result = self.gangrun(["preflight", "--nproc-per-node", 1, "--python", python], timeout=JOB_TIMEOUT)
+        self.assertExit(result, PREFLIGHT_FAILED)
+        self.assertRegex(result.stdout, r"(?m)^torch\s+node 0 \(.*\)\s+FAIL\s+.*cannot import torch")
+        self.assertIn("fix: install torch for", result.stdout)
+        self.assertRegex(result.stdout, r"(?m)^all-reduce\s+the gang\s+skipped")
+
+    def test_preflight_before_a_launch_refuses_a_job_that_fails_it(self):
+        marker = self.path("job-ran")
+        program = ["-c", f"open({marker!r}, 'w').close()"]
+        python = self.python_without_torch()
+        result = self.gangrun(["--preflight", "--nproc-per-node", 1, "--python", python, "--no-python", python,
+                               *program], timeout=JOB_TIMEOUT)
+        self.assertExit(result, PREFLIGHT_FAILED)
+        self.assertIn("the job was not started", result.stderr)
+        self.assertFalse(os.path.exists(marker), "the job ran although its preflight failed")
+
+        result = self.gangrun(["--preflight", "--nproc-per-node", 1, "--python", TEST_PYTHON, "--no-python",
+                               TEST_PYTHON, *program], timeout=JOB_TIMEOUT)
+        self.assertExit(result, 0)
+        self.assertIn("preflight passed", result.stdout)
+        self.assertTrue(os.path.exists(marker), "the job did not run after its preflight passed")
+
+    def test_bad_input_is_a_usage_error_and_starts_nothing(self):
+        for args, words in ((["--preflight-timeout", "0"], "at least 1 s"),
+                            (["--preflight-timeout", "soon"], "preflight timeout"),
+                            (["train.py"], "takes launch options but no program"),
+                            (["--preflight"], "--preflight is for a launch")):
+            result = self.gangrun(["preflight", *args])
+            self.assertExit(result, 2)
+            self.assertIn(words, result.stderr)
+        result = self.gangrun(["--preflight", "--nnodes", 2, "--master_addr", LOOPBACK, self.fake("exit:0")])
+        self.assertExit(result, 2)
+        self.assertIn("gangrun preflight", result.stderr)
+        self.assert_nothing_started()
+
+
+class TwoNodes(PreflightCase):
+    def test_a_node_without_torch_is_named_on_the_head(self):
+        agents = self.start_nodes([["--nproc_per_node", 2, "--python", TEST_PYTHON],
+                                   ["--nproc_per_node", 1, "--python", self.python_without_torch()]])
+        head, other = (self.finish(agents[node], timeout=JOB_TIMEOUT) for node in (0, 1))
+        self.assertExit(head, PREFLIGHT_FAILED)
+        self.assertExit(other, PREFLIGHT_FAILED)
+        self.assertRegex(head.stdout, r"(?m)^torch\s+node 1 \(.*\)\s+FAIL\s+.*cannot import torch")
+        self.assertRegex(head.stdout, r"(?m)^node 0 \(.*\): Python [\d.]+, torch \S+, .*2 ranks$")
+        self.assertRegex(head.stdout, r"(?m)^node 1 \(.*\): .*torch \(cannot import\).*1 rank$")
+        self.assertNotRegex(head.stdout, r"(?m)^versions\s.*FAIL", "a missing torch is not a version difference")
+        self.assertIn("the table is on node 0", other.stdout)
+
+    def test_a_healthy_pair_passes_and_a_differing_variable_is_a_warning(self):
+        agents = self.start_nodes([["--nproc_per_node", 1, "--python", TEST_PYTHON, "--json"],
+                                   ["--nproc_per_node", 1, "--python", TEST_PYTHON]])
+        # Node 1's environment differs from node 0's in one variable the workers inherit.
+        head = self.finish(agents[0], timeout=JOB_TIMEOUT)
+        other = self.finish(agents[1], timeout=JOB_TIMEOUT)
+        self.assertExit(head, 0)
+        self.assertExit(other, 0)
+        document = json.loads(head.stdout)
+        self.assertTrue(document["passed"], head.stdout)
+        self.assertEqual(self.check(document, "store")[0]["result"], "ok")
+        pairs = self.check(document, "node pairs")[0]
+        self.assertEqual(pairs["result"], "ok")
+        self.assertIn("0-1", pairs["detail"])
+        self.assertEqual(self.check(document, "clock")[0]["result"], "ok")
+
+    def test_variables_that_differ_between_nodes_are_shown_as_a_diff(self):
+        env = harness.clean_env()
+        port = harness.free_port()
+        agents = {}
+        for node, debug in ((0, "WARN"), (1, "INFO")):
+            agents[node] = self.start(["preflight", "--nnodes", 2, "--node_rank", node, "--master_addr", LOOPBACK,
+                                       "--master_port", port, "--nproc_per_node", 1, "--python", TEST_PYTHON],
+                                      env={**env, "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET,
+                                           "NCCL_DEBUG": debug})
+        head = self.finish(agents[0], timeout=JOB_TIMEOUT)
+        self.finish(agents[1], timeout=JOB_TIMEOUT)
+        self.assertExit(head, 0)
+        self.assertRegex(head.stdout, r"(?m)^variables\s+nodes differ\s+warn\s+NCCL_DEBUG: 'INFO' on node 1 "
+                                      r"\(.*\); 'WARN' on node 0")
+
+    def test_a_node_that_never_comes_is_named_within_the_timeout(self):
+        port = harness.free_port()
+        result = self.gangrun(["preflight", "--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK,
+                               "--master_port", port, "--nproc_per_node", 1, "--python", TEST_PYTHON,
+                               "--preflight-timeout", 2],
+                              env={**harness.clean_env(), "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET},
+                              timeout=JOB_TIMEOUT)
+        self.assertExit(result, 3)
+        self.assertIn("waiting for node rank 1 to join", result.stderr)
+
+
+if __name__ == "__main__":
+    harness.main()
