@@ -294,7 +294,7 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l stack_tool 
 complete -c gangrun -n '__gangrun_at first options value devices' -l straggler_watch -l straggler-watch -d 'read every rank\'s stack every 5 s (--straggler-watch=SECONDS: that often), without pausing it, and name a rank that works while the others wait for it in a collective'
 complete -c gangrun -n '__gangrun_at first options value devices' -l flight_recorder -l flight-recorder -d 'switch on NCCL\'s flight recorder (PyTorch 2.2+), dumping into the attempt\'s directory'
 complete -c gangrun -n '__gangrun_at first options value devices' -l no_stacks_at_failure -l no-stacks-at-failure -d 'do not read the other ranks\' stacks when a rank fails'
-complete -c gangrun -n '__gangrun_at first options value devices' -l numa_binding -l numa-binding -x -d 'torchrun\'s binding of workers to the CPUs near their GPU'
+complete -c gangrun -n '__gangrun_at first options value devices' -l numa_binding -l numa-binding -x -a 'node socket exclusive core-complex' -d 'pin each worker to CPUs near its accelerator, as torchrun does'
 complete -c gangrun -n '__gangrun_at first options value devices' -l signals_to_handle -l signals-to-handle -x -d 'signals that are forwarded to the workers and stop the gang'
 complete -c gangrun -n '__gangrun_at first options value devices' -l dry_run -l dry-run -d 'print the launch plan and start nothing (with -v: where each value came from)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l json -d 'print machine-readable JSON instead of text'

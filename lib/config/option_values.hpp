@@ -80,6 +80,8 @@ Expected<OutputMode> parse_output_mode(std::string_view text);
 // day; "0" or "off": nullopt (no hang watch).
 Expected<std::optional<double>> parse_watch_duration(std::string_view text);
 Expected<OnHang> parse_on_hang(std::string_view text);
+// torchrun's --numa-binding modes: node, socket, exclusive, core-complex.
+Expected<NumaBinding> parse_numa_binding(std::string_view text);
 // --straggler-watch: true (the flag alone) is every 5 s, a number is the
 // seconds between samples (at least 0.1), false or 0 is off.
 Expected<std::optional<double>> parse_straggler_watch(std::string_view text);
