@@ -60,7 +60,8 @@ Expected<std::vector<std::vector<int>>> numa_worker_cpus(const NumaRequest& requ
   placement::NumaTopology topology(request.sysfs_root);
   GANGRUN_TRY_ASSIGN(nodes, device_nodes(flag, *devices, topology));
   std::vector<std::vector<int>> cpus;
-  for (int local_rank = 0; local_rank < local_workers; ++local_rank) {
+  for (int worker = 0; worker < local_workers; ++worker) {
+    const int local_rank = request.first_local_rank + worker;
     const auto device =
         static_cast<std::size_t>(local_rank) * static_cast<std::size_t>(request.devices_per_worker);
     if (device >= nodes->size()) {

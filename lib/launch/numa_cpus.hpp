@@ -1,9 +1,10 @@
 // --numa_binding (torchrun's --numa-binding): the CPUs each local worker is
 // pinned to, near the accelerator torchrun would give it, by the rules of
 // placement/numa_binding.hpp. The worker's accelerator is the selected
-// device its LOCAL_RANK indexes (shared visibility), or the first of its own
-// (--visible-devices per-rank); the accelerators shared out on a NUMA node
-// are every selected one, as torchrun counts every visible one.
+// device its LOCAL_RANK indexes (shared visibility; under --worker-per-task
+// that is srun's SLURM_LOCALID), or the first of its own (--visible-devices
+// per-rank); the accelerators shared out on a NUMA node are every selected
+// one, as torchrun counts every visible one.
 #pragma once
 
 #include "config/options.hpp"
@@ -20,6 +21,7 @@ namespace gangrun::launch {
 struct NumaRequest {
   config::NumaBinding mode = config::NumaBinding::node;
   int devices_per_worker = 1;  // --devices-per-proc under per-rank, else 1
+  int first_local_rank = 0;    // the LOCAL_RANK of local worker 0 (srun's task, else 0)
   std::string sysfs_root = "/";
   std::set<int> usable;  // the CPUs gangrun may run on (host::usable_cpus())
 };

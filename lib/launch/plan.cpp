@@ -313,6 +313,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
     NumaRequest request{
         .mode = *options.numa_binding,
         .devices_per_worker = plan.per_rank_visibility ? options.devices_per_proc : 1,
+        .first_local_rank = plan.srun_task ? plan.srun_task->local_id : 0,
         .sysfs_root = sysfs_root(host_env),
         .usable = {usable.begin(), usable.end()}};
     GANGRUN_TRY_ASSIGN(near, numa_worker_cpus(request, plan.devices, plan.local_world_size));

@@ -29,8 +29,11 @@ NodeDevices eight_gpus() {
 NumaRequest request(const gangrun::test::NumaTree& tree, NumaBinding mode, int per_worker = 1) {
   std::set<int> usable;
   for (int cpu = 0; cpu < 64; ++cpu) usable.insert(cpu);
-  return {
-      .mode = mode, .devices_per_worker = per_worker, .sysfs_root = tree.path(), .usable = usable};
+  return {.mode = mode,
+          .devices_per_worker = per_worker,
+          .first_local_rank = 0,
+          .sysfs_root = tree.path(),
+          .usable = usable};
 }
 
 std::vector<int> span(int first, int last) {
@@ -63,6 +66,18 @@ TEST_CASE("numa plan: per-rank workers follow the first of their devices", "[lau
   std::vector<int> node1 = span(16, 31);
   for (int cpu : span(48, 63)) node1.push_back(cpu);
   CHECK((*cpus)[1] == node1);
+}
+
+TEST_CASE("numa plan: srun's task follows the device its SLURM_LOCALID indexes", "[launch][numa]") {
+  gangrun::test::NumaTree tree;
+  two_socket_eight_gpus(tree);
+  // --worker-per-task: one worker, LOCAL_RANK 5, so GPU 5 on node 1; node 1's
+  // 16 cores over GPUs 4-7 give GPU 5 (second there) cores 20-23.
+  NumaRequest task = request(tree, NumaBinding::exclusive);
+  task.first_local_rank = 5;
+  auto cpus = numa_worker_cpus(task, eight_gpus(), 1);
+  REQUIRE(cpus);
+  CHECK(*cpus == std::vector<std::vector<int>>{{20, 21, 22, 23, 52, 53, 54, 55}});
 }
 
 TEST_CASE("numa plan: launches it cannot bind are usage errors", "[launch][numa]") {
