@@ -3,6 +3,7 @@
 #include "util/strings.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <string>
 

@@ -19,7 +19,8 @@
 namespace gangrun::placement {
 
 // "0-3,8,10-11" (sysfs's cpulist form) -> {0,1,2,3,8,10,11}; blanks around
-// items and a trailing newline are allowed. nullopt-like error text on junk.
+// items and a trailing newline are allowed. A usage error says what is wrong
+// with junk (a word, a range that runs down).
 Expected<std::set<int>> parse_cpu_list(std::string_view text);
 
 // "0000:1a:00.0": the name of a PCI device's directory under
