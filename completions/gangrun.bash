@@ -59,6 +59,9 @@ _gangrun_value()
         --stack_tool | --stack-tool)
             mapfile -t COMPREPLY < <(compgen -c -- "$cur")
             ;;
+        --numa_binding | --numa-binding)
+            COMPREPLY=($(compgen -W 'node socket exclusive core-complex' -- "$cur"))
+            ;;
         --report)
             _filedir
             ;;

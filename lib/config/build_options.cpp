@@ -203,6 +203,16 @@ Expected<void> check_device_flags(const Options& o, const LayeredValues& values)
   return {};
 }
 
+// One owner for a worker's CPUs: torchrun's binding and deepspeed's each
+// decide them whole.
+Expected<void> check_cpu_binding(const Options& o, const LayeredValues& values) {
+  if (!o.numa_binding || !o.deepspeed.bind_cores_to_rank) return {};
+  const LayeredValue* cores = given_value(values, opt::bind_cores_to_rank);
+  return fail_usage(value_of(values, opt::numa_binding).given + " and " +
+                    (cores ? cores->given : std::string("--bind_cores_to_rank")) +
+                    " both decide which CPUs each worker runs on; give only one of them");
+}
+
 Expected<void> check_module(const Options& o, const LayeredValues& values) {
   if (o.module && o.no_python) {
     const LayeredValue& module = value_of(values, opt::module);
@@ -270,8 +280,8 @@ Expected<Options> build_options(const LayeredValues& values,
     o.origins[name] = {std::move(shown), value.source};
   }
   if (problems.empty()) {
-    for (auto check :
-         {check_module, check_nodes, check_rendezvous, check_process_counts, check_device_flags}) {
+    for (auto check : {check_module, check_nodes, check_rendezvous, check_process_counts,
+                       check_device_flags, check_cpu_binding}) {
       problems.keep(check(o, values));
     }
   }

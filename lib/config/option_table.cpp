@@ -422,9 +422,11 @@ std::vector<OptionSpec> make_table() {
       {.name = "numa_binding",
        .group = G::supervision,
        .metavar = "MODE",
-       .help = "torchrun's binding of workers to the CPUs near their GPU: not supported",
-       .refused = "gangrun does not read which CPUs are near each GPU yet; bind with "
-                  "--bind_cores_to_rank or --bind_core_list, or run the workers under numactl"},
+       .choices = {"node", "socket", "exclusive", "core-complex"},
+       .help = "pin each worker to CPUs near its accelerator, as torchrun does: node (its NUMA "
+               "node), socket (every NUMA node of that socket), exclusive (the node's physical "
+               "cores shared out among its accelerators), core-complex (one L3 cache domain each)",
+       .apply = into<&Options::numa_binding, parse_numa_binding>},
       {.name = "signals_to_handle",
        .group = G::supervision,
        .metavar = "LIST",

@@ -284,6 +284,16 @@ Expected<OnHang> parse_on_hang(std::string_view text) {
                     " is not what to do on a hang (expected report, stop or restart)");
 }
 
+Expected<NumaBinding> parse_numa_binding(std::string_view text) {
+  std::string_view word = strings::trim(text);
+  if (word == "node") return NumaBinding::node;
+  if (word == "socket") return NumaBinding::socket;
+  if (word == "exclusive") return NumaBinding::exclusive;
+  if (word == "core-complex") return NumaBinding::core_complex;
+  return fail_usage(strings::quoted(text) +
+                    " is not a binding mode (expected node, socket, exclusive or core-complex)");
+}
+
 Expected<Accelerator> parse_accelerator(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
   for (Accelerator kind :

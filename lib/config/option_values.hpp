@@ -83,6 +83,8 @@ Expected<OnHang> parse_on_hang(std::string_view text);
 // --preflight-timeout: a duration as parse_watch_duration reads it, at least
 // one second; 0 and off are refused (a preflight always ends by itself).
 Expected<double> parse_preflight_timeout(std::string_view text);
+// torchrun's --numa-binding modes: node, socket, exclusive, core-complex.
+Expected<NumaBinding> parse_numa_binding(std::string_view text);
 // --straggler-watch: true (the flag alone) is every 5 s, a number is the
 // seconds between samples (at least 0.1), false or 0 is off.
 Expected<std::optional<double>> parse_straggler_watch(std::string_view text);

@@ -53,6 +53,10 @@ enum class OutputMode { automatic, prefix, inherit };
 // --on-hang: what the hang watch does after it reported a hang.
 enum class OnHang { report, stop, restart };
 
+// --numa_binding: torchrun's modes of pinning each worker to the CPUs near
+// its accelerator (placement/numa_binding.hpp has the rules).
+enum class NumaBinding { node, socket, exclusive, core_complex };
+
 // --accelerator: which kind of device the launch places workers on. auto
 // takes the first kind with devices (CUDA, Intel XPU, AMD ROCm), else CPU.
 // hpu, npu and neuron are not enumerated: their inherited visibility
@@ -182,6 +186,8 @@ struct Options {
   // seconds it waits for the ranks' answers and its collectives.
   bool preflight = false;
   double preflight_timeout = 60;
+  // --numa_binding: pin each worker to CPUs near its accelerator; nullopt: not asked.
+  std::optional<NumaBinding> numa_binding;
 
   // ---- each tool's own flags
   AccelerateSettings accelerate;  // accelerate launch

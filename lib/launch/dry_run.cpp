@@ -2,6 +2,7 @@
 
 #include "launch/dialects/worker_variables.hpp"
 #include "launch/files.hpp"
+#include "launch/numa_cpus.hpp"
 #include "util/strings.hpp"
 
 #include <fmt/format.h>
@@ -49,7 +50,7 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
         {"argv", worker.argv},
         {"env", worker_variables(plan, worker, first_round, run_dir)},
         {"prefix", worker_prefix(plan, worker, first_round)},
-        // The CPUs it is pinned to (--bind_cores_to_rank); null: not pinned.
+        // The CPUs it is pinned to (--bind_cores_to_rank, --numa_binding); null: not pinned.
         {"cpus", worker.cpus.empty() ? nlohmann::json() : nlohmann::json(worker.cpus)},
     });
   }
@@ -147,7 +148,10 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
         fmt::format("rank {} (local_rank {}):\n", first_round.rank_of(worker), worker.local_rank);
     out += fmt::format("  command: {}\n", strings::shell_join(worker.argv));
     if (!worker.cpus.empty()) {
-      out += fmt::format("  cpus:    {} (--bind_cores_to_rank)\n", fmt::join(worker.cpus, ","));
+      std::string why = plan.numa_binding
+                            ? std::string("--numa_binding ") + to_string(*plan.numa_binding)
+                            : std::string("--bind_cores_to_rank");
+      out += fmt::format("  cpus:    {} ({})\n", fmt::join(worker.cpus, ","), why);
     }
     for (const auto& [name, value] : worker_variables(plan, worker, first_round, run_dir)) {
       out += fmt::format("  {}={}\n", name, value);

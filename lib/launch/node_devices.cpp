@@ -66,10 +66,6 @@ void probe_xpu(const EnvMap& env, NodeProbes& probes) {
   }
 }
 
-std::string sysfs_root(const EnvMap& env) {
-  return env_lookup(env, "GANGRUN_SYSFS_ROOT").value_or("/");
-}
-
 bool has_devices(const std::optional<accel::BackendReport>& report) {
   return report && !report->devices.empty();
 }
@@ -154,7 +150,8 @@ bool launch_needs_devices(const config::Options& options) {
                       options.mask_format == config::MaskFormat::uuid;
   bool names_kind =
       options.accelerator != Accelerator::automatic && options.accelerator != Accelerator::cpu;
-  return counts_devices || selects || writes_masks || names_kind;
+  // --numa_binding: the workers' CPUs follow their accelerators.
+  return counts_devices || selects || writes_masks || names_kind || options.numa_binding;
 }
 
 NodeProbes probe_node(const config::Options& options, const EnvMap& env, ProbeScope scope) {
@@ -215,6 +212,10 @@ std::optional<std::string> unprobed_cuda_warning(const EnvMap& env) {
   auto checked = accel::check_cuda_visible_devices(*value, stand_ins);
   if (checked) return std::nullopt;
   return checked.error().message();
+}
+
+std::string sysfs_root(const EnvMap& env) {
+  return env_lookup(env, "GANGRUN_SYSFS_ROOT").value_or("/");
 }
 
 std::vector<std::string> node_names() {

@@ -41,7 +41,7 @@ enum class ProbeScope {
 
 // True when the launch depends on devices: --nproc_per_node gpu|xpu|auto,
 // --num_gpus, a selection flag, per-rank masks, UUID masks, or an
-// --accelerator other than auto and cpu.
+// --accelerator other than auto and cpu, or --numa_binding.
 bool launch_needs_devices(const config::Options& options);
 
 // Runs the probes scope asks for, each vendor runtime in a child of its own
@@ -79,6 +79,9 @@ Expected<placement::NodeView> view_of(accel::DeviceKind kind, const NodeProbes& 
 // number, a sign), which the runtime would silently turn into fewer GPUs or
 // none. Whether an index exists needs a probe and is not judged.
 std::optional<std::string> unprobed_cuda_warning(const EnvMap& env);
+
+// Where sysfs is read: GANGRUN_SYSFS_ROOT (a fake tree in tests), else "/".
+std::string sysfs_root(const EnvMap& env);
 
 // The names this node answers to in a deepspeed NODE_SPEC.
 std::vector<std::string> node_names();

@@ -2,6 +2,7 @@
 
 #include "config/option_names.hpp"
 #include "launch/job_secret.hpp"
+#include "launch/numa_cpus.hpp"
 #include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
 #include "placement/masks.hpp"
@@ -306,6 +307,19 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 
   GANGRUN_TRY_ASSIGN(starts,
                      worker_starts(plan.dialects, plan.program.argv, plan.local_world_size));
+  plan.numa_binding = options.numa_binding;
+  if (options.numa_binding) {
+    std::vector<int> usable = host::usable_cpus();
+    NumaRequest request{
+        .mode = *options.numa_binding,
+        .devices_per_worker = plan.per_rank_visibility ? options.devices_per_proc : 1,
+        .first_local_rank = plan.srun_task ? plan.srun_task->local_id : 0,
+        .sysfs_root = sysfs_root(host_env),
+        .usable = {usable.begin(), usable.end()}};
+    GANGRUN_TRY_ASSIGN(near, numa_worker_cpus(request, plan.devices, plan.local_world_size));
+    // config allows no --bind_cores_to_rank beside it, so these were empty.
+    for (std::size_t i = 0; i < starts->size(); ++i) (*starts)[i].cpus = std::move((*near)[i]);
+  }
   for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
     WorkerStart& start = (*starts)[static_cast<std::size_t>(local_rank)];
     WorkerPlan worker;

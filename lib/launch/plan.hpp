@@ -31,7 +31,8 @@ struct WorkerPlan {
   // CUDA_VISIBLE_DEVICES=2; empty when it inherits gangrun's visibility.
   EnvMap device_env;
   // The CPUs it is pinned to (--bind_cores_to_rank,
-  // launch/dialects/deepspeed_cores.hpp); empty: gangrun's own affinity.
+  // launch/dialects/deepspeed_cores.hpp, or --numa_binding,
+  // launch/numa_cpus.hpp); empty: gangrun's own affinity.
   std::vector<int> cpus = {};
 };
 
@@ -94,6 +95,8 @@ struct LaunchPlan {
   std::optional<NodeDevices> devices;  // nullopt: the launch does not depend on devices
   bool per_rank_visibility = false;    // --visible-devices per-rank (else shared)
   bool virtual_local_rank = false;     // --virtual_local_rank: each worker's device is its 0
+  // --numa_binding: the workers' cpus are near their accelerators.
+  std::optional<config::NumaBinding> numa_binding;
 
   // The Slurm job gangrun runs in (nullopt: none, or --launcher local), and
   // --worker-per-task's srun task when it gives the local rank.

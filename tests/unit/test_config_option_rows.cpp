@@ -71,6 +71,7 @@ const std::map<std::string, std::string>& sample_values() {
       {"no_stacks_at_failure", "true"},
       {"straggler_watch", "2.5"},
       {"flight_recorder", "true"},
+      {"numa_binding", "core-complex"},
       {"signals_to_handle", "SIGTERM"},
       {"dry_run", "true"},
       {"json", "true"},

@@ -41,10 +41,25 @@ TEST_CASE("torchrun options gangrun cannot honour are refused with the reason", 
   CHECK_THAT(usage_error({"--duplicate-stdout-filters", "loss", "train.py"}),
              Contains("--duplicate-stdout-filters is not supported") && Contains("--tee 1"));
   CHECK_THAT(usage_error({"--duplicate_stderr_filters", "loss", "train.py"}), Contains("--tee 2"));
-  CHECK_THAT(usage_error({"--numa_binding", "node", "train.py"}), Contains("--bind_cores_to_rank"));
   // From any layer, named as that layer gives it.
-  CHECK_THAT(usage_error({"train.py"}, {{"PET_NUMA_BINDING", "node"}}),
-             Contains("PET_NUMA_BINDING is not supported"));
+  CHECK_THAT(usage_error({"train.py"}, {{"PET_LOGS_SPECS", "custom"}}),
+             Contains("PET_LOGS_SPECS is not supported"));
+}
+
+TEST_CASE("torchrun's --numa-binding takes its four modes, and owns the CPUs alone", "[config]") {
+  using gangrun::config::NumaBinding;
+  CHECK_FALSE(launch({"train.py"}).numa_binding);
+  CHECK(launch({"--numa_binding", "node", "train.py"}).numa_binding == NumaBinding::node);
+  CHECK(launch({"--numa-binding=socket", "train.py"}).numa_binding == NumaBinding::socket);
+  CHECK(launch({"--numa-binding", "exclusive", "train.py"}).numa_binding == NumaBinding::exclusive);
+  CHECK(launch({"--numa_binding=core-complex", "train.py"}).numa_binding ==
+        NumaBinding::core_complex);
+  CHECK_THAT(usage_error({"--numa_binding", "l3", "train.py"}),
+             Contains("--numa_binding: 'l3' is not a binding mode (expected node, socket, "
+                      "exclusive or core-complex)"));
+  CHECK_THAT(usage_error({"--numa_binding", "node", "--bind_cores_to_rank", "train.py"}),
+             Contains("--numa_binding node and --bind_cores_to_rank") &&
+                 Contains("give only one of them"));
 }
 
 TEST_CASE("torchrun 2.x's --shutdown_timeout is --term-timeout", "[config]") {

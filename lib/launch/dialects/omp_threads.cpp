@@ -10,7 +10,8 @@
 namespace gangrun::launch {
 
 OmpThreads omp_threads(const LaunchPlan& plan, const WorkerPlan& worker) {
-  if (!worker.cpus.empty()) {
+  // torchrun's --numa_binding leaves OMP_NUM_THREADS to its own rule.
+  if (plan.dialects.deepspeed.bind_cores_to_rank && !worker.cpus.empty()) {
     return {std::to_string(worker.cpus.size()),
             "the size of each worker's core share under --bind_cores_to_rank, as deepspeed sets "
             "it"};

@@ -7,7 +7,8 @@
 //     else the inherited value, else (--cpu) the physical cores shared among
 //     the processes, else 1 (dialects/accelerate.hpp);
 //   torchrun's: the inherited value, else 1 when there are several workers,
-//     else unset.
+//     else unset. Workers pinned by --numa_binding follow it too, as under
+//     torchrun, whose binding leaves OMP_NUM_THREADS alone.
 #pragma once
 
 #include "launch/plan.hpp"
