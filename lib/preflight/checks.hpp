@@ -33,7 +33,7 @@ struct Thresholds {
   double open_files_warn = 4096;                     // soft limit
   double memlock_warn_bytes = 64.0 * 1024 * 1024;    // RDMA registers buffers
   double clock_warn_s = 1.0;                         // offset to the head node
-  double slow_pair_share = 0.5;  // a node's best pair below this share of the median
+  double slow_pair_share = 0.5;  // a node's best pair below this share of the median node's best
 };
 
 // Every check of the facts, in the order the table prints them.

@@ -1,7 +1,8 @@
 """gangrun preflight (docs/preflight.md): a short job with the launch's options whose workers
 report what they see and measure an all-reduce together; the head node judges and prints.
 
-One node and two static nodes on loopback, with real PyTorch (GANGRUN_TEST_PYTHON: Debian's
+One node and two static nodes on loopback, three simulated nodes (network namespaces) one of
+which sends through a 100 Mbit/s shaper, with real PyTorch (GANGRUN_TEST_PYTHON: Debian's
 torch 1.13, or 2.x as integration.test_preflight.torch2). A node's interpreter that cannot
 import torch is an interpreter started with -S (no site-packages). Every wait has a timeout.
 """
@@ -9,9 +10,11 @@ import torch is an interpreter started with -S (no site-packages). Every wait ha
 import json
 import os
 import stat
+import subprocess
 
 import harness
-from harness import EVENT_TIMEOUT, TEST_PYTHON
+import netns_nodes
+from harness import EVENT_TIMEOUT, GANGRUN, TEST_PYTHON
 from test_multinode import LOOPBACK
 
 PREFLIGHT_FAILED = 6
@@ -162,6 +165,49 @@ class TwoNodes(PreflightCase):
                               timeout=JOB_TIMEOUT)
         self.assertExit(result, 3)
         self.assertIn("waiting for node rank 1 to join", result.stderr)
+
+
+class SlowNode(PreflightCase):
+    def test_a_node_much_slower_than_its_peers_is_named(self):
+        reason = netns_nodes.skip_reason()
+        if reason:
+            self.skipTest(reason)
+        with netns_nodes.Nodes(self, 3) as nodes:
+            # Node 3's cable sends at 100 Mbit/s; the others' are as fast as the CPUs allow.
+            shaped = nodes.run(3, ["tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", "100mbit", "burst",
+                                   "64kb", "latency", "100ms"], timeout=30)
+            self.assertExit(shaped, 0)
+            env = harness.clean_env(TMPDIR=self.tmp, GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
+            agents = {}
+            for node in (1, 2, 3):
+                with open(self.path(f"agent{node}.out"), "wb") as out, open(self.path(f"agent{node}.err"), "wb") as err:
+                    agents[node] = nodes.popen(node, [GANGRUN, "preflight", "--nnodes", "3", "--node_rank",
+                                                      str(node - 1), "--master_addr", nodes.address(1),
+                                                      "--master_port", "29500", "--nproc_per_node", "1",
+                                                      "--python", TEST_PYTHON, "--json"],
+                                               stdout=out, stderr=err, env=env, cwd=self.tmp)
+            for node, agent in agents.items():
+                try:
+                    agent.wait(timeout=JOB_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    self.fail(f"the preflight on node {node} did not end within {JOB_TIMEOUT}s" + self.outputs())
+            for node, agent in agents.items():
+                self.assertEqual(agent.returncode, 0, f"node {node}" + self.outputs())
+        with open(self.path("agent1.out")) as f:
+            document = json.load(f)
+        pairs = self.check(document, "node pairs")[0]
+        self.assertEqual(pairs["result"], "warn", pairs)
+        self.assertRegex(pairs["detail"], r"^node 2 \(node3\): [\d.]+ GB/s at best", pairs)
+        self.assertNotIn("node 0 (", pairs["detail"].split(" (the median")[0])
+        self.assertNotIn("node 1 (", pairs["detail"].split(" (the median")[0])
+
+    def outputs(self):
+        text = ""
+        for node in (1, 2, 3):
+            for stream in ("out", "err"):
+                with open(self.path(f"agent{node}.{stream}"), errors="replace") as f:
+                    text += f"\n--- node {node} std{stream} (tail) ---\n" + f.read()[-2000:]
+        return text
 
 
 if __name__ == "__main__":

@@ -193,6 +193,16 @@ TEST_CASE("a node much slower than its peers in node pairs is named", "[prefligh
   CHECK(row.detail.find("node 3") == std::string::npos);
   CHECK(row.fix.find("much slower") != std::string::npos);
 
+  // Three nodes, the third slow: both its pairs are slow, and the median node's best is not.
+  json three = gang(3);
+  add_pair(three, 0, 1, 1.0e9);
+  add_pair(three, 1, 2, 0.1e9);
+  add_pair(three, 2, 0, 0.1e9);
+  Check of_three = only_row(judge(three), "node pairs");
+  CHECK(of_three.verdict == Verdict::warn);
+  CHECK(of_three.detail.find(
+            "node 2 (host2): 0.10 GB/s at best (the median node's best 1.00 GB/s)") == 0);
+
   // With two nodes there is no majority to compare with: nobody is named.
   json two = gang(2);
   add_pair(two, 0, 1, 0.01e9);
