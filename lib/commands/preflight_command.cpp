@@ -74,12 +74,29 @@ std::string own_executable() {
   return error ? std::string("gangrun") : self.string();
 }
 
-// What this node's gangrun knows of its devices, for the facts.
-nlohmann::json node_json(const launch::LaunchPlan& plan) {
+// What this node's gangrun knows of its devices, for the facts: the kind,
+// how many the launch uses, and the driver that reported them.
+nlohmann::json node_json(const launch::LaunchPlan& plan, const launch::NodeProbes& probes) {
   nlohmann::json node = {{"kind", "cpu"}, {"devices", 0}};
-  if (plan.devices) {
-    node["kind"] = accel::to_string(plan.devices->kind);
-    node["devices"] = plan.devices->selected.size();
+  if (!plan.devices) return node;
+  node["kind"] = accel::to_string(plan.devices->kind);
+  node["devices"] = plan.devices->selected.size();
+  const std::optional<accel::BackendReport>* report = nullptr;
+  switch (plan.devices->kind) {
+    case accel::DeviceKind::cuda:
+      report = &probes.cuda;
+      break;
+    case accel::DeviceKind::xpu:
+      report = &probes.xpu;
+      break;
+    case accel::DeviceKind::rocm:
+      report = &probes.rocm;
+      break;
+    default:
+      break;
+  }
+  if (report != nullptr && *report && !(*report)->driver_version.empty()) {
+    node["driver"] = (*report)->driver_version;
   }
   return node;
 }
@@ -129,8 +146,9 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   config::Options options = preflight_options(launch_options, worker_path);
 
   std::optional<launch::NodeDevices> devices;
+  launch::NodeProbes probes;
   if (launch::launch_needs_devices(options)) {
-    launch::NodeProbes probes = launch::probe_node(options, env, launch::ProbeScope::needed);
+    probes = launch::probe_node(options, env, launch::ProbeScope::needed);
     GANGRUN_TRY_ASSIGN(found, launch::node_devices(options, env, probes));
     devices = std::move(*found);
   }
@@ -143,7 +161,7 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   plan->host_env["GANGRUN_PREFLIGHT_RESULT"] = answer_path;
   plan->host_env["GANGRUN_PREFLIGHT_TIMEOUT"] = std::to_string(options.preflight_timeout);
   plan->host_env["GANGRUN_PREFLIGHT_LOG_DIR"] = plan->log_dir.value_or(fs::current_path().string());
-  plan->host_env["GANGRUN_PREFLIGHT_NODE"] = node_json(*plan).dump();
+  plan->host_env["GANGRUN_PREFLIGHT_NODE"] = node_json(*plan, probes).dump();
   plan->host_env["GANGRUN_PREFLIGHT_BACKEND"] = nccl ? "nccl" : "gloo";
 
   agent::RunResult ran = agent::run(*plan);

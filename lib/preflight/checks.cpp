@@ -186,8 +186,12 @@ void check_devices(std::vector<Check>& out, const json& facts, const std::vector
     if (kind == "cpu" || found == 0) {
       check.detail = k_cpu_only;
     } else {
-      check.detail = fmt::format("{} {} device(s); masks: {}", found, kind,
-                                 strings::join(masks[node.node_rank], " "));
+      std::string driver = value_of(gangrun_view, "driver", std::string());
+      const std::vector<std::string>& node_masks = masks[node.node_rank];
+      check.detail = fmt::format("{} {} device(s){}; masks: {}", found, kind,
+                                 driver.empty() ? "" : ", driver " + driver,
+                                 node_masks.empty() ? "none (every worker sees every device)"
+                                                    : strings::join(node_masks, " "));
       if (kind == "cuda" && torch.contains("cuda_error")) {
         check.verdict = Verdict::fail;
         check.detail += "; torch: " + text_of(field(torch, "cuda_error"));
@@ -195,9 +199,11 @@ void check_devices(std::vector<Check>& out, const json& facts, const std::vector
       } else if (kind == "cuda" && torch.contains("version") &&
                  value_of(torch, "cuda_devices", 0) == 0) {
         check.verdict = Verdict::fail;
+        const json& built_for = field(torch, "cuda");
         check.detail +=
-            fmt::format("; but torch {} sees no CUDA device (built for CUDA {})",
-                        text_of(field(torch, "version")), text_of(field(torch, "cuda")));
+            fmt::format("; but torch {} sees no CUDA device ({})", text_of(field(torch, "version")),
+                        built_for.is_null() ? std::string("a CPU build")
+                                            : "built for CUDA " + text_of(built_for));
         check.fix = "install a CUDA build of torch that this driver supports";
       }
     }

@@ -161,7 +161,9 @@ def ring_of_pairs(leaders):
 
 def collectives(torch, dist, leaders):
     """Clock offsets, the gang's all-reduce, and node pairs' all-reduces; every rank calls it."""
-    use_cuda = ENV.get("GANGRUN_PREFLIGHT_BACKEND") == "nccl"
+    # NCCL where the launch gives CUDA devices and torch can use them; else gloo (the devices
+    # check says why torch cannot).
+    use_cuda = ENV.get("GANGRUN_PREFLIGHT_BACKEND") == "nccl" and torch.cuda.is_available()
     backend = "nccl" if use_cuda else "gloo"
     device = "cuda:%d" % 0 if use_cuda else "cpu"
     if use_cuda:

@@ -15,6 +15,7 @@ import subprocess
 import harness
 import netns_nodes
 from harness import EVENT_TIMEOUT, GANGRUN, TEST_PYTHON
+from test_devices import DeviceTestCase, gpu
 from test_multinode import LOOPBACK
 
 PREFLIGHT_FAILED = 6
@@ -110,6 +111,24 @@ class OneNode(PreflightCase):
         self.assertExit(result, 2)
         self.assertIn("gangrun preflight", result.stderr)
         self.assert_nothing_started()
+
+
+class FakeGpus(DeviceTestCase):
+    def test_gpus_torch_cannot_see_fail_the_devices_check(self):
+        # gangrun finds two GPUs through the fake driver; the workers' torch (a CPU build) sees
+        # none: the node would fail its first CUDA call an hour into the queue.
+        harness.require_torch()
+        env = self.env(cuda=[gpu("a", "0000:1a:00.0"), gpu("b", "0000:1b:00.0")])
+        result = self.gangrun(["preflight", "--nproc-per-node", "gpu", "--visible-devices", "per-rank", "--python",
+                               TEST_PYTHON], env=env,
+                              timeout=JOB_TIMEOUT)
+        self.assertExit(result, PREFLIGHT_FAILED)
+        self.assertRegex(result.stdout, r"(?m)^devices\s+node 0 \(.*\)\s+FAIL\s+2 cuda device\(s\), driver [\d.]+; "
+                                        r"masks: CUDA_VISIBLE_DEVICES=0 CUDA_VISIBLE_DEVICES=1; but torch \S+ sees no CUDA "
+                                        r"device \(a CPU build\)")
+        self.assertIn("fix: install a CUDA build of torch", result.stdout)
+        # The collectives fall back to gloo, so the rest of the node is still checked.
+        self.assertRegex(result.stdout, r"(?m)^all-reduce\s+the gang \(2 ranks\)\s+ok\s+gloo")
 
 
 class TwoNodes(PreflightCase):

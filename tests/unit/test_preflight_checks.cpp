@@ -172,12 +172,13 @@ TEST_CASE("limits: a full log directory fails, a small /dev/shm and few files wa
 
 TEST_CASE("a CUDA node whose torch sees no GPU fails the devices check", "[preflight]") {
   json facts = gang(1);
-  facts["ranks"][0]["node"] = {{"kind", "cuda"}, {"devices", 2}};
+  facts["ranks"][0]["node"] = {{"kind", "cuda"}, {"devices", 2}, {"driver", "12.6"}};
   facts["ranks"][0]["masks"] = {{"CUDA_VISIBLE_DEVICES", "0,1"}};
   facts["ranks"][0]["torch"]["cuda"] = nullptr;
   Check row = only_row(judge(facts), "devices");
   CHECK(row.verdict == Verdict::fail);
-  CHECK(row.detail.find("2 cuda device(s); masks: CUDA_VISIBLE_DEVICES=0,1") != std::string::npos);
+  CHECK(row.detail.find("2 cuda device(s), driver 12.6; masks: CUDA_VISIBLE_DEVICES=0,1") !=
+        std::string::npos);
   CHECK(row.fix.find("CUDA build of torch") != std::string::npos);
 }
 
