@@ -298,7 +298,7 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l flight_reco
 complete -c gangrun -n '__gangrun_at first options value devices' -l no_stacks_at_failure -l no-stacks-at-failure -d 'do not read the other ranks\' stacks when a rank fails'
 complete -c gangrun -n '__gangrun_at first options value devices' -l numa_binding -l numa-binding -x -a 'node socket exclusive core-complex' -d 'pin each worker to CPUs near its accelerator, as torchrun does'
 complete -c gangrun -n '__gangrun_at first options value devices' -l signals_to_handle -l signals-to-handle -x -d 'signals that are forwarded to the workers and stop the gang'
-complete -c gangrun -n '__gangrun_at first options value devices' -l preflight -d 'run gangrun preflight\'s checks on this node first and start the job only when none failed (one node; on many nodes run gangrun preflight before the job)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l preflight -d 'run gangrun preflight\'s checks on this node first and start the job only when none failed'
 complete -c gangrun -n '__gangrun_at first options value devices' -l preflight_timeout -l preflight-timeout -x -d 'how long gangrun preflight waits for every rank\'s answer and for the all-reduce (seconds, or 90s, 5m)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l dry_run -l dry-run -d 'print the launch plan and start nothing (with -v: where each value came from)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l json -d 'print machine-readable JSON instead of text'

@@ -118,6 +118,22 @@ config::Options preflight_options(config::Options options, const std::string& wo
   return options;
 }
 
+// The options of a preflight of this node alone, with a store of its own on
+// loopback: a node of a job of many checks itself before it joins, and never
+// meets the job's other nodes in a preflight's rendezvous.
+config::Options this_node_only(config::Options options) {
+  options.nnodes = 1;
+  options.min_nnodes = 1;
+  options.node_rank = 0;
+  options.rdzv_backend = "static";
+  options.rdzv_endpoint.reset();
+  options.master_addr = "127.0.0.1";
+  options.master_port.reset();
+  options.local_addr.reset();
+  options.launcher = config::Options::Launcher::local;
+  return options;
+}
+
 // Reads the head's answer this node's first worker copied; the checks, or
 // nullopt when none came (the job's own messages said why).
 std::optional<nlohmann::json> read_answer(const std::string& path) {
@@ -216,14 +232,22 @@ Expected<int> run_preflight_command(const config::PreflightRequest& request, con
 }
 
 Expected<int> preflight_before_launch(const config::Options& options, const EnvMap& env) {
-  if (options.nnodes > 1 || options.rdzv_backend == "c10d") {
-    return fail_usage(
-        "--preflight runs on one node; for a job of many nodes run 'gangrun "
-        "preflight' with the same options first (it checks every node through "
-        "the same rendezvous), then the job");
+  bool many_nodes = options.nnodes > 1 || options.rdzv_backend == "c10d";
+  if (many_nodes) {
+    spdlog::info("--preflight: checking this node on its own before it joins the job");
   }
-  GANGRUN_TRY_ASSIGN(code, run_checks(options, env));
-  if (*code != exit_codes::k_success) {
+  GANGRUN_TRY_ASSIGN(code, run_checks(many_nodes ? this_node_only(options) : options, env));
+  if (*code == exit_codes::k_success) return *code;
+  if (many_nodes && options.min_nnodes < options.nnodes) {
+    spdlog::error(
+        "--preflight: a check failed, so this node does not join the job; the others "
+        "go on without it while at least {} nodes are there (--nnodes {}:{})",
+        options.min_nnodes, options.min_nnodes, options.nnodes);
+  } else if (many_nodes) {
+    spdlog::error(
+        "--preflight: a check failed, so this node does not join the job; the others "
+        "wait for it until their join timeout");
+  } else {
     spdlog::error("--preflight: a check failed, so the job was not started");
   }
   return *code;

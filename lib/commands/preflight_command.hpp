@@ -12,7 +12,8 @@ namespace gangrun::commands {
 
 Expected<int> run_preflight_command(const config::PreflightRequest& request, const EnvMap& env);
 
-// The checks of a launch's options on this node, before its job starts:
+// The checks of a launch's options on this node, before its job starts (on
+// a job of many nodes, of this node alone, before it joins):
 // exit_codes::k_success when none failed, else the code to end with (the
 // table said why).
 Expected<int> preflight_before_launch(const config::Options& options, const EnvMap& env);

@@ -439,7 +439,8 @@ std::vector<OptionSpec> make_table() {
        .group = G::reporting,
        .kind = K::flag,
        .help = "run gangrun preflight's checks on this node first and start the job only when "
-               "none failed (one node; on many nodes run gangrun preflight before the job)",
+               "none failed; on a job of many nodes each node checks itself and joins only if "
+               "it passed (an elastic job goes on without it)",
        .shown = Spelling::dash,
        .apply = into<&Options::preflight, parse_bool>},
       {.name = "preflight_timeout",

@@ -107,9 +107,6 @@ class OneNode(PreflightCase):
             result = self.gangrun(["preflight", *args])
             self.assertExit(result, 2)
             self.assertIn(words, result.stderr)
-        result = self.gangrun(["--preflight", "--nnodes", 2, "--master_addr", LOOPBACK, self.fake("exit:0")])
-        self.assertExit(result, 2)
-        self.assertIn("gangrun preflight", result.stderr)
         self.assert_nothing_started()
 
 
@@ -174,6 +171,27 @@ class TwoNodes(PreflightCase):
         self.assertExit(head, 0)
         self.assertRegex(head.stdout, r"(?m)^variables\s+nodes differ\s+warn\s+NCCL_DEBUG: 'INFO' on node 1 "
                                       r"\(.*\); 'WARN' on node 0")
+
+    def test_with_preflight_an_elastic_job_goes_on_without_the_node_that_failed_it(self):
+        # Three c10d agents, --nnodes 2:3, each checking itself before it joins: the one whose
+        # interpreter cannot import torch exits 6 and never joins; the other two run the job.
+        port = harness.free_port()
+        env = {**harness.clean_env(), "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET}
+        pythons = [TEST_PYTHON, self.python_without_torch(), TEST_PYTHON]
+        agents = [self.start(["--preflight", "--python", python, "--nnodes", "2:3", "--rdzv_backend", "c10d",
+                              "--rdzv_endpoint", f"{LOOPBACK}:{port}", "--rdzv_conf", "last_call_timeout=1",
+                              "--nproc_per_node", 1, *self.fake("--exit", 0)], env=env)
+                  for python in pythons]
+        results = [self.finish(agent, timeout=JOB_TIMEOUT) for agent in agents]
+        self.assertExit(results[1], PREFLIGHT_FAILED)
+        self.assertRegex(results[1].stdout, r"(?m)^torch\s+node 0 \(.*\)\s+FAIL\s+.*cannot import torch")
+        self.assertIn("this node does not join the job; the others go on without it while at least 2 nodes",
+                      results[1].stderr)
+        for node in (0, 2):
+            self.assertExit(results[node], 0)
+            self.assertIn("preflight passed", results[node].stdout)
+        self.assertEqual(len(self.pid_files()), 2, "the job should have run on the two nodes that passed")
+        self.assertRegex(results[0].stderr + results[2].stderr, r"2 nodes, world size 2")
 
     def test_a_node_that_never_comes_is_named_within_the_timeout(self):
         port = harness.free_port()
