@@ -305,6 +305,7 @@ void check_limits(std::vector<Check>& out, const std::vector<Node>& nodes,
 // "1.13.1 on node 0 (a); 2.13.0 on node 1 (b)": one entry per value.
 std::string diff_text(const std::map<std::string, std::vector<std::string>>& where_each) {
   std::vector<std::string> parts;
+  parts.reserve(where_each.size());
   for (const auto& [value, names] : where_each) {
     parts.push_back(value + " on " + strings::join(names, ", "));
   }
@@ -526,6 +527,7 @@ void check_collectives(std::vector<Check>& out, const json& facts, const Thresho
   // not both) against the median node's best: with three nodes, one slow
   // node still leaves the median a healthy one.
   std::vector<double> bests;
+  bests.reserve(best_of_rank.size());
   for (const auto& [rank, best] : best_of_rank) bests.push_back(best);
   std::sort(bests.begin(), bests.end());
   double median = bests[bests.size() / 2];
