@@ -110,16 +110,26 @@ constexpr std::string_view k_devices_intro =
     "shown as 'no devices' with the reason, never as an error. Takes every launch option; "
     "these matter here:";
 
-std::string devices_help_text(std::size_t width) {
-  std::string out = "Usage: gangrun devices [--json] [OPTIONS]\n\n";
-  append_paragraph(out, k_devices_intro, width);
+// The help of a subcommand that takes the launch options: its usage line,
+// what it does, then the options that matter to it.
+template <typename Matters>
+std::string launch_options_help(std::string_view name, std::string_view intro, std::size_t width,
+                                Matters&& matters) {
+  std::string out = "Usage: gangrun " + std::string(name) + " [--json] [OPTIONS]\n\n";
+  append_paragraph(out, intro, width);
   out += "\n";
   for (const OptionSpec& spec : option_table()) {
-    bool shapes_masks = spec.group == OptionGroup::devices || spec.name == opt::nproc_per_node ||
-                        spec.name == opt::num_gpus || spec.name == opt::json ||
-                        spec.name == opt::verbose;
-    if (shapes_masks) append_option(out, spec, width);
+    if (matters(spec)) append_option(out, spec, width);
   }
+  return out;
+}
+
+std::string devices_help_text(std::size_t width) {
+  std::string out =
+      launch_options_help("devices", k_devices_intro, width, [](const OptionSpec& spec) {
+        return spec.group == OptionGroup::devices || spec.name == opt::nproc_per_node ||
+               spec.name == opt::num_gpus || spec.name == opt::json || spec.name == opt::verbose;
+      });
   out += "\n";
   append_paragraph(out,
                    "Library paths: GANGRUN_CUDA_LIBRARY (default libcuda.so.1), "
@@ -142,17 +152,12 @@ constexpr std::string_view k_preflight_intro =
     "option; these matter most:";
 
 std::string preflight_help_text(std::size_t width) {
-  std::string out = "Usage: gangrun preflight [--json] [OPTIONS]\n\n";
-  append_paragraph(out, k_preflight_intro, width);
-  out += "\n";
-  for (const OptionSpec& spec : option_table()) {
-    bool shapes_preflight = spec.group == OptionGroup::nodes || spec.name == opt::nproc_per_node ||
-                            spec.name == opt::python || spec.name == opt::log_dir ||
-                            spec.name == opt::preflight_timeout || spec.name == opt::json ||
-                            spec.name == opt::verbose;
-    if (shapes_preflight) append_option(out, spec, width);
-  }
-  return out;
+  return launch_options_help("preflight", k_preflight_intro, width, [](const OptionSpec& spec) {
+    return spec.group == OptionGroup::nodes || spec.name == opt::nproc_per_node ||
+           spec.name == opt::python || spec.name == opt::log_dir ||
+           spec.name == opt::preflight_timeout || spec.name == opt::json ||
+           spec.name == opt::verbose;
+  });
 }
 
 std::string completion_help_text() {
