@@ -227,14 +227,28 @@ def head(facts, torch, dist):
     return result
 
 
+def give_up(why):
+    """Ends this worker with a failure, which ends the whole preflight job: a rank that never
+    answers would otherwise keep every node waiting for it."""
+    print("preflight: " + why, file=sys.stderr)
+    raise SystemExit(1)
+
+
 def follower(torch, dist):
     plan = take("plan", timeout=TIMEOUT * 2)
-    if plan is not None and plan["collectives"]:
+    if plan is None:
+        give_up("rank 0 published no plan within %g s" % (TIMEOUT * 2))
+    if plan["collectives"]:
         try:
             collectives(torch, dist, plan["leaders"])
         except BaseException:
             pass  # rank 0 says what failed
-    return take("result", timeout=TIMEOUT * 2) if LOCAL_RANK == 0 else None
+    if LOCAL_RANK != 0:
+        return None
+    result = take("result", timeout=TIMEOUT * 2)
+    if result is None:
+        give_up("rank 0 published no result within %g s" % (TIMEOUT * 2))
+    return result
 
 
 def main():
@@ -254,6 +268,8 @@ def main():
         with open(out + ".part", "w") as stream:
             json.dump(dict(result, this_node=NODE_RANK), stream)
         os.replace(out + ".part", out)
+    if RANK == 0 and result["silent_ranks"]:
+        give_up("ranks %s sent nothing within %g s; ending the preflight" % (result["silent_ranks"], TIMEOUT))
 
 
 main()

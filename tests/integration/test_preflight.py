@@ -46,7 +46,7 @@ class PreflightCase(harness.GangrunTestCase):
         env = {**(env or harness.clean_env()), "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET}
         port = harness.free_port()
         return {node: self.start(["preflight", "--nnodes", len(per_node_args), "--node_rank", node, "--master_addr",
-                                  LOOPBACK, "--master_port", port, "--preflight-timeout", 30, *args], env=env)
+                                  LOOPBACK, "--master_port", port, *args], env=env)
                 for node, args in enumerate(per_node_args)}
 
 
@@ -192,6 +192,24 @@ class TwoNodes(PreflightCase):
             self.assertIn("preflight passed", results[node].stdout)
         self.assertEqual(len(self.pid_files()), 2, "the job should have run on the two nodes that passed")
         self.assertRegex(results[0].stderr + results[2].stderr, r"2 nodes, world size 2")
+
+    def test_a_rank_that_never_answers_is_named_and_the_preflight_still_ends(self):
+        # Node 1's "interpreter" hangs before Python starts (an import on a stuck file system):
+        # the head names its rank after --preflight-timeout, and rank 0 then fails on purpose,
+        # which ends the job on every node, the stuck worker included.
+        stuck = self.path("python-that-hangs")
+        with open(stuck, "w") as f:
+            f.write("#!/bin/sh\nexec sleep 600\n")
+        os.chmod(stuck, stat.S_IRWXU)
+        agents = self.start_nodes([["--nproc_per_node", 2, "--python", TEST_PYTHON, "--preflight-timeout", 2],
+                                   ["--nproc_per_node", 1, "--python", stuck, "--preflight-timeout", 2]])
+        head = self.finish(agents[0], timeout=JOB_TIMEOUT)
+        other = self.finish(agents[1], timeout=JOB_TIMEOUT)
+        self.assertExit(head, PREFLIGHT_FAILED)
+        self.assertRegex(head.stdout, r"(?m)^store\s+ranks 2\s+FAIL\s+1 of 3 ranks sent nothing to the store at "
+                                      r"\S+ within 2(\.0)? s")
+        self.assertRegex(head.stdout, r"(?m)^all-reduce\s+the gang\s+skipped\s+ranks \[2\] did not answer")
+        self.assertNotEqual(other.returncode, 0, other.describe())
 
     def test_a_node_that_never_comes_is_named_within_the_timeout(self):
         port = harness.free_port()
