@@ -2,6 +2,7 @@
 
 #include "launch/dialects/worker_variables.hpp"
 #include "launch/files.hpp"
+#include "launch/network_interface.hpp"
 #include "util/strings.hpp"
 
 #include <fmt/format.h>
@@ -76,6 +77,10 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
                                                       {"max_nnodes", plan.nnodes}}
                                      : nlohmann::json()},
       {"devices", devices_text(plan)},
+      // What the workers' interface variables will be, and why; null on one node.
+      {"network", plan.multi_node
+                      ? nlohmann::json(planned_network_text(plan, list_network_interfaces()))
+                      : nlohmann::json()},
       {"workers", workers},
       {"options", options},
   };
@@ -111,6 +116,10 @@ std::string rendezvous_text(const LaunchPlan& plan) {
         "below take every node to run {} worker(s)\n",
         plan.nnodes, conf.join_timeout, plan.local_world_size);
   }
+  std::string network = planned_network_text(plan, list_network_interfaces());
+  const std::string label = "network: ";
+  if (network.starts_with(label)) network.erase(0, label.size());
+  out += fmt::format("  network:    {}\n", network);
   out +=
       fmt::format("  heartbeat:  TCP keep-alive every {} s, a node silent for {} s is lost\n",
                   conf.keep_alive_interval, conf.keep_alive_interval * conf.keep_alive_max_attempt);
