@@ -30,6 +30,14 @@ std::string devices_text(const LaunchPlan& plan) {
                      plan.per_rank_visibility ? "per-rank" : "shared");
 }
 
+// What the workers' interface variables will be, without the log's "network: ".
+std::string planned_network(const LaunchPlan& plan) {
+  std::string network = planned_network_text(plan, list_network_interfaces());
+  const std::string label = "network: ";
+  if (network.starts_with(label)) network.erase(0, label.size());
+  return network;
+}
+
 }  // namespace
 
 std::string planned_run_dir(const LaunchPlan& plan) {
@@ -78,9 +86,7 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
                                      : nlohmann::json()},
       {"devices", devices_text(plan)},
       // What the workers' interface variables will be, and why; null on one node.
-      {"network", plan.multi_node
-                      ? nlohmann::json(planned_network_text(plan, list_network_interfaces()))
-                      : nlohmann::json()},
+      {"network", plan.multi_node ? nlohmann::json(planned_network(plan)) : nlohmann::json()},
       {"workers", workers},
       {"options", options},
   };
@@ -116,10 +122,7 @@ std::string rendezvous_text(const LaunchPlan& plan) {
         "below take every node to run {} worker(s)\n",
         plan.nnodes, conf.join_timeout, plan.local_world_size);
   }
-  std::string network = planned_network_text(plan, list_network_interfaces());
-  const std::string label = "network: ";
-  if (network.starts_with(label)) network.erase(0, label.size());
-  out += fmt::format("  network:    {}\n", network);
+  out += fmt::format("  network:    {}\n", planned_network(plan));
   out +=
       fmt::format("  heartbeat:  TCP keep-alive every {} s, a node silent for {} s is lost\n",
                   conf.keep_alive_interval, conf.keep_alive_interval * conf.keep_alive_max_attempt);
