@@ -1,27 +1,20 @@
 #include "agent/round_network.hpp"
 
-#include <fmt/format.h>
+#include "store/client_common.hpp"
+
 #include <spdlog/spdlog.h>
 
 namespace gangrun::agent {
-namespace {
-
-// "10.0.0.1:29500", "[fd00::1]:29500".
-std::string endpoint_text(const std::string& address, const std::string& port) {
-  return address.find(':') == std::string::npos ? address + ":" + port
-                                                : "[" + address + "]:" + port;
-}
-
-}  // namespace
 
 EnvMap RoundNetwork::decide(const launch::LaunchPlan& plan, std::uint64_t round,
                             const std::optional<store::AsyncClient::Ends>& ends,
                             const std::vector<launch::NetworkInterface>& interfaces) {
-  const std::string port = std::to_string(plan.master_port.value_or(29500));
+  const int port = plan.master_port.value_or(29500);
   launch::NetworkChoice choice;
   if (ends) {
-    choice = launch::choose_network_interface(
-        interfaces, ends->local_address, endpoint_text(ends->store_address, port), plan.host_env);
+    choice = launch::choose_network_interface(interfaces, ends->local_address,
+                                              store::endpoint_text(ends->store_address, port),
+                                              plan.host_env);
   } else {
     choice.message = "network: this node's address toward the store is not known; nothing set";
   }

@@ -17,11 +17,15 @@ refused, remote=[127.0.1.1]:PORT"); the workers' group timeout is shortened so t
 failure comes in seconds. The test records what happened (it prints the outcome), and
 passes either way only if the outcome is one of the two it knows: that failure, or, should
 this torch find the right address by itself, a success.
+
+IPv6 (no simulated nodes: the netns nodes have IPv4 addresses only): two agents on ::1,
+through a bracketed --rdzv_endpoint or a bare --master_addr.
 """
 
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -157,6 +161,55 @@ class NetworkInterface(GangrunTestCase):
         loopback = [line for line in failures if "127.0.1.1" in line]
         print(f"torchrun in the same nodes: FAILED, exit codes {codes} (gangrun's job succeeds here): "
               f"{(loopback or failures)[0].strip()[:300]}", file=sys.stderr)
+
+
+def ipv6_loopback_port():
+    """A port free on ::1 a moment ago, or None where this host has no IPv6 loopback."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
+            s.bind(("::1", 0))
+            return s.getsockname()[1]
+    except OSError:
+        return None
+
+
+class Ipv6Loopback(GangrunTestCase):
+    """Two agents on this machine meeting at an IPv6 store (fake workers): the endpoint in
+    brackets, or a bare --master_addr; the workers get the bare address as MASTER_ADDR (the
+    form torch's TCPStore takes), and no interface variable, since the store is reached
+    through loopback."""
+
+    def setUp(self):
+        super().setUp()
+        self.port = ipv6_loopback_port()
+        if self.port is None:
+            self.skipTest("no IPv6 loopback (::1) here")
+
+    def run_pair(self, args_of):
+        env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
+        agents = [self.start([*args_of(node), "--nproc_per_node", 1,
+                              *self.fake("--print-env", self.path("env.{rank}.json"))], env=env)
+                  for node in (0, 1)]
+        results = [self.finish(agent) for agent in agents]
+        for result in results:
+            self.assertEqual(result.returncode, 0, result.describe())
+            self.assertIn("network: this node reaches the store through loopback (lo holds ::1)", result.stderr)
+        for rank in (0, 1):
+            env_seen = self.read_json(self.path(f"env.{rank}.json"))["env"]
+            self.assertEqual(env_seen["MASTER_ADDR"], "::1")
+            self.assertEqual(env_seen["MASTER_PORT"], str(self.port))
+            for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+                self.assertNotIn(name, env_seen)
+        return results
+
+    def test_c10d_endpoint_in_brackets(self):
+        results = self.run_pair(lambda node: ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"[::1]:{self.port}",
+                                              "--rdzv_id", "v6", "--nnodes", 2])
+        self.assertTrue(any(f"hosting the store at [::1]:{self.port}" in r.stderr for r in results))
+
+    def test_static_bare_master_addr(self):
+        self.run_pair(lambda node: ["--nnodes", 2, "--node_rank", node, "--master_addr", "::1",
+                                    "--master_port", self.port])
 
 
 if __name__ == "__main__":
