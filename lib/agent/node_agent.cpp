@@ -224,9 +224,10 @@ class NodeAgent {
                     nodes.members.push_back(member.id);
                   }
                   node_round_ = std::move(nodes);
-                  network_env_ =
-                      round_network_.decide(plan_, round.round, participant_->store_connection(),
-                                            launch::list_network_interfaces());
+                  network_env_ = round_network_.decide(
+                      plan_, round.round, participant_->store_connection(),
+                      launch::list_network_interfaces(),
+                      store_ ? store_->address_reached_from_outside() : std::nullopt);
                   begin_assigned_round(assignment_from(round, me, attempts_here_++));
                 },
             .round_ending = [this](const rendezvous::RoundEnd& end) { on_round_ending(end); },

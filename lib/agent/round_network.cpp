@@ -8,13 +8,18 @@ namespace gangrun::agent {
 
 EnvMap RoundNetwork::decide(const launch::LaunchPlan& plan, std::uint64_t round,
                             const std::optional<store::AsyncClient::Ends>& ends,
-                            const std::vector<launch::NetworkInterface>& interfaces) {
+                            const std::vector<launch::NetworkInterface>& interfaces,
+                            const std::optional<std::string>& reached_here) {
   const int port = plan.master_port.value_or(29500);
   launch::NetworkChoice choice;
-  if (ends) {
-    choice = launch::choose_network_interface(interfaces, ends->local_address,
-                                              store::endpoint_text(ends->store_address, port),
-                                              plan.host_env);
+  if (ends && reached_here && launch::is_loopback_address(ends->local_address)) {
+    choice = launch::choose_network_interface(
+        interfaces, *reached_here, "the address the other nodes reached this node's store at",
+        plan.host_env);
+  } else if (ends) {
+    choice = launch::choose_network_interface(
+        interfaces, ends->local_address,
+        launch::toward_store_text(store::endpoint_text(ends->store_address, port)), plan.host_env);
   } else {
     choice.message = "network: this node's address toward the store is not known; nothing set";
   }

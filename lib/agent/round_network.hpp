@@ -21,9 +21,14 @@ class RoundNetwork {
   // The variables for round's workers (empty: none set), and the message
   // logged: at info for the first round and whenever it changes, said so,
   // else at debug. ends: nullopt when the agent never reached the store.
+  // reached_here: where this node hosts the store, the address other nodes
+  // reached it at (store::Server::address_reached_from_outside), used when
+  // the agent's own connection is loopback (its master address is its own
+  // name, which resolves to 127.0.1.1 here, as on Debian).
   EnvMap decide(const launch::LaunchPlan& plan, std::uint64_t round,
                 const std::optional<store::AsyncClient::Ends>& ends,
-                const std::vector<launch::NetworkInterface>& interfaces);
+                const std::vector<launch::NetworkInterface>& interfaces,
+                const std::optional<std::string>& reached_here = std::nullopt);
 
   // The last round's message; empty before the first.
   const std::string& last_message() const { return last_message_; }

@@ -31,11 +31,6 @@ std::optional<boost::asio::ip::address> parsed(const std::string& text) {
   return address;
 }
 
-bool is_loopback(const std::string& text) {
-  auto address = parsed(text);
-  return address && address->is_loopback();
-}
-
 // The value each variable gets for the interface.
 std::string value_for(const std::string& variable, const std::string& interface) {
   return variable == "NCCL_SOCKET_IFNAME" ? "=" + interface : interface;
@@ -84,11 +79,19 @@ std::optional<NetworkInterface> interface_holding(const std::vector<NetworkInter
   return std::nullopt;
 }
 
+bool is_loopback_address(const std::string& text) {
+  auto address = parsed(text);
+  return address && address->is_loopback();
+}
+
+std::string toward_store_text(const std::string& store_where) {
+  return "this node's address toward the store at " + store_where;
+}
+
 NetworkChoice choose_network_interface(const std::vector<NetworkInterface>& interfaces,
-                                       const std::string& local_address,
-                                       const std::string& store_where, const EnvMap& user_env) {
+                                       const std::string& local_address, const std::string& toward,
+                                       const EnvMap& user_env) {
   NetworkChoice choice;
-  const std::string toward = fmt::format("this node's address toward the store at {}", store_where);
   std::string unset = unset_list(user_env);
   if (unset.empty()) {
     choice.message = "network: " + strings::join(users_own(user_env), "; ");
@@ -102,7 +105,7 @@ NetworkChoice choose_network_interface(const std::vector<NetworkInterface>& inte
         local_address, toward, unset, kept_suffix(user_env));
     return choice;
   }
-  if (holder->loopback || is_loopback(local_address)) {
+  if (holder->loopback || is_loopback_address(local_address)) {
     choice.message = fmt::format(
         "network: this node reaches the store through loopback ({} holds {}); {} not set "
         "(nodes on other machines reach the store at another address){}",
@@ -155,7 +158,8 @@ std::string planned_network_text(const LaunchPlan& plan,
   if (unset.empty()) return "network: " + strings::join(users_own(plan.host_env), "; ");
   std::optional<NetworkInterface> own = interface_holding(interfaces, plan.master_addr);
   if (!plan.c10d && plan.node_rank == 0 && own && !own->loopback) {
-    NetworkChoice choice = choose_network_interface(interfaces, own->address, where, plan.host_env);
+    NetworkChoice choice =
+        choose_network_interface(interfaces, own->address, toward_store_text(where), plan.host_env);
     return choice.message;
   }
   return fmt::format(

@@ -43,18 +43,25 @@ struct NetworkChoice {
   std::string message;    // "network: GLOO_SOCKET_IFNAME=eth1 ... (eth1 holds ...)"
 };
 
-// local_address: this node's end of its connection to the store at
-// store_where ("10.0.0.1:29500"); user_env: gangrun's environment, whose
-// own settings win, each variable on its own (the others are still set). A
-// loopback address or one no interface holds sets nothing and says so.
+// address: this node's address that leads to the others; why: what it is,
+// for the message (toward_store_text); user_env: gangrun's environment,
+// whose own settings win, each variable on its own (the others are still
+// set). A loopback address or one no interface holds sets nothing and says so.
 NetworkChoice choose_network_interface(const std::vector<NetworkInterface>& interfaces,
-                                       const std::string& local_address,
-                                       const std::string& store_where, const EnvMap& user_env);
+                                       const std::string& address, const std::string& why,
+                                       const EnvMap& user_env);
+
+// "this node's address toward the store at 10.0.0.1:29500": the local end of
+// the agent's own connection to the store at store_where.
+std::string toward_store_text(const std::string& store_where);
 
 // The interface holding address (compared as addresses: "::ffff:10.0.0.1"
 // is 10.0.0.1); nullopt when none does.
 std::optional<NetworkInterface> interface_holding(const std::vector<NetworkInterface>& interfaces,
                                                   const std::string& address);
+
+// Whether text is a loopback address (127.0.0.0/8, ::1, or IPv4-mapped).
+bool is_loopback_address(const std::string& text);
 
 // This host's interfaces with an IPv4 or IPv6 address, in getifaddrs' order;
 // empty when they cannot be read.

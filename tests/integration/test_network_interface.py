@@ -83,9 +83,9 @@ class NetworkInterface(GangrunTestCase):
     def env(self, **extra):
         return harness.clean_env(TMPDIR=self.tmp, GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET, **extra)
 
-    def gangrun_job(self, nodes, env):
+    def gangrun_job(self, nodes, env, master_addr=None):
         return self.run_on_nodes(nodes, [
-            [GANGRUN, "--nnodes", 2, "--node_rank", node - 1, "--master_addr", nodes.address(1),
+            [GANGRUN, "--nnodes", 2, "--node_rank", node - 1, "--master_addr", master_addr or nodes.address(1),
              "--master_port", PORT, "--nproc_per_node", 1, "--python", TEST_PYTHON, SCRIPT, self.out,
              self.pid_dir] for node in (1, 2)], env)
 
@@ -120,6 +120,25 @@ class NetworkInterface(GangrunTestCase):
                 self.assertEqual(result["all_reduce"], 1.0)
                 self.assertEqual(result["interface_variables"], {
                     "GLOO_SOCKET_IFNAME": ifname, "NCCL_SOCKET_IFNAME": "=" + ifname, "TP_SOCKET_IFNAME": ifname})
+
+    def test_the_store_host_named_by_its_loopback_host_name(self):
+        # --master_addr node1: on node1 that name is 127.0.1.1, so its agent reaches its own
+        # store through loopback; the address node2 reached the store at decides there.
+        with self.nodes() as nodes:
+            ended = self.gangrun_job(nodes, self.env(), master_addr="node1")
+            where = "".join(f"\n--- node {node} ---\n{output[-3000:]}" for node, _, output in ended)
+            for node, code, _ in ended:
+                self.assertEqual(code, 0, f"gangrun on node {node}" + where)
+            self.assertIn(f"(eno1 holds {nodes.address(1)}, the address the other nodes reached this node's "
+                          "store at)", ended[0][2])
+            self.assertIn(f"(eth0 holds {nodes.address(2)}, this node's address toward the store at "
+                          f"{nodes.address(1)}:{PORT})", ended[1][2])
+            results = self.results()
+            self.assertEqual(sorted(results), [0, 1], where)
+            for rank, result in results.items():
+                self.assertEqual(result["master_addr"], "node1")
+                self.assertEqual(result["all_reduce"], 1.0)
+                self.assertEqual(result["interface_variables"]["GLOO_SOCKET_IFNAME"], IFNAMES[rank])
 
     def test_the_users_own_setting_stays(self):
         with self.nodes() as nodes:

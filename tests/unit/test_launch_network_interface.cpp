@@ -13,6 +13,7 @@ using gangrun::agent::RoundNetwork;
 using gangrun::launch::choose_network_interface;
 using gangrun::launch::interface_holding;
 using gangrun::launch::NetworkInterface;
+using gangrun::launch::toward_store_text;
 
 namespace {
 
@@ -33,8 +34,8 @@ std::vector<NetworkInterface> node_interfaces(const std::string& real_name) {
 
 TEST_CASE("network interface: the one holding the address toward the store, past the decoys",
           "[network]") {
-  auto choice =
-      choose_network_interface(node_interfaces("eth1"), "10.200.3.2", "10.200.3.1:29500", {});
+  auto choice = choose_network_interface(node_interfaces("eth1"), "10.200.3.2",
+                                         toward_store_text("10.200.3.1:29500"), {});
   CHECK(choice.interface == "eth1");
   CHECK(choice.variables == EnvMap{{"GLOO_SOCKET_IFNAME", "eth1"},
                                    {"NCCL_SOCKET_IFNAME", "=eth1"},
@@ -45,17 +46,21 @@ TEST_CASE("network interface: the one holding the address toward the store, past
 }
 
 TEST_CASE("network interface: each node names its own interface", "[network]") {
-  auto here = choose_network_interface(node_interfaces("eno1"), "10.200.3.2", "s:1", {});
-  auto there = choose_network_interface(node_interfaces("eth0"), "10.200.3.2", "s:1", {});
+  auto here =
+      choose_network_interface(node_interfaces("eno1"), "10.200.3.2", toward_store_text("s:1"), {});
+  auto there =
+      choose_network_interface(node_interfaces("eth0"), "10.200.3.2", toward_store_text("s:1"), {});
   CHECK(here.variables.at("GLOO_SOCKET_IFNAME") == "eno1");
   CHECK(there.variables.at("GLOO_SOCKET_IFNAME") == "eth0");
 }
 
 TEST_CASE("network interface: IPv6 addresses, a scope id and IPv4-mapped ones", "[network]") {
   auto interfaces = node_interfaces("ens5");
-  CHECK(choose_network_interface(interfaces, "fd00::3:2", "[fd00::1]:29500", {}).interface ==
-        "ens5");
-  CHECK(choose_network_interface(interfaces, "fd00:0:0::3:2", "x", {}).interface == "ens5");
+  CHECK(choose_network_interface(interfaces, "fd00::3:2", toward_store_text("[fd00::1]:29500"), {})
+            .interface == "ens5");
+  CHECK(
+      choose_network_interface(interfaces, "fd00:0:0::3:2", toward_store_text("x"), {}).interface ==
+      "ens5");
   CHECK(interface_holding(interfaces, "::ffff:10.200.3.2")->name == "ens5");
   CHECK(interface_holding(interfaces, "fe80::1c2d:3eff:fe4f:5a6b%veth1a2b")->name == "veth1a2b");
   CHECK_FALSE(interface_holding(interfaces, "not an address"));
@@ -63,7 +68,8 @@ TEST_CASE("network interface: IPv6 addresses, a scope id and IPv4-mapped ones", 
 
 TEST_CASE("network interface: the user's own setting wins, the others are still set", "[network]") {
   EnvMap user = {{"NCCL_SOCKET_IFNAME", "ib0"}};
-  auto choice = choose_network_interface(node_interfaces("eth1"), "10.200.3.2", "s:1", user);
+  auto choice = choose_network_interface(node_interfaces("eth1"), "10.200.3.2",
+                                         toward_store_text("s:1"), user);
   CHECK(choice.variables == EnvMap{{"GLOO_SOCKET_IFNAME", "eth1"}, {"TP_SOCKET_IFNAME", "eth1"}});
   CHECK_THAT(choice.message,
              Catch::Contains("GLOO_SOCKET_IFNAME=eth1 TP_SOCKET_IFNAME=eth1 (eth1 holds") &&
@@ -73,7 +79,8 @@ TEST_CASE("network interface: the user's own setting wins, the others are still 
 TEST_CASE("network interface: every variable the user's, nothing set", "[network]") {
   EnvMap user = {
       {"GLOO_SOCKET_IFNAME", "eth0"}, {"NCCL_SOCKET_IFNAME", "eth0"}, {"TP_SOCKET_IFNAME", "eth0"}};
-  auto choice = choose_network_interface(node_interfaces("eth1"), "10.200.3.2", "s:1", user);
+  auto choice = choose_network_interface(node_interfaces("eth1"), "10.200.3.2",
+                                         toward_store_text("s:1"), user);
   CHECK(choice.variables.empty());
   CHECK(choice.message ==
         "network: GLOO_SOCKET_IFNAME left as set by the user (eth0); NCCL_SOCKET_IFNAME left as "
@@ -82,8 +89,8 @@ TEST_CASE("network interface: every variable the user's, nothing set", "[network
 
 TEST_CASE("network interface: an address no interface holds sets nothing, and says so",
           "[network]") {
-  auto choice =
-      choose_network_interface(node_interfaces("eth1"), "10.9.9.9", "10.200.3.1:29500", {});
+  auto choice = choose_network_interface(node_interfaces("eth1"), "10.9.9.9",
+                                         toward_store_text("10.200.3.1:29500"), {});
   CHECK(choice.variables.empty());
   CHECK(choice.interface.empty());
   CHECK(choice.message ==
@@ -94,14 +101,16 @@ TEST_CASE("network interface: an address no interface holds sets nothing, and sa
 
 TEST_CASE("network interface: loopback toward the store sets nothing", "[network]") {
   for (const char* address : {"127.0.0.1", "::1"}) {
-    auto choice = choose_network_interface(node_interfaces("eth1"), address, "s:1", {});
+    auto choice =
+        choose_network_interface(node_interfaces("eth1"), address, toward_store_text("s:1"), {});
     CHECK(choice.variables.empty());
     CHECK_THAT(choice.message, Catch::StartsWith("network: this node reaches the store through "
                                                  "loopback (lo holds"));
   }
   // Debian's host name address, on lo but not in the list getifaddrs gives
   // (it is 127.0.0.0/8 of lo): no interface holds it.
-  auto debian = choose_network_interface(node_interfaces("eth1"), "127.0.1.1", "s:1", {});
+  auto debian =
+      choose_network_interface(node_interfaces("eth1"), "127.0.1.1", toward_store_text("s:1"), {});
   CHECK(debian.variables.empty());
 }
 
@@ -135,6 +144,21 @@ TEST_CASE(
   network.decide(plan, 3, Ends{.local_address = "fd00::3:2", .store_address = "fd00::1"},
                  node_interfaces("eth1"));
   CHECK_THAT(network.last_message(), Catch::Contains("store at [fd00::1]:29500"));
+  // The store's host reaches its own store through loopback (its master
+  // address is its name, on 127.0.1.1 here): the address the others reached
+  // it at decides.
+  auto host =
+      network.decide(plan, 5, Ends{.local_address = "127.0.1.1", .store_address = "127.0.1.1"},
+                     node_interfaces("eth1"), std::string("10.200.3.2"));
+  CHECK(host.at("GLOO_SOCKET_IFNAME") == "eth1");
+  CHECK_THAT(network.last_message(),
+             Catch::EndsWith("(eth1 holds 10.200.3.2, the address the other nodes reached this "
+                             "node's store at)"));
+  // Without that address, loopback sets nothing.
+  CHECK(network
+            .decide(plan, 6, Ends{.local_address = "127.0.1.1", .store_address = "127.0.1.1"},
+                    node_interfaces("eth1"))
+            .empty());
   // Never connected: nothing known, nothing set.
   CHECK(network.decide(plan, 4, std::nullopt, node_interfaces("eth1")).empty());
 }
