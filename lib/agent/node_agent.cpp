@@ -6,6 +6,7 @@
 #include "agent/interpreter_probe.hpp"
 #include "agent/launches.hpp"
 #include "agent/rendezvous_setup.hpp"
+#include "agent/round_network.hpp"
 #include "doctor/job_registry.hpp"
 #include "launch/dialects/deepspeed_pid_file.hpp"
 #include "launch/dry_run.hpp"
@@ -223,6 +224,10 @@ class NodeAgent {
                     nodes.members.push_back(member.id);
                   }
                   node_round_ = std::move(nodes);
+                  network_env_ = round_network_.decide(
+                      plan_, round.round, participant_->store_connection(),
+                      launch::list_network_interfaces(),
+                      store_ ? store_->address_reached_from_outside() : std::nullopt);
                   begin_assigned_round(assignment_from(round, me, attempts_here_++));
                 },
             .round_ending = [this](const rendezvous::RoundEnd& end) { on_round_ending(end); },
@@ -264,6 +269,9 @@ class NodeAgent {
     std::vector<supervise::WorkerLaunch> launches = make_launches(plan_, round, run_dir_->path());
     const std::string attempt_path = fmt::format("{}/attempt_{}", run_dir_->path(), round.attempt);
     for (auto& [name, value] : doctor_->worker_env(attempt_path)) {
+      for (supervise::WorkerLaunch& launch : launches) launch.spawn.env[name] = value;
+    }
+    for (auto& [name, value] : network_env_) {
       for (supervise::WorkerLaunch& launch : launches) launch.spawn.env[name] = value;
     }
     gang_->start(std::move(launches), [this, round](const supervise::AttemptOutcome& outcome) {
@@ -578,7 +586,10 @@ class NodeAgent {
   std::unique_ptr<supervise::Spawner> spawner_;
   std::optional<supervise::Gang> gang_;
   InterpreterProbe probe_{io_, *spawner_};
-  std::optional<GangDoctor> doctor_;                 // made with the gang, which it watches
+  std::optional<GangDoctor> doctor_;  // made with the gang, which it watches
+  // The interface variables of the round on many nodes (agent/round_network.hpp).
+  RoundNetwork round_network_;
+  EnvMap network_env_;
   std::optional<GangDoctor::NodeRound> node_round_;  // the round this node runs, on many nodes
   asio::signal_set signals_{io_};
 

@@ -2,6 +2,7 @@
 
 #include "agent/agent_store.hpp"
 #include "rendezvous/keys.hpp"
+#include "store/client_common.hpp"
 #include "util/exit_codes.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
@@ -50,7 +51,7 @@ Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_c
   std::optional<bool> is_host = plan.rendezvous.is_host;
   if (!plan.c10d) is_host = plan.node_rank == 0;
   if (is_host == false) return std::unique_ptr<store::Server>();
-  std::string where = fmt::format("{}:{}", plan.master_addr, store_port(plan));
+  std::string where = store::endpoint_text(plan.master_addr, store_port(plan));
   if (is_host == true) {
     auto server = listen_on(io, plan, agent_store_bind_host(plan));
     if (!server) {

@@ -2,6 +2,7 @@
 
 #include "launch/dialects/worker_variables.hpp"
 #include "launch/files.hpp"
+#include "launch/network_interface.hpp"
 #include "launch/numa_cpus.hpp"
 #include "util/strings.hpp"
 
@@ -28,6 +29,14 @@ std::string devices_text(const LaunchPlan& plan) {
                      devices.selected.size(), devices.view->variable,
                      tokens.empty() ? "-" : strings::join(tokens, ","),
                      plan.per_rank_visibility ? "per-rank" : "shared");
+}
+
+// What the workers' interface variables will be, without the log's "network: ".
+std::string planned_network(const LaunchPlan& plan) {
+  std::string network = planned_network_text(plan, list_network_interfaces());
+  const std::string label = "network: ";
+  if (network.starts_with(label)) network.erase(0, label.size());
+  return network;
 }
 
 }  // namespace
@@ -77,6 +86,8 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
                                                       {"max_nnodes", plan.nnodes}}
                                      : nlohmann::json()},
       {"devices", devices_text(plan)},
+      // What the workers' interface variables will be, and why; null on one node.
+      {"network", plan.multi_node ? nlohmann::json(planned_network(plan)) : nlohmann::json()},
       {"workers", workers},
       {"options", options},
   };
@@ -112,6 +123,7 @@ std::string rendezvous_text(const LaunchPlan& plan) {
         "below take every node to run {} worker(s)\n",
         plan.nnodes, conf.join_timeout, plan.local_world_size);
   }
+  out += fmt::format("  network:    {}\n", planned_network(plan));
   out +=
       fmt::format("  heartbeat:  TCP keep-alive every {} s, a node silent for {} s is lost\n",
                   conf.keep_alive_interval, conf.keep_alive_interval * conf.keep_alive_max_attempt);

@@ -20,7 +20,8 @@ std::string planned_run_dir(const LaunchPlan& plan);
 //  "output": "prefix"|"inherit", "log_dir": str|null, "max_restarts",
 //  "workers": [{"rank", "local_rank", "argv": [...], "env": {NAME: value},
 //               "prefix"}],
-//  "options": {name: {"value", "source"}}}
+//  "options": {name: {"value", "source"}},
+//  "network": str|null (many nodes: launch/network_interface.hpp)}
 // "env" holds exactly the variables gangrun sets (attempt 0). Print it with
 // report::json_text: argv and env need not be UTF-8, and json_text writes
 // each invalid byte as U+FFFD instead of throwing.

@@ -313,4 +313,9 @@ void Participant::report_result(const NodeReport& report) { impl_->report_result
 
 const AgentInfo& Participant::me() const { return impl_->settings.me; }
 
+std::optional<store::AsyncClient::Ends> Participant::store_connection() const {
+  if (auto ends = impl_->writes.connection_ends()) return ends;
+  return impl_->waits.connection_ends();
+}
+
 }  // namespace gangrun::rendezvous

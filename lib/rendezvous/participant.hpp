@@ -75,6 +75,10 @@ class Participant {
   void report_result(const NodeReport& report);
 
   const AgentInfo& me() const;
+  // Both ends of the link's last connection to the store (nullopt before
+  // the first): the local one is the address this node reaches the store
+  // from (launch/network_interface.hpp).
+  std::optional<store::AsyncClient::Ends> store_connection() const;
 
  private:
   struct Impl;

@@ -64,6 +64,8 @@ struct AsyncClient::Impl : std::enable_shared_from_this<Impl> {
   std::string received;                          // bytes read and not yet parsed
   std::array<char, 16 * 1024> chunk{};
 
+  std::optional<AsyncClient::Ends> ends;  // of the last connection made
+
   Clock::time_point connect_started;
   std::string last_problem;
   ConnectBackoff backoff;
@@ -251,12 +253,23 @@ struct AsyncClient::Impl : std::enable_shared_from_this<Impl> {
         return self->retry_later();
       }
       boost::system::error_code ignored;
+      self->remember_ends();
       self->socket.set_option(tcp::no_delay(true), ignored);
       if (self->settings.keep_alive) {
         apply_keep_alive(self->socket.native_handle(), *self->settings.keep_alive);
       }
       self->connected();
     });
+  }
+
+  void remember_ends() {
+    boost::system::error_code local_error;
+    boost::system::error_code remote_error;
+    tcp::endpoint local = socket.local_endpoint(local_error);
+    tcp::endpoint remote = socket.remote_endpoint(remote_error);
+    if (local_error || remote_error) return;
+    ends = AsyncClient::Ends{.local_address = local.address().to_string(),
+                             .store_address = remote.address().to_string()};
   }
 
   void retry_later() {
@@ -350,6 +363,8 @@ void AsyncClient::submit(PendingCall call) {
   impl_->calls.push(std::move(call));
   impl_->pump();
 }
+
+std::optional<AsyncClient::Ends> AsyncClient::connection_ends() const { return impl_->ends; }
 
 std::chrono::milliseconds AsyncClient::default_timeout() const { return impl_->settings.timeout; }
 

@@ -21,6 +21,8 @@
 #include <boost/asio/io_context.hpp>
 
 #include <memory>
+#include <optional>
+#include <string>
 
 namespace gangrun::store {
 
@@ -33,6 +35,15 @@ class AsyncClient final : public AsyncStore {
   // Closes the connection; pending callbacks are never called. (Never throws: see the
   // definition.)
   ~AsyncClient() override;  // NOLINT(bugprone-exception-escape)
+
+  // The numeric addresses at both ends of the last connection made (this
+  // host's, then the store's); nullopt before the first one. The local one
+  // is the address this host reaches the store from.
+  struct Ends {
+    std::string local_address;
+    std::string store_address;
+  };
+  std::optional<Ends> connection_ends() const;
 
  protected:
   void submit(PendingCall call) override;

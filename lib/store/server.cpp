@@ -275,6 +275,8 @@ struct Server::Impl {
   // that the io_context runs after the destructor touches nothing.
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
   ServerEvents events;
+  // This host's address that the last client from another host connected to.
+  std::optional<std::string> address_reached_from_outside;
 
   Impl(asio::io_context& io_context, ServerSettings server_settings)
       : io(io_context),
@@ -437,10 +439,25 @@ struct Server::Impl {
         remote.resize(length);
         peer = endpoint_text(remote);
         address = peer_address(remote);
+        if (!remote.address().is_loopback()) remember_local_address(socket.get());
       }
       clients_arriving = true;
       admit(std::move(socket), std::move(peer), address);
     }
+  }
+
+  // One getsockname per connection from another host; those are few (agents,
+  // remote workers), and loopback clients, the many, skip it.
+  void remember_local_address(int socket) {
+    tcp::endpoint local;
+    socklen_t length = static_cast<socklen_t>(local.capacity());
+    if (::getsockname(socket, local.data(), &length) != 0 || length > local.capacity()) return;
+    local.resize(length);
+    boost::asio::ip::address where = local.address();
+    if (where.is_v6() && where.to_v6().is_v4_mapped()) {
+      where = boost::asio::ip::make_address_v4(boost::asio::ip::v4_mapped, where.to_v6());
+    }
+    if (!where.is_loopback()) address_reached_from_outside = where.to_string();
   }
 
   void pause_accepting() {
@@ -979,6 +996,10 @@ std::vector<std::string> Server::endpoints() const {
 void Server::begin_round(std::uint64_t round) { impl_->spaces.begin_round(round); }
 
 std::uint64_t Server::round() const { return impl_->spaces.current_round(); }
+
+std::optional<std::string> Server::address_reached_from_outside() const {
+  return impl_->address_reached_from_outside;
+}
 
 void Server::observe(ServerEvents events) { impl_->events = std::move(events); }
 

@@ -141,6 +141,10 @@ class Server {
   std::uint64_t round() const;
 
   ServerStats stats() const;
+  // This host's address (numeric, IPv4-mapped ones as IPv4) that the last
+  // client from another host connected to: the address other nodes reach
+  // it at. nullopt until such a client came.
+  std::optional<std::string> address_reached_from_outside() const;
   // When a client last sent a request about a key of a round (not a
   // run-wide one): the workers' traffic, which the hang watch counts as
   // progress. nullopt before the first.

@@ -6,7 +6,7 @@ over simulated nodes.
 Joins the default process group with gloo through env:// (MASTER_ADDR/MASTER_PORT: the
 store of the node agents), all-reduces its rank, trains one DDP step of a tiny model on
 data that depends on its rank, and writes OUT_DIR/result.<rank>.json with what it saw:
-its launch variables, its host name, the process group's rank and size, the all-reduce's
+its launch variables (and the interface variables it was given), its host name, the process group's rank and size, the all-reduce's
 sum and the gradients DDP averaged (as numbers and as a checksum of their bytes, which
 equal ranks must share exactly). Any problem is an exception (exit 1).
 """
@@ -19,7 +19,10 @@ import sys
 from datetime import timedelta
 
 # Generous for 6 workers importing torch at once on a small machine; only a hang reaches it.
-PROCESS_GROUP_TIMEOUT = timedelta(seconds=60)
+# A test that expects the group to fail may shorten it (DDP_WORKER_GROUP_TIMEOUT_S).
+PROCESS_GROUP_TIMEOUT = timedelta(seconds=float(os.environ.get("DDP_WORKER_GROUP_TIMEOUT_S", "60")))
+# The variables that name the interface each library talks through (what the launcher set).
+INTERFACE_VARIABLES = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "TP_SOCKET_IFNAME")
 
 
 def write_json(path, data):
@@ -65,6 +68,7 @@ def main():
         **launch,
         "master_addr": os.environ["MASTER_ADDR"],
         "master_port": int(os.environ["MASTER_PORT"]),
+        "interface_variables": {name: os.environ.get(name) for name in INTERFACE_VARIABLES},
         "host": socket.gethostname(),
         "torch": torch.__version__,
         "process_group_rank": process_group_rank,

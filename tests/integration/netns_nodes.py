@@ -110,15 +110,26 @@ class Nodes:
     construction; a failure to make them fails the test. Usable as a context manager,
     whose end removes them; the test's cleanup removes them too (close() is idempotent)."""
 
-    def __init__(self, test, count):
+    def __init__(self, test, count, ifnames=(), decoy=False, loopback_hostname=False):
+        """IFNAMES: node I's interface name is IFNAMES[I-1] (eth0 past the list); DECOY:
+        each node also has decoy0, listed first and leading nowhere; LOOPBACK_HOSTNAME: a
+        node's own name resolves to 127.0.1.1 inside it (scripts/netns-nodes' options)."""
         self.test = test
         self.count = count
+        self.ifnames = list(ifnames)
         self.prefix = _pick_prefix()
         self.subnet = _pick_subnet()
         self._processes = []  # Popen objects, each the leader of its own process group
         self._closed = False
         test.addCleanup(self.close)
-        result = self.script("up", str(count))
+        options = []
+        if self.ifnames:
+            options += ["--ifnames", ",".join(self.ifnames)]
+        if decoy:
+            options.append("--decoy")
+        if loopback_hostname:
+            options.append("--loopback-hostname")
+        result = self.script(*options, "up", str(count))
         if result.returncode != 0:
             test.fail(f"netns-nodes up {count} failed" + result.describe())
 
@@ -135,6 +146,11 @@ class Nodes:
         """Node NODE's IPv4 address, "A.B.C.NODE"."""
         self._check_node(node)
         return f"{self.subnet}.{node}"
+
+    def ifname(self, node):
+        """The name of node NODE's interface toward the others."""
+        self._check_node(node)
+        return self.ifnames[node - 1] if node <= len(self.ifnames) else "eth0"
 
     def hostname(self, node):
         return f"node{node}"
