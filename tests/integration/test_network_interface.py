@@ -38,7 +38,7 @@ PORT = 29500  # each node has its own network stack
 IFNAMES = ["eno1", "eth0"]
 JOB_TIMEOUT = 3 * EVENT_TIMEOUT
 # torchrun's gloo group cannot form here; its workers give up after this many seconds.
-SHORT_GROUP_TIMEOUT_S = 20
+SHORT_GROUP_TIMEOUT_S = 10
 
 
 class NetworkInterface(GangrunTestCase):
