@@ -142,7 +142,7 @@ std::optional<nlohmann::json> read_answer(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   nlohmann::json answer = nlohmann::json::parse(text.str(), nullptr, false);
-  if (answer.is_discarded()) return std::nullopt;
+  if (answer.is_discarded() || !answer.is_object()) return std::nullopt;
   return answer;
 }
 

@@ -228,7 +228,7 @@ void check_space(std::vector<Check>& out, const std::vector<Node>& nodes, const 
                  const std::string& fix) {
   double least = -1;
   for (const Node& node : nodes) {
-    const json& space = (*node.facts)[key];
+    const json& space = field(*node.facts, key);
     if (space.contains("free") && (least < 0 || field(space, "free").get<double>() < least)) {
       least = field(space, "free").get<double>();
     }
@@ -236,7 +236,7 @@ void check_space(std::vector<Check>& out, const std::vector<Node>& nodes, const 
   std::string key_name(key);
   per_node(
       out, nodes, name, fmt::format("at least {} free", bytes_text(least)), [&](const Node& node) {
-        const json& space = (*node.facts)[key];
+        const json& space = field(*node.facts, key);
         std::string path = value_of(space, "path", std::string("?"));
         if (space.contains("error")) {
           return Check{.name = {},
