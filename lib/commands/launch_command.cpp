@@ -25,18 +25,6 @@
 namespace gangrun::commands {
 namespace {
 
-[[noreturn]] void die_by_signal(int signal_number) {
-  std::fflush(stdout);
-  std::signal(signal_number, SIG_DFL);
-  sigset_t only;
-  sigemptyset(&only);
-  sigaddset(&only, signal_number);
-  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
-  ::raise(signal_number);
-  // A signal whose default action does not terminate: end with its code.
-  std::_Exit(exit_codes::for_signal(signal_number));
-}
-
 // The devices of this node the options ask for; nullopt when they ask for none.
 Expected<std::optional<launch::NodeDevices>> devices_for(const config::Options& options,
                                                          const EnvMap& env) {
@@ -95,6 +83,18 @@ Expected<int> run_on_every_host(const config::LaunchRequest& request, const EnvM
 }
 
 }  // namespace
+
+[[noreturn]] void die_by_signal(int signal_number) {
+  std::fflush(stdout);
+  std::signal(signal_number, SIG_DFL);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, signal_number);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::raise(signal_number);
+  // A signal whose default action does not terminate: end with its code.
+  std::_Exit(exit_codes::for_signal(signal_number));
+}
 
 Expected<int> run_launch_command(const config::LaunchRequest& request, const EnvMap& env) {
   const config::Options& options = request.options;

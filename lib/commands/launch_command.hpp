@@ -16,4 +16,8 @@ namespace gangrun::commands {
 // gone, so a shell sees 128+S: then it does not return.
 Expected<int> run_launch_command(const config::LaunchRequest& request, const EnvMap& env);
 
+// Ends gangrun by SIGNAL_NUMBER, as the job it ran was stopped (the agent's
+// RunResult::die_by_signal): its default action, unblocked, output flushed.
+[[noreturn]] void die_by_signal(int signal_number);
+
 }  // namespace gangrun::commands

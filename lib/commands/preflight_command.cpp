@@ -3,6 +3,9 @@
 #include "agent/node_agent.hpp"
 #include "agent/srun_start.hpp"
 #include "agent/ssh_start.hpp"
+#include "agent/tool_start.hpp"
+#include "commands/launch_command.hpp"
+#include "launch/files.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
@@ -15,7 +18,6 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -29,49 +31,11 @@ namespace fs = std::filesystem;
 
 constexpr double k_default_join_timeout = config::RendezvousConf{}.join_timeout;
 
-// A private directory for the worker's program and its answer, removed
-// however the preflight ends (but a SIGKILL).
-class ScratchDirectory {
- public:
-  static Expected<ScratchDirectory> make(const EnvMap& env) {
-    std::string base = env_lookup(env, "TMPDIR").value_or("/tmp");
-    std::string pattern = base + "/gangrun-preflight-XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
-      return fail(ErrorCode::usage, "cannot make a directory in " + base +
-                                        " (TMPDIR) for gangrun "
-                                        "preflight's worker: " +
-                                        std::strerror(errno));
-    }
-    return ScratchDirectory(pattern);
-  }
-  ScratchDirectory(ScratchDirectory&& other) noexcept : path_(std::move(other.path_)) {
-    other.path_.clear();
-  }
-  ScratchDirectory& operator=(ScratchDirectory&&) = delete;
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    if (!path_.empty()) fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchDirectory(std::string path) : path_(std::move(path)) {}
-  std::string path_;
-};
-
 Expected<void> write_file(const std::string& path, std::string_view text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
   if (!out.flush()) return fail(ErrorCode::usage, "cannot write " + path);
   return {};
-}
-
-std::string own_executable() {
-  std::error_code error;
-  fs::path self = fs::read_symlink("/proc/self/exe", error);
-  return error ? std::string("gangrun") : self.string();
 }
 
 // What this node's gangrun knows of its devices, for the facts: the kind,
@@ -155,7 +119,12 @@ bool printed_here(const nlohmann::json& answer) {
 // Runs the checks on this node (and, through the rendezvous, on every node
 // of the job); prints them where the head's rank ran.
 Expected<int> run_checks(const config::Options& launch_options, const EnvMap& env) {
-  GANGRUN_TRY_ASSIGN(scratch, ScratchDirectory::make(env));
+  // A private temporary directory for the worker's program and its answer,
+  // removed however the preflight ends (but a SIGKILL).
+  GANGRUN_TRY_ASSIGN(
+      made, launch::RunDirectory::create(std::nullopt, env_lookup(env, "TMPDIR").value_or("/tmp"),
+                                         "preflight"));
+  std::optional<launch::RunDirectory> scratch(std::move(*made));
   std::string worker_path = scratch->path() + "/preflight_worker.py";
   std::string answer_path = scratch->path() + "/answer.json";
   GANGRUN_TRY(write_file(worker_path, preflight::worker_script()));
@@ -173,7 +142,8 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   GANGRUN_TRY(launch::check_store_host_resolves(*plan));
   bool nccl = plan->devices && plan->devices->kind == accel::DeviceKind::cuda &&
               !plan->devices->selected.empty();
-  plan->host_env["GANGRUN_PREFLIGHT_GANGRUN"] = own_executable();
+  std::string self = agent::path_of_self();
+  plan->host_env["GANGRUN_PREFLIGHT_GANGRUN"] = self.empty() ? "gangrun" : self;
   plan->host_env["GANGRUN_PREFLIGHT_RESULT"] = answer_path;
   plan->host_env["GANGRUN_PREFLIGHT_TIMEOUT"] = std::to_string(options.preflight_timeout);
   plan->host_env["GANGRUN_PREFLIGHT_LOG_DIR"] = plan->log_dir.value_or(fs::current_path().string());
@@ -182,8 +152,8 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
 
   agent::RunResult ran = agent::run(*plan);
   if (ran.die_by_signal) {
-    std::signal(*ran.die_by_signal, SIG_DFL);
-    ::raise(*ran.die_by_signal);
+    scratch.reset();
+    die_by_signal(*ran.die_by_signal);
   }
   std::optional<nlohmann::json> answer = read_answer(answer_path);
   if (!answer) {
