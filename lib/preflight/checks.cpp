@@ -85,27 +85,30 @@ std::string every(const std::vector<Node>& nodes) {
 template <typename Judge>
 void per_node(std::vector<Check>& out, const std::vector<Node>& nodes, const std::string& name,
               const std::string& all_passed, Judge&& judge_node) {
-  std::vector<Check> found;
+  std::vector<Check> judged;
+  judged.reserve(nodes.size());
   for (const Node& node : nodes) {
     Check check = judge_node(node);
     check.name = name;
     check.where = node.name;
-    if (check.verdict != Verdict::pass) found.push_back(std::move(check));
+    judged.push_back(std::move(check));
   }
-  if (found.empty() && nodes.size() == 1) {
-    // One node: what was seen says more than a summary.
-    Check only = judge_node(nodes.front());
-    only.name = name;
-    only.where = nodes.front().name;
-    out.push_back(std::move(only));
-  } else if (found.empty() && !nodes.empty()) {
+  bool all_passed_here = std::all_of(judged.begin(), judged.end(), [](const Check& check) {
+    return check.verdict == Verdict::pass;
+  });
+  if (!all_passed_here || judged.size() == 1) {
+    // One node: what was seen says more than a summary. Several: the rows
+    // of the nodes that did not pass.
+    for (Check& check : judged) {
+      if (judged.size() == 1 || check.verdict != Verdict::pass) out.push_back(std::move(check));
+    }
+  } else if (!judged.empty()) {
     out.push_back({.name = name,
                    .where = every(nodes),
                    .verdict = Verdict::pass,
                    .detail = all_passed,
                    .fix = {}});
   }
-  for (Check& check : found) out.push_back(std::move(check));
 }
 
 void check_store(std::vector<Check>& out, const json& facts, const std::vector<Node>& nodes) {
