@@ -51,14 +51,22 @@ SANITIZED = os.environ.get("GANGRUN_TEST_SANITIZED") == "1"
 THREAD_SANITIZED = os.environ.get("GANGRUN_TEST_SANITIZED") == "thread"
 
 
+def asan_quarantine_kib():
+    """The freed memory ASan holds back before reusing it (its quarantine_size_mb, 256 MiB
+    unless ASAN_OPTIONS says otherwise): it stays resident, so a limit must leave room."""
+    match = re.search(r"(?:^|:)quarantine_size_mb=(\d+)", os.environ.get("ASAN_OPTIONS", ""))
+    return (int(match.group(1)) if match else 256) * 1024
+
+
 def rss_limit_kib(kib):
     """KIB, a test's limit on the resident memory of a gangrun process; in a sanitized run
-    twice that plus 64 MiB, for ASan's shadow memory, redzones and freed-memory quarantine;
-    under ThreadSanitizer four times that plus 64 MiB, for its shadow memory (several bytes
+    twice that plus 64 MiB, for ASan's shadow memory and redzones, plus its quarantine of
+    freed memory (a server that makes and frees big replies fills it); under
+    ThreadSanitizer four times that plus 64 MiB, for its shadow memory (several bytes
     per byte the program touches) and the metadata of every allocation."""
     if THREAD_SANITIZED:
         return 4 * kib + 64 * 1024
-    return 2 * kib + 64 * 1024 if SANITIZED else kib
+    return 2 * kib + 64 * 1024 + asan_quarantine_kib() if SANITIZED else kib
 
 
 def per_object_limit(size):
