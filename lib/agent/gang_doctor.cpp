@@ -158,6 +158,7 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
   read_for_failure_ = false;
   hang_acted_ = false;
   round_over_ = false;
+  round_goes_on_ = static_cast<bool>(nodes_);
   findings_ = {};
   if (file_timers_) file_timers_->clear();
   if (watch_ && watches_whole_gang()) watch_->start();
@@ -238,7 +239,9 @@ std::vector<StackTarget> GangDoctor::live_targets() const {
 
 void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
   std::vector<StackTarget> targets = live_targets();
-  if (round_over_ || probe_.running() || (targets.empty() && !nodes_)) return;
+  if ((round_over_ && !watches_others_after_end()) || probe_.running() ||
+      (targets.empty() && !nodes_))
+    return;
   double silent_s = static_cast<double>(
                         std::chrono::duration_cast<std::chrono::milliseconds>(silent_for).count()) /
                     1000.0;
@@ -267,13 +270,13 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
 // ---- across nodes -------------------------------------------------------------
 
 void GangDoctor::exchange_silence() {
-  if (round_over_ || !nodes_) return;
+  if (!nodes_ || (round_over_ && !watches_others_after_end())) return;
   HangWatch::Clock::time_point now = HangWatch::Clock::now();
   if (nodes_->lead) {
     // A silence was told up to a tick before it is read: counted from the
     // reading, the lead declares a hang late, never early.
     link_->read_silences([this, now](const DoctorLink::ByAgent<std::chrono::milliseconds>& told) {
-      if (round_over_) return;
+      if (round_over_ && !watches_others_after_end()) return;
       for (const auto& [id, silence] : told) {
         if (silence) {
           node_progress_[id] = now - *silence;
@@ -293,7 +296,9 @@ void GangDoctor::exchange_silence() {
 }
 
 void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest& request) {
-  if (round_over_) return;
+  // A node whose ranks are done still answers while the round goes on elsewhere: with no
+  // ranks, at once, so that the asking side waits only for the nodes that have some.
+  if (round_over_ && !round_goes_on_) return;
   if (probe_.running()) {
     spdlog::warn(
         "gang doctor: request {} came while this node's ranks were being read; the "
@@ -314,7 +319,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
     nlohmann::json missing = store_arrivals(ranks).first;
     if (missing.is_array()) mine.not_at_store = missing.get<std::vector<int>>();
     link_->answer(number, mine);
-    if (!hang || round_over_) return;
+    if (!hang || (round_over_ && !watches_others_after_end())) return;
     link_->collect(number, k_hang_read_limit + k_answer_margin,
                    [this, mine, silent_s](const DoctorLink::ByAgent<doctor::NodeAnswer>& answers) {
                      after_nodes_read(answers, mine, silent_s);
@@ -327,7 +332,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
 
 void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
                                   const doctor::NodeAnswer& mine, double silent_for_s) {
-  if (round_over_) return deliver_if_over();
+  if (round_over_ && !watches_others_after_end()) return deliver_if_over();
   if (!nodes_->lead) {
     return after_hang_read(
         mine.ranks, silent_for_s,
@@ -371,7 +376,11 @@ void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, d
                                   {"action", on_hang_word(action)},
                                   {"not_at_store", std::move(not_at_store)},
                                   {"stacks", std::move(stacks)}};
-  if (round_over_) return deliver_if_over();
+  if (round_over_) {
+    // The lead's own ranks are done: the other nodes act on --on-hang themselves.
+    if (watches_others_after_end() && action == config::OnHang::report) watch_->watch_again();
+    return deliver_if_over();
+  }
   int asked = recorder_dir_ ? request_flight_recorder_dumps(*recorder_dir_) : 0;
   if (asked > 0) {
     spdlog::warn("asked {} rank{} for the NCCL flight recorder's dump", asked,
@@ -564,14 +573,28 @@ void GangDoctor::after_failure_read(const std::vector<doctor::RankStacks>& ranks
 
 void GangDoctor::round_ended(std::function<void(Findings)> then) {
   round_over_ = true;
-  if (watch_) watch_->stop();
-  silence_timer_.cancel();
+  // While the round goes on elsewhere, the lead keeps watching the other nodes (else a
+  // rank hung there would be watched by nobody), and every node keeps answering.
+  if (!watches_others_after_end()) {
+    if (watch_) watch_->stop();
+    silence_timer_.cancel();
+  }
+  if (link_ && !round_goes_on_) link_->round_ended();
   arrival_timer_.cancel();
-  if (link_) link_->round_ended();
   sample_timer_.cancel();
   dump_wait_.cancel();
   after_reading_ = std::move(then);
   deliver_if_over();
+}
+
+void GangDoctor::gang_round_ended() {
+  if (!round_goes_on_) return;
+  round_goes_on_ = false;
+  if (round_over_) {
+    if (watch_) watch_->stop();
+    silence_timer_.cancel();
+    if (link_) link_->round_ended();
+  }
 }
 
 void GangDoctor::deliver_if_over() {

@@ -78,6 +78,10 @@ class GangDoctor {
   // The round's gang is done: `then` gets what was found, at once or when a
   // reading still under way has ended (within its limit).
   void round_ended(std::function<void(Findings)> then);
+  // Across nodes: the whole round is over, on every node (the coordinator
+  // said so). Until then a node whose ranks are done still answers the
+  // others, and the lead still watches them.
+  void gang_round_ended();
 
   std::set<pid_t> supervisor_pids() const {
     std::set<pid_t> pids = probe_.supervisor_pids();
@@ -114,6 +118,12 @@ class GangDoctor {
   // This node's watch covers the whole gang: it is the only node, or the
   // round's lead (the others only tell it their silence).
   bool watches_whole_gang() const { return !nodes_ || nodes_->lead; }
+  // The lead's own ranks are done, the other nodes' still run: it goes on
+  // watching their silence and, on a hang, asks them and prints where they
+  // are (they act on --on-hang themselves).
+  bool watches_others_after_end() const {
+    return round_over_ && round_goes_on_ && nodes_ && nodes_->lead && watch_.has_value();
+  }
   void on_node_request(std::int64_t number, const doctor::NodeRequest& request);
   void after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
                         const doctor::NodeAnswer& mine, double silent_for_s);
@@ -169,8 +179,9 @@ class GangDoctor {
   boost::asio::steady_timer dump_wait_;
   std::string store_;
   bool read_for_failure_ = false;
-  bool hang_acted_ = false;  // --on-hang's action was taken this round
-  bool round_over_ = false;
+  bool hang_acted_ = false;     // --on-hang's action was taken this round
+  bool round_over_ = false;     // this node's ranks are done
+  bool round_goes_on_ = false;  // across nodes: until gang_round_ended()
   Findings findings_;
   std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs
 };

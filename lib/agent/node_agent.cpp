@@ -215,9 +215,15 @@ class NodeAgent {
         rendezvous::ParticipantEvents{
             .round_assigned =
                 [this](const rendezvous::RoundPlan& round, const rendezvous::Member& me) {
-                  spdlog::info("round {}: ranks {}-{} of {} (node {} of {})", round.round,
+                  launch::RoundAssignment assignment = assignment_from(
+                      round, me, attempts_here_++, participant_->store_connection());
+                  spdlog::info("round {}: ranks {}-{} of {} (node {} of {}){}", round.round,
                                me.rank_offset, me.rank_offset + me.local_world_size - 1,
-                               round.world_size, me.group_rank, round.members.size());
+                               round.world_size, me.group_rank, round.members.size(),
+                               assignment.master_addr == round.master_addr
+                                   ? ""
+                                   : fmt::format("; MASTER_ADDR={} ({}, as this node reached it)",
+                                                 assignment.master_addr, round.master_addr));
                   GangDoctor::NodeRound nodes{
                       .round = round.round, .members = {}, .lead = me.group_rank == 0};
                   for (const rendezvous::Member& member : round.members) {
@@ -228,7 +234,7 @@ class NodeAgent {
                       plan_, round.round, participant_->store_connection(),
                       launch::list_network_interfaces(),
                       store_ ? store_->address_reached_from_outside() : std::nullopt);
-                  begin_assigned_round(assignment_from(round, me, attempts_here_++));
+                  begin_assigned_round(assignment);
                 },
             .round_ending = [this](const rendezvous::RoundEnd& end) { on_round_ending(end); },
             .job_done = [this](const rendezvous::JobOutcome& outcome) { on_job_done(outcome); },
@@ -362,6 +368,7 @@ class NodeAgent {
   }
 
   void on_round_ending(const rendezvous::RoundEnd& end) {
+    if (doctor_) doctor_->gang_round_ended();
     // Its own failure: the coordinator has gathered every node's, and the
     // workers still running here are stopped now.
     if (failed_here_) return gang_->close_failure_window();
@@ -375,6 +382,7 @@ class NodeAgent {
   }
 
   void on_job_done(const rendezvous::JobOutcome& outcome) {
+    if (doctor_) doctor_->gang_round_ended();
     job_outcome_ = outcome;
     result_.exit_code = outcome.exit_code;
     bool mine = outcome.root_agent == agent_id_;

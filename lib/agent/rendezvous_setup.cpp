@@ -131,15 +131,17 @@ rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& p
 }
 
 launch::RoundAssignment assignment_from(const rendezvous::RoundPlan& round,
-                                        const rendezvous::Member& me, int attempt) {
-  return launch::RoundAssignment{.restart_count = round.restart_count,
-                                 .attempt = attempt,
-                                 .group_rank = me.group_rank,
-                                 .group_world_size = static_cast<int>(round.members.size()),
-                                 .rank_offset = me.rank_offset,
-                                 .world_size = round.world_size,
-                                 .master_addr = round.master_addr,
-                                 .master_port = round.master_port};
+                                        const rendezvous::Member& me, int attempt,
+                                        const std::optional<store::AsyncClient::Ends>& store_ends) {
+  return launch::RoundAssignment{
+      .restart_count = round.restart_count,
+      .attempt = attempt,
+      .group_rank = me.group_rank,
+      .group_world_size = static_cast<int>(round.members.size()),
+      .rank_offset = me.rank_offset,
+      .world_size = round.world_size,
+      .master_addr = store_ends ? store_ends->store_address : round.master_addr,
+      .master_port = round.master_port};
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include "launch/plan.hpp"
 #include "rendezvous/coordinator.hpp"
 #include "rendezvous/participant.hpp"
+#include "store/async_client.hpp"
 #include "store/server.hpp"
 #include "supervise/gang.hpp"
 #include "util/error.hpp"
@@ -14,6 +15,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 namespace gangrun::agent {
 
@@ -40,9 +42,14 @@ rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& p
 store::ClientSettings agent_store_client(const launch::LaunchPlan& plan);
 
 // The round assignment of plan for this node: ranks from the round,
-// attempt: the attempt directory it uses.
+// attempt: the attempt directory it uses. The workers' master address is
+// the store's as a number, the one this agent reached it at (store_ends;
+// nullopt: as the round names it): no worker resolves a name, so a name
+// that resolves differently, slowly or not at all where a worker runs
+// cannot keep it from the store.
 launch::RoundAssignment assignment_from(const rendezvous::RoundPlan& round,
-                                        const rendezvous::Member& me, int attempt);
+                                        const rendezvous::Member& me, int attempt,
+                                        const std::optional<store::AsyncClient::Ends>& store_ends);
 
 // What this node reports of its workers' failures so far (its first failure,
 // and every worker that ended by itself), or of a round's end.

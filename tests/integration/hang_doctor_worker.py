@@ -12,6 +12,8 @@ its own); the text "load_batch" appears in no line a worker prints.
 Plain Python (no torch):
   idle:               every rank prints that it is up; rank 2 waits in load_batch, the
                       others in wait_for_peers, until they are stopped.
+  lead-done:          the same, but every rank other than rank 2 exits 0 once it is up: the
+                      nodes without rank 2 are done while it hangs.
 Real PyTorch (gloo on CPU, groups that time out only after 300 s):
   hang:               rank 2 waits in load_batch until it is stopped; the others block in an
                       all-reduce it never reaches.
@@ -113,12 +115,13 @@ def keep_connections_open(pid_dir):
             time.sleep(PAUSE)
 
 
-def idle(rank, starting):
+def idle(rank, starting, others_exit=False):
     starting.stop()
     print(f"rank {rank} is up", flush=True)
     if rank == HUNG_RANK:
         load_batch()
-    wait_for_peers()
+    if not others_exit:
+        wait_for_peers()
 
 
 def train_step(rank, mode, path, pid_dir, starting):
@@ -191,8 +194,8 @@ def main():
     rank = int(os.environ["RANK"])
     record_pid(pid_dir, rank)
     starting = StartingLines(rank)
-    if mode == "idle":
-        idle(rank, starting)
+    if mode in ("idle", "lead-done"):
+        idle(rank, starting, others_exit=mode == "lead-done")
         return
     if mode == "timer":
         timed_steps(rank, starting)

@@ -185,6 +185,31 @@ class TorchHangAcrossNodes(NodesCase):
         self.assertEqual(groups[0][0], {HUNG_RANK}, f"the odd one out is not first: {groups}{described}")
 
 
+class HungWhereTheLeadIsDone(NodesCase):
+    """Every rank but rank 2 exits 0 once it is up (no torch): the lead's ranks are done while
+    rank 2 hangs on node 1. The lead goes on watching node 1's silence, so the hang is still
+    found, read and stopped: both agents exit 5, and rank 2 is named in load_batch."""
+
+    def setUp(self):
+        self.py_spy = py_spy()
+        super().setUp()
+
+    def test_the_lead_watches_on_after_its_own_ranks_are_done(self):
+        agents = self.start_nodes(
+            ["--python", TEST_PYTHON, SCRIPT, self.pid_dir, "lead-done"],
+            extra=lambda node: ["--hang-timeout", 3, "--on-hang", "stop", "--stack-tool", self.py_spy,
+                                "--report", self.node_report(node)])
+        results = self.finish_nodes(agents)
+        described = "".join(f"\n=== agent of node {node}:{result.describe()}" for node, result in results.items())
+        for node, result in results.items():
+            self.assertEqual(result.returncode, HANG_EXIT, f"agent of node {node}: expected exit {HANG_EXIT}"
+                             + described)
+        self.assertEqual(merged_groups(self, self.console(results[0]), described)[0][0], {HUNG_RANK}, described)
+        by_rank = self.assert_stacks(self.hang_record(1, described)["stacks"], {HUNG_RANK}, self.pid_files())
+        self.assertIn("load_batch", functions(by_rank[HUNG_RANK]), by_rank[HUNG_RANK])
+        self.assert_dead(self.pid_files().values(), what="workers of both nodes after --on-hang stop")
+
+
 class StacksAcrossNodes(NodesCase):
     """`gangrun stacks` from another terminal, given either agent of a two-node job: every
     rank of both nodes, grouped, nothing stopped."""

@@ -142,7 +142,8 @@ class MultinodeTorch(GangrunTestCase):
         joined = re.findall(r"rendezvous: the agent on (node\d) joined", outputs[0][2])
         self.assertEqual(sorted(joined), ["node1", "node2", "node3"], outputs[0][2])
         hosts = ["node1", *(host for host in joined if host != "node1")]
-        self.check_results([2, 2, 2], "node1", RDZV_PORT, outputs, hosts=hosts)
+        # The workers get node1's address as a number, not the name given.
+        self.check_results([2, 2, 2], nodes.address(1), RDZV_PORT, outputs, hosts=hosts)
 
 
 if __name__ == "__main__":

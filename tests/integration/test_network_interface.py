@@ -135,8 +135,10 @@ class NetworkInterface(GangrunTestCase):
                           f"{nodes.address(1)}:{PORT})", ended[1][2])
             results = self.results()
             self.assertEqual(sorted(results), [0, 1], where)
+            # Each node's workers get the store's address as a number, the one their agent
+            # reached it at: the loopback address node1 has for itself, node2 the network's.
             for rank, result in results.items():
-                self.assertEqual(result["master_addr"], "node1")
+                self.assertEqual(result["master_addr"], ["127.0.1.1", nodes.address(1)][rank])
                 self.assertEqual(result["all_reduce"], 1.0)
                 self.assertEqual(result["interface_variables"]["GLOO_SOCKET_IFNAME"], IFNAMES[rank])
 

@@ -81,7 +81,7 @@ class Slurm(SlurmJobTestCase):
             self.assertEqual(seen, {
                 "SLURMD_NODENAME": f"node{node + 1}", "RANK": str(rank), "LOCAL_RANK": str(rank % WORKERS_PER_NODE),
                 "GROUP_RANK": str(node), "WORLD_SIZE": str(WORLD), "LOCAL_WORLD_SIZE": str(WORKERS_PER_NODE),
-                "GROUP_WORLD_SIZE": str(NODES), "MASTER_ADDR": "node1", "MASTER_PORT": str(store_port(job)),
+                "GROUP_WORLD_SIZE": str(NODES), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(store_port(job)),
                 "TORCHELASTIC_RUN_ID": f"{job}.0"}, f"rank {rank}\n{output}")
             if gpus:
                 self.assertEqual(env.get("CUDA_VISIBLE_DEVICES"), "0,1", f"rank {rank}")

@@ -59,7 +59,7 @@ class SlurmTorch(SlurmJobTestCase):
                                               "group_world_size", "master_addr", "master_port",
                                               "process_group_rank", "process_group_size", "all_reduce")},
                 {"rank": rank, "local_rank": rank % WORKERS_PER_NODE, "group_rank": node, "world_size": WORLD,
-                 "local_world_size": WORKERS_PER_NODE, "group_world_size": NODES, "master_addr": "node1",
+                 "local_world_size": WORKERS_PER_NODE, "group_world_size": NODES, "master_addr": "127.0.0.1",
                  "master_port": store_port(job), "process_group_rank": rank, "process_group_size": WORLD,
                  "all_reduce": float(sum(range(WORLD)))}, f"rank {rank}")
             for got, want in zip(result["grads"], expected_grads(WORLD), strict=True):

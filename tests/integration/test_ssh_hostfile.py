@@ -98,7 +98,8 @@ class SshHostfileTest(harness.GangrunTestCase):
         for rank, env in self.env_of_ranks(6).items():
             self.assertEqual((env["RANK"], env["LOCAL_RANK"], env["WORLD_SIZE"], env["GROUP_RANK"]),
                              (str(rank), str(rank % 2), "6", str(rank // 2)))
-            self.assertEqual(env["MASTER_ADDR"], "node1")
+            # The store's address as a number, as each node's agent reached it.
+            self.assertEqual(env["MASTER_ADDR"], nodes.address(1))
             self.assertEqual(env["GANGRUN_SSH_TEST_VALUE"], "from the file")
 
         # The dry run prints each host's ssh command and starts nothing.
@@ -112,7 +113,7 @@ class SshHostfileTest(harness.GangrunTestCase):
                            timeout=EVENT_TIMEOUT)
         self.assertExit(done, 0)
         self.assertIn("world size 3: node2 (ranks 0-1), node3 (rank 2)", done.stderr)
-        self.assertEqual(self.env_of_ranks(3)[2]["MASTER_ADDR"], "node2")
+        self.assertEqual(self.env_of_ranks(3)[2]["MASTER_ADDR"], nodes.address(2))
         for node in (2, 3):
             self.assert_only_sshd_left(nodes, servers, node)
         done = self.finish(self.start_local(nodes, servers, ["-H", hostfile, "--exclude", "node2@node1:0"], worker),
