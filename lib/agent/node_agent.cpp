@@ -18,6 +18,7 @@
 #include "supervise/gang.hpp"
 #include "supervise/shim_spawner.hpp"
 #include "util/exit_codes.hpp"
+#include "util/host.hpp"
 #include "util/open_file_limit.hpp"
 #include "util/signals.hpp"
 
@@ -200,10 +201,10 @@ class NodeAgent {
     agent_id_ = settings.me.id;
     if (!plan_.job_secret) {
       spdlog::warn(
-          "the rendezvous is not authenticated: anyone who can reach {}:{} can join, end or "
+          "the rendezvous is not authenticated: anyone who can reach {} can join, end or "
           "steer this job; give every node the same GANGRUN_JOB_SECRET (or "
           "GANGRUN_JOB_SECRET_FILE) to close it",
-          plan_.master_addr, master_port_text());
+          host::endpoint_text(plan_.master_addr, master_port_text()));
     }
     store_ = std::move(*hosted);
     if (store_) {
@@ -427,8 +428,8 @@ class NodeAgent {
   }
 
   void on_store_lost(const Error& error) {
-    spdlog::error("lost the rendezvous store at {}:{}: {}", plan_.master_addr, master_port_text(),
-                  error.message());
+    spdlog::error("lost the rendezvous store at {}: {}",
+                  host::endpoint_text(plan_.master_addr, master_port_text()), error.message());
     lost_store_ = true;
     participant_.reset();
     result_.exit_code = k_lost_rendezvous;

@@ -4,6 +4,7 @@
 #include "rendezvous/keys.hpp"
 #include "store/client_common.hpp"
 #include "util/exit_codes.hpp"
+#include "util/host.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
 
@@ -51,7 +52,7 @@ Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_c
   std::optional<bool> is_host = plan.rendezvous.is_host;
   if (!plan.c10d) is_host = plan.node_rank == 0;
   if (is_host == false) return std::unique_ptr<store::Server>();
-  std::string where = store::endpoint_text(plan.master_addr, store_port(plan));
+  std::string where = host::endpoint_text(plan.master_addr, store_port(plan));
   if (is_host == true) {
     auto server = listen_on(io, plan, agent_store_bind_host(plan));
     if (!server) {

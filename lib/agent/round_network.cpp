@@ -1,6 +1,6 @@
 #include "agent/round_network.hpp"
 
-#include "store/client_common.hpp"
+#include "util/host.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -19,7 +19,7 @@ EnvMap RoundNetwork::decide(const launch::LaunchPlan& plan, std::uint64_t round,
   } else if (ends) {
     choice = launch::choose_network_interface(
         interfaces, ends->local_address,
-        launch::toward_store_text(store::endpoint_text(ends->store_address, port)), plan.host_env);
+        launch::toward_store_text(host::endpoint_text(ends->store_address, port)), plan.host_env);
   } else {
     choice.message = "network: this node's address toward the store is not known; nothing set";
   }

@@ -4,6 +4,7 @@
 #include "launch/files.hpp"
 #include "launch/network_interface.hpp"
 #include "launch/numa_cpus.hpp"
+#include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <fmt/format.h>
@@ -98,7 +99,7 @@ namespace {
 // What a node of a multi-node run would wait for before its first round.
 std::string rendezvous_text(const LaunchPlan& plan) {
   const config::RendezvousConf& conf = plan.rendezvous;
-  std::string where = fmt::format("{}:{}", plan.master_addr, planned_port(plan));
+  std::string where = host::endpoint_text(plan.master_addr, planned_port(plan));
   std::string out;
   if (plan.c10d) {
     std::string nodes = plan.min_nnodes == plan.nnodes
@@ -149,8 +150,8 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
   if (plan.multi_node) {
     out += rendezvous_text(plan);
   } else {
-    out += fmt::format("  store:      {}:{} (hosted by rank 0)\n", plan.master_addr,
-                       planned_port(plan));
+    out += fmt::format("  store:      {} (hosted by rank 0)\n",
+                       host::endpoint_text(plan.master_addr, planned_port(plan)));
   }
   out += fmt::format("  output:     {}\n", plan.prefix_output ? "prefix" : "inherit");
   out += fmt::format("  files:      {}\n", run_dir);

@@ -1,5 +1,6 @@
 #include "launch/network_interface.hpp"
 
+#include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <boost/asio/ip/address.hpp>
@@ -152,8 +153,8 @@ std::vector<NetworkInterface> list_network_interfaces() {
 std::string planned_network_text(const LaunchPlan& plan,
                                  const std::vector<NetworkInterface>& interfaces) {
   if (!plan.multi_node) return "";
-  std::string where = fmt::format("{}:{}", plan.master_addr,
-                                  plan.master_port ? std::to_string(*plan.master_port) : "?");
+  std::string where = host::endpoint_text(
+      plan.master_addr, plan.master_port ? std::to_string(*plan.master_port) : "?");
   std::string unset = unset_list(plan.host_env);
   if (unset.empty()) return "network: " + strings::join(users_own(plan.host_env), "; ");
   std::optional<NetworkInterface> own = interface_holding(interfaces, plan.master_addr);

@@ -43,12 +43,13 @@ struct NetworkChoice {
   std::string message;    // "network: GLOO_SOCKET_IFNAME=eth1 ... (eth1 holds ...)"
 };
 
-// address: this node's address that leads to the others; why: what it is,
-// for the message (toward_store_text); user_env: gangrun's environment,
-// whose own settings win, each variable on its own (the others are still
-// set). A loopback address or one no interface holds sets nothing and says so.
+// local_address: this node's address that leads to the others; toward: what
+// it is, for the message (toward_store_text); user_env: gangrun's
+// environment, whose own settings win, each variable on its own (the others
+// are still set). A loopback address or one no interface holds sets nothing
+// and says so.
 NetworkChoice choose_network_interface(const std::vector<NetworkInterface>& interfaces,
-                                       const std::string& address, const std::string& why,
+                                       const std::string& local_address, const std::string& toward,
                                        const EnvMap& user_env);
 
 // "this node's address toward the store at 10.0.0.1:29500": the local end of

@@ -7,6 +7,7 @@
 
 #include "store/call_queue.hpp"
 #include "store/client_common.hpp"
+#include "util/host.hpp"
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -38,7 +39,7 @@ struct AsyncClient::Impl : std::enable_shared_from_this<Impl> {
   Impl(asio::io_context& io_context, ClientSettings client_settings)
       : io(io_context),
         settings(std::move(client_settings)),
-        where(endpoint_text(settings.host, settings.port)),
+        where(host::endpoint_text(settings.host, settings.port)),
         socket(io_context),
         connect_timer(io_context),
         retry_timer(io_context),

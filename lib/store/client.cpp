@@ -11,6 +11,7 @@
 
 #include "store/client_common.hpp"
 #include "store/codec.hpp"
+#include "util/host.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -53,7 +54,8 @@ IoResult io_result(const boost::system::error_code& error) {
 }  // namespace
 
 struct Client::Impl {
-  explicit Impl(const ClientSettings& s) : settings(s), where(endpoint_text(s.host, s.port)) {}
+  explicit Impl(const ClientSettings& s)
+      : settings(s), where(host::endpoint_text(s.host, s.port)) {}
 
   ClientSettings settings;
   std::string where;  // "host:port" for messages

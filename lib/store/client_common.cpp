@@ -139,11 +139,6 @@ std::chrono::milliseconds ConnectBackoff::next_pause() {
   return pause;
 }
 
-std::string endpoint_text(const std::string& host, int port) {
-  if (host.find(':') != std::string::npos) return fmt::format("[{}]:{}", host, port);
-  return fmt::format("{}:{}", host, port);
-}
-
 std::string keys_text(const std::vector<std::string>& keys) {
   constexpr std::size_t k_most = 10;
   std::string out;

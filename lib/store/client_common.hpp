@@ -70,8 +70,6 @@ class ConnectBackoff {
   std::minstd_rand rng_;
 };
 
-// "127.0.0.1:29500", "[::1]:29500".
-std::string endpoint_text(const std::string& host, int port);
 // Keys readably, at most ten and each cut at 100 bytes.
 std::string keys_text(const std::vector<std::string>& keys);
 

@@ -18,6 +18,15 @@
 #include <system_error>
 
 namespace gangrun::host {
+
+std::string endpoint_text(const std::string& host, const std::string& port) {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + port;
+  return host + ":" + port;
+}
+
+std::string endpoint_text(const std::string& host, int port) {
+  return endpoint_text(host, std::to_string(port));
+}
 namespace {
 
 // Far above any NR_CPUS a kernel is built with (MAXSMP is 8192); only bounds

@@ -7,6 +7,11 @@
 
 namespace gangrun::host {
 
+// An endpoint as people and URLs write it: "127.0.0.1:29500", "node1:29500",
+// and an IPv6 address in brackets, "[::1]:29500".
+std::string endpoint_text(const std::string& host, const std::string& port);
+std::string endpoint_text(const std::string& host, int port);
+
 // This host's name as gethostname() gives it; "localhost" when it fails or
 // is empty.
 std::string host_name();

@@ -232,6 +232,18 @@ class Ipv6Loopback(GangrunTestCase):
         self.run_pair(lambda node: ["--nnodes", 2, "--node_rank", node, "--master_addr", "::1",
                                     "--master_port", self.port])
 
+    def test_messages_write_the_address_in_brackets(self):
+        # The dry run, and the warning of a job without a secret, as an endpoint is written.
+        where = f"[::1]:{self.port}"
+        args = ["--nnodes", 2, "--node_rank", 0, "--master_addr", "::1", "--master_port", self.port,
+                "--nproc_per_node", 1]
+        dry = self.gangrun(["--dry-run", *args, *self.fake()])
+        self.assertExit(dry, 0)
+        self.assertIn(f"store:      {where} (hosted by node 0: this node)", dry.stdout)
+        self.assertIn(f"toward the store at {where}", dry.stdout)
+        result = self.gangrun(["--rdzv_conf", "join_timeout=1", *args, *self.fake()])
+        self.assertIn(f"anyone who can reach {where} can join", result.stderr, result.describe())
+
 
 if __name__ == "__main__":
     harness.main()

@@ -23,3 +23,11 @@ TEST_CASE("the plan's CPU count and the CPU backend agree", "[util][host][accel]
 TEST_CASE("host::host_name is never empty", "[util][host]") {
   CHECK_FALSE(gangrun::host::host_name().empty());
 }
+
+TEST_CASE("host::endpoint_text brackets an IPv6 address only", "[util][host]") {
+  using gangrun::host::endpoint_text;
+  CHECK(endpoint_text("127.0.0.1", 29500) == "127.0.0.1:29500");
+  CHECK(endpoint_text("node1", "29500") == "node1:29500");
+  CHECK(endpoint_text("::1", 29500) == "[::1]:29500");
+  CHECK(endpoint_text("fe80::1%eth0", "?") == "[fe80::1%eth0]:?");
+}
