@@ -239,9 +239,7 @@ std::vector<StackTarget> GangDoctor::live_targets() const {
 
 void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
   std::vector<StackTarget> targets = live_targets();
-  if ((round_over_ && !watches_others_after_end()) || probe_.running() ||
-      (targets.empty() && !nodes_))
-    return;
+  if (!watching() || probe_.running() || (targets.empty() && !nodes_)) return;
   double silent_s = static_cast<double>(
                         std::chrono::duration_cast<std::chrono::milliseconds>(silent_for).count()) /
                     1000.0;
@@ -270,13 +268,13 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
 // ---- across nodes -------------------------------------------------------------
 
 void GangDoctor::exchange_silence() {
-  if (!nodes_ || (round_over_ && !watches_others_after_end())) return;
+  if (!nodes_ || !watching()) return;
   HangWatch::Clock::time_point now = HangWatch::Clock::now();
   if (nodes_->lead) {
     // A silence was told up to a tick before it is read: counted from the
     // reading, the lead declares a hang late, never early.
     link_->read_silences([this, now](const DoctorLink::ByAgent<std::chrono::milliseconds>& told) {
-      if (round_over_ && !watches_others_after_end()) return;
+      if (!watching()) return;
       for (const auto& [id, silence] : told) {
         if (silence) {
           node_progress_[id] = now - *silence;
@@ -319,7 +317,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
     nlohmann::json missing = store_arrivals(ranks).first;
     if (missing.is_array()) mine.not_at_store = missing.get<std::vector<int>>();
     link_->answer(number, mine);
-    if (!hang || (round_over_ && !watches_others_after_end())) return;
+    if (!hang || !watching()) return;
     link_->collect(number, k_hang_read_limit + k_answer_margin,
                    [this, mine, silent_s](const DoctorLink::ByAgent<doctor::NodeAnswer>& answers) {
                      after_nodes_read(answers, mine, silent_s);
@@ -332,7 +330,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
 
 void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
                                   const doctor::NodeAnswer& mine, double silent_for_s) {
-  if (round_over_ && !watches_others_after_end()) return deliver_if_over();
+  if (!watching()) return deliver_if_over();
   if (!nodes_->lead) {
     return after_hang_read(
         mine.ranks, silent_for_s,

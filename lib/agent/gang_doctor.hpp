@@ -124,6 +124,9 @@ class GangDoctor {
   bool watches_others_after_end() const {
     return round_over_ && round_goes_on_ && nodes_ && nodes_->lead && watch_.has_value();
   }
+  // The round is this node's to watch and read: its ranks run, or it is the
+  // lead watching the others after its own.
+  bool watching() const { return !round_over_ || watches_others_after_end(); }
   void on_node_request(std::int64_t number, const doctor::NodeRequest& request);
   void after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
                         const doctor::NodeAnswer& mine, double silent_for_s);

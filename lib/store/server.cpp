@@ -4,6 +4,7 @@
 #include "store/key_spaces.hpp"
 #include "store/socket_watch.hpp"
 #include "util/fd.hpp"
+#include "util/host.hpp"
 #include "util/open_file_limit.hpp"
 #include "util/strings.hpp"
 
@@ -121,11 +122,7 @@ std::string printable_key(std::string_view key) {
 }
 
 std::string endpoint_text(const tcp::endpoint& endpoint) {
-  const asio::ip::address address = endpoint.address();
-  if (address.is_v6()) {
-    return "[" + address.to_string() + "]:" + std::to_string(endpoint.port());
-  }
-  return address.to_string() + ":" + std::to_string(endpoint.port());
+  return host::endpoint_text(endpoint.address().to_string(), endpoint.port());
 }
 
 // Warnings a client can cause at will (a refused, broken or reclaimed
