@@ -29,12 +29,12 @@ namespace opt = config::opt;
 
 // The options ssh_command() sets for each copy, or that only the
 // calling gangrun uses.
-constexpr std::array<std::string_view, 17> k_replaced_options = {
+constexpr std::array<std::string_view, 18> k_replaced_options = {
     opt::hostfile,     opt::include,        opt::exclude,       opt::nnodes,
     opt::node_rank,    opt::master_addr,    opt::master_port,   opt::rdzv_endpoint,
     opt::standalone,   opt::launcher,       opt::launcher_args, opt::ssh_port,
     opt::no_ssh_check, opt::nproc_per_node, opt::num_processes, opt::num_gpus,
-    opt::dry_run};
+    opt::dry_run,      opt::mpirun_hostfile};
 
 constexpr std::array<std::string_view, 5> k_exported_prefixes = {"MLFLOW", "PYTHON", "MV2", "UCX",
                                                                  "NCCL"};
@@ -146,9 +146,18 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
   return command;
 }
 
-std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands) {
+std::string hosts_origin(const Options& options) {
+  const std::optional<schedulers::Job>& job = options.scheduler_job;
+  if (options.hosts.hostfile || !job) return "-H/--hostfile " + options.hosts.hostfile.value_or("");
+  std::string id = job->job_id ? " " + job->job_id->value : "";
+  return "the hosts of " + job->system + " job" + id + " (" + job->hosts_origin + ")";
+}
+
+std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands,
+                             const std::string& origin) {
   std::string text = "gangrun dry run: gangrun would start itself on " +
-                     std::to_string(commands.size()) + " host(s) over ssh, one command per host:\n";
+                     std::to_string(commands.size()) + " host(s) over ssh, " + origin +
+                     ", one command per host:\n";
   for (const std::vector<std::string>& command : commands) {
     text += "  " + strings::shell_join(command) + "\n";
   }
@@ -183,7 +192,7 @@ Expected<std::string> ssh_dry_run_for(const Options& options,
   std::string self = path_of_self();
   GANGRUN_TRY_ASSIGN(
       commands, every_command(options, arguments, env, "ssh", self.empty() ? "gangrun" : self));
-  return ssh_dry_run_text(*commands);
+  return ssh_dry_run_text(*commands, hosts_origin(options));
 }
 
 Expected<int> run_through_ssh(const Options& options, const std::vector<std::string>& arguments,
@@ -197,8 +206,8 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   for (const config::HostSlots& host : options.hosts.hosts) {
     names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
   }
-  spdlog::info("starting gangrun over ssh on {} hosts (workers): {}", names.size(),
-               strings::join(names, ", "));
+  spdlog::info("starting gangrun over ssh on {} hosts (workers), {}: {}", names.size(),
+               hosts_origin(options), strings::join(names, ", "));
   std::vector<ToolCommand> tools;
   for (std::size_t i = 0; i < commands->size(); ++i) {
     tools.push_back({.name = "ssh to " + options.hosts.hosts[i].host, .argv = (*commands)[i]});

@@ -51,9 +51,14 @@ std::vector<std::string> ssh_command(const config::Options& options, std::size_t
                                      const std::vector<std::string>& remote_args,
                                      const std::string& cwd, const EnvMap& exported);
 
-// "gangrun dry run: gangrun would start itself on N hosts over ssh:" and
-// one quoted command per host.
-std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands);
+// Where the hosts came from: "-H/--hostfile FILE", or "the hosts of PBS job
+// 17.pbs (PBS_NODEFILE=PATH)" when a scheduler's job script runs gangrun.
+std::string hosts_origin(const config::Options& options);
+
+// "gangrun dry run: gangrun would start itself on N hosts over ssh, ORIGIN,
+// one command per host:" and one quoted command per host.
+std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands,
+                             const std::string& origin);
 
 // ssh_dry_run_text() of the commands run_through_ssh() would run. Errors:
 // a .deepspeed_env file that cannot be read.

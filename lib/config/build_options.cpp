@@ -248,13 +248,15 @@ void apply_no_color(Options& o, const EnvMap& env) {
 
 }  // namespace
 
-Expected<Options> build_options(const LayeredValues& values,
-                                std::vector<std::string> program_and_args, const EnvMap& env,
-                                Purpose purpose, Problems found_before) {
+Expected<Options> build_options(const Layers& layers, std::vector<std::string> program_and_args,
+                                const EnvMap& env, Purpose purpose, Problems found_before) {
+  const LayeredValues& values = layers.values;
   // Every value on its own first: each problem is reported, all at once,
   // after those layering found.
   Problems problems = std::move(found_before);
   Options o;
+  o.slurm_job = layers.slurm_job;
+  o.scheduler_job = layers.scheduler_job;
   check_refused(values, problems);
   apply_rows(values, o, problems);
   if (!problems.empty()) {
@@ -273,9 +275,10 @@ Expected<Options> build_options(const LayeredValues& values,
   }
   o.program_and_args = std::move(program_and_args);
   for (const auto& [name, value] : values) {
-    // A value from Slurm says which variables gave it, one from accelerate's
-    // YAML config which file and key.
-    const bool says_where = value.source == Source::slurm || !value.file_key.empty();
+    // A value from a scheduler says which variables gave it, one from
+    // accelerate's YAML config which file and key.
+    const bool says_where = value.source == Source::slurm || value.source == Source::scheduler ||
+                            !value.file_key.empty();
     std::string shown = says_where ? value.text + " (" + value.where + ")" : value.text;
     o.origins[name] = {std::move(shown), value.source};
   }

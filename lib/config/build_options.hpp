@@ -20,13 +20,14 @@ namespace gangrun::config {
 enum class Purpose { launch, devices, preflight };
 
 // `env` is consulted only for NO_COLOR. Records Options::origins for every
-// value in `values`. `found_before` holds the problems layering found
+// value in `layers.values`, and keeps the job the layers were read in
+// (Options::slurm_job, Options::scheduler_job). `found_before` holds the problems layering found
 // (layer_values); the values it could read are still typed and their problems
 // reported with those, but the checks that set options against each other
 // are left out then, since a value that did not read would make them report
 // a consequence rather than a mistake.
-Expected<Options> build_options(const LayeredValues& values,
-                                std::vector<std::string> program_and_args, const EnvMap& env,
-                                Purpose purpose = Purpose::launch, Problems found_before = {});
+Expected<Options> build_options(const Layers& layers, std::vector<std::string> program_and_args,
+                                const EnvMap& env, Purpose purpose = Purpose::launch,
+                                Problems found_before = {});
 
 }  // namespace gangrun::config

@@ -274,9 +274,8 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
   // Layering's problems and the typing's are reported together.
   Problems problems;
   Layers layered = layer_values(given, env, problems);
-  GANGRUN_TRY_ASSIGN(options, build_options(layered.values, std::move(*program), env, purpose,
-                                            std::move(problems)));
-  options->slurm_job = std::move(layered.slurm_job);
+  GANGRUN_TRY_ASSIGN(
+      options, build_options(layered, std::move(*program), env, purpose, std::move(problems)));
   GANGRUN_TRY(check_slurm_job(*options));
   if (purpose == Purpose::devices) return DevicesRequest{std::move(*options)};
   if (purpose == Purpose::preflight) {

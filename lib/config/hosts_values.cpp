@@ -2,6 +2,7 @@
 
 #include "config/hostfile.hpp"
 #include "config/option_values.hpp"
+#include "config/scheduler_values.hpp"
 #include "util/host.hpp"
 
 namespace gangrun::config {
@@ -39,12 +40,20 @@ void run_here(const HostSlots& host, Options& options) {
 
 Expected<void> type_hosts_values(const LayeredValues& values, Options& options) {
   HostsSettings& hosts = options.hosts;
+  const std::optional<schedulers::Job>& job = options.scheduler_job;
+  bool from_job = !hosts.hostfile && job && job->start == schedulers::Start::first_node &&
+                  options.launcher != Options::Launcher::local;
 
-  if (!hosts.hostfile) {
+  if (!hosts.hostfile && !from_job) {
     if (options.launcher == Options::Launcher::ssh) {
       return fail_usage(value_of(values, opt::launcher).given +
                         " starts gangrun over ssh on the hosts of a hostfile (as the deepspeed "
                         "launcher pdsh does): give -H/--hostfile FILE ('HOST slots=N' lines)");
+    }
+    if (options.launcher == Options::Launcher::openmpi) {
+      return fail_usage(value_of(values, opt::launcher).given +
+                        " starts gangrun through mpirun on the hosts of a hostfile: give "
+                        "-H/--hostfile FILE ('HOST slots=N' lines); under mpirun already, drop it");
     }
     return {};
   }
@@ -62,7 +71,11 @@ Expected<void> type_hosts_values(const LayeredValues& values, Options& options) 
         "--num_nodes/--num_gpus cannot be combined with --include/--exclude (as in "
         "deepspeed); choose the hosts and slots with one of them");
   }
-  GANGRUN_TRY_ASSIGN(entries, read_hostfile(*hosts.hostfile));
+  std::optional<ProcCount> per_host;
+  if (given_by_user(values, opt::nproc_per_node)) per_host = options.nproc_per_node;
+  GANGRUN_TRY_ASSIGN(
+      entries, from_job ? Expected<std::vector<HostfileEntry>>(scheduler_hosts(*job, per_host))
+                        : read_hostfile(*hosts.hostfile));
   GANGRUN_TRY_ASSIGN(filtered, filter_hosts(*entries, options.include, options.exclude));
   std::optional<int> num_nodes;
   if (given_by_user(values, opt::nnodes)) num_nodes = options.nnodes;
@@ -76,7 +89,7 @@ Expected<void> type_hosts_values(const LayeredValues& values, Options& options) 
     hosts.hosts.clear();
     return {};
   }
-  options.launcher = Options::Launcher::ssh;
+  if (options.launcher != Options::Launcher::openmpi) options.launcher = Options::Launcher::ssh;
   options.nnodes = options.min_nnodes = static_cast<int>(hosts.hosts.size());
   return {};
 }

@@ -3,8 +3,12 @@
 #include "config/accelerate_config_file.hpp"
 #include "config/accelerate_values.hpp"
 #include "config/config_file.hpp"
+#include "config/hostfile.hpp"
 #include "config/option_values.hpp"
+#include "config/scheduler_values.hpp"
 #include "config/slurm_values.hpp"
+#include "schedulers/mpi_job.hpp"
+#include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <sys/stat.h>
@@ -228,6 +232,38 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
   return layers;
 }
 
+namespace {
+
+constexpr UserFileKind k_node_file_kind{.name = "the job's node file",
+                                        .reads = "a scheduler's node file lists one host per line",
+                                        .max_bytes = k_max_hostfile_bytes,
+                                        .holds = "a node file holds a line per slot of the job"};
+
+// The job gangrun runs in. An MPI launcher's task comes first: Open MPI's
+// mpirun starts its daemons on a Slurm allocation's nodes through srun, so
+// its tasks see a Slurm step too. Then Slurm, then the other schedulers.
+void read_job(const EnvMap& env, bool worker_per_task, Layers& layers, Problems& problems) {
+  Expected<std::optional<schedulers::Job>> mpi = schedulers::read_mpi_job(env, worker_per_task);
+  if (!problems.keep(mpi)) return;
+  if (*mpi) {
+    layers.scheduler_job = std::move(*mpi);
+    return;
+  }
+  Expected<std::optional<slurm::Job>> slurm_job = slurm::read_job(env);
+  if (!problems.keep(slurm_job)) return;
+  if (*slurm_job) {
+    layers.slurm_job = std::move(*slurm_job);
+    return;
+  }
+  schedulers::Context context{
+      .read_file = [](const std::string& path) { return read_user_file(path, k_node_file_kind); },
+      .host_name = host::host_name()};
+  Expected<std::optional<schedulers::Job>> other = schedulers::read_job(env, context);
+  if (problems.keep(other)) layers.scheduler_job = std::move(*other);
+}
+
+}  // namespace
+
 Layers layer_values(const std::vector<CommandLineValue>& command_line, const EnvMap& env,
                     Problems& problems) {
   const Partial cli = from_command_line(command_line, problems);
@@ -261,19 +297,20 @@ Layers layer_values(const std::vector<CommandLineValue>& command_line, const Env
   };
   auto given_by_name = [&](std::string_view name) { return given_above_slurm(option_row(name)); };
   Layers layers;
-  Partial slurm;
+  Partial slurm;  // the job's layer: Slurm's, or another scheduler's
   std::optional<LayeredValue> launcher = given_by_name(opt::launcher);
+  std::optional<LayeredValue> per_task = given_by_name(opt::worker_per_task);
+  bool worker_per_task = per_task && parse_bool(per_task->text).value_or(false);
   if (!launcher || parse_launcher(launcher->text) != Options::Launcher::local) {
-    Expected<std::optional<slurm::Job>> job = slurm::read_job(env);
-    if (problems.keep(job)) layers.slurm_job = std::move(*job);
+    read_job(env, worker_per_task, layers, problems);
   }
   std::optional<Partial> job_layer;
   if (layers.slurm_job) {
     // A job whose variables do not read is one problem; its layer is left out.
-    std::optional<LayeredValue> per_task = given_by_name(opt::worker_per_task);
-    Expected<Partial> job_values =
-        slurm_layer(*layers.slurm_job, per_task && parse_bool(per_task->text));
+    Expected<Partial> job_values = slurm_layer(*layers.slurm_job, worker_per_task);
     if (problems.keep(job_values)) job_layer = std::move(*job_values);
+  } else if (layers.scheduler_job) {
+    job_layer = scheduler_layer(*layers.scheduler_job);
   }
   if (job_layer) {
     slurm = std::move(*job_layer);

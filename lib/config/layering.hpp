@@ -10,6 +10,7 @@
 #include "config/option_table.hpp"
 #include "config/options.hpp"
 #include "config/problems.hpp"
+#include "schedulers/job.hpp"
 #include "slurm/job_environment.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
@@ -65,7 +66,8 @@ std::string env_name(std::string_view prefix, std::string_view snake_name);
 
 struct Layers {
   LayeredValues values;
-  std::optional<slurm::Job> slurm_job;  // the Slurm job the values were read in
+  std::optional<slurm::Job> slurm_job;           // the Slurm job the values were read in
+  std::optional<schedulers::Job> scheduler_job;  // or another system's
 };
 
 // Layers every option. On the command line the last occurrence of an option

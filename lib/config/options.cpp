@@ -13,6 +13,8 @@ const char* to_string(Source source) {
       return "default";
     case Source::slurm:
       return "Slurm";
+    case Source::scheduler:
+      return "job scheduler";
     case Source::accelerate_config:
     case Source::json_config:
       return "config file";

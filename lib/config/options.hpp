@@ -7,6 +7,7 @@
 #include "config/accelerate_settings.hpp"
 #include "config/deepspeed_settings.hpp"
 #include "config/hosts_settings.hpp"
+#include "schedulers/job.hpp"
 #include "slurm/job_environment.hpp"
 
 #include <map>
@@ -25,6 +26,7 @@ namespace gangrun::config {
 enum class Source {
   default_value,
   slurm,
+  scheduler,  // PBS, LSF, Kubeflow, SkyPilot, an MPI launcher (schedulers/job.hpp)
   accelerate_config,
   json_config,
   pet_env,
@@ -37,8 +39,8 @@ inline bool from_a_config_file(Source source) {
   return source == Source::accelerate_config || source == Source::json_config;
 }
 // Given by the user (a config file, the environment or the command line):
-// neither a default nor read from Slurm's variables.
-inline bool given_by_user(Source source) { return source > Source::slurm; }
+// neither a default nor read from a scheduler's variables.
+inline bool given_by_user(Source source) { return source > Source::scheduler; }
 
 // --nproc_per_node N|auto|gpu|xpu|cpu
 struct ProcCount {
@@ -135,11 +137,14 @@ struct Options {
   // --launcher: auto starts gangrun on every node through srun in an
   // allocation of several nodes outside a step; slurm asks for that; local
   // runs here only and ignores Slurm.
-  enum class Launcher { automatic, local, slurm, ssh };  // ssh: the hosts of a hostfile
+  // ssh: the hosts of a hostfile; openmpi: those hosts through mpirun.
+  enum class Launcher { automatic, local, slurm, ssh, openmpi };
   Launcher launcher = Launcher::automatic;
   std::vector<std::string> launcher_args;  // --launcher_args "...": extra srun options
   bool worker_per_task = false;  // in a step with several tasks per node, each task is one worker
   std::optional<slurm::Job> slurm_job;  // the job gangrun runs in, unless --launcher local
+  // Or the job of another scheduler or an MPI launcher (never both).
+  std::optional<schedulers::Job> scheduler_job;
 
   // ---- devices (docs/devices.md, "Accelerators")
   Accelerator accelerator = Accelerator::automatic;

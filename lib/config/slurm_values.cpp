@@ -8,6 +8,7 @@ namespace gangrun::config {
 namespace {
 
 using slurm::Job;
+using slurm::variable_text;
 
 // `origin` says which variables gave the value: "SLURM_NODEID=1".
 LayeredValue from_variables(std::string text, std::string_view option, std::string origin) {
@@ -16,11 +17,6 @@ LayeredValue from_variables(std::string text, std::string_view option, std::stri
                       .source = Source::slurm,
                       .where = std::move(origin),
                       .given = std::move(given)};
-}
-
-template <typename T>
-std::string variable_text(const slurm::Read<T>& read) {
-  return read.variable + "=" + read.text;
 }
 
 }  // namespace
@@ -33,15 +29,19 @@ Expected<Options::Launcher> parse_launcher(std::string_view text) {
   // deepspeed's default pdsh runs one command on every host over ssh, which
   // is what gangrun's ssh start does.
   if (word == "ssh" || word == "pdsh") return Options::Launcher::ssh;
-  if (word == "openmpi" || word == "mvapich" || word == "impi" || word == "mpich") {
+  // deepspeed's openmpi runs mpirun over the hostfile's hosts; gangrun
+  // starts itself through it, one task per host (agent/mpirun_start.hpp).
+  if (word == "openmpi") return Options::Launcher::openmpi;
+  if (word == "mvapich" || word == "impi" || word == "mpich") {
     return fail_usage(strings::quoted(text) +
-                      " is a deepspeed launcher gangrun does not use: gangrun starts its own "
-                      "agent on every node (with a hostfile give --launcher ssh; under Slurm "
-                      "--launcher slurm, or run 'srun gangrun ...'; elsewhere start gangrun on "
-                      "each node with --nnodes and --node_rank)");
+                      " is a deepspeed launcher gangrun does not use: gangrun starts itself "
+                      "through Open MPI's mpirun (--launcher openmpi) or over ssh (--launcher "
+                      "ssh) on the hosts of a hostfile; or start it under that MPI's own "
+                      "launcher, one task per node ('mpiexec -ppn 1 -genv MASTER_ADDR HOST "
+                      "gangrun ...': gangrun reads PMI_RANK and PMI_SIZE)");
   }
   return fail_usage(strings::quoted(text) +
-                    " is not a launcher (expected auto, local, slurm, ssh or pdsh)");
+                    " is not a launcher (expected auto, local, slurm, ssh, pdsh or openmpi)");
 }
 
 Expected<std::vector<std::string>> parse_launcher_args(std::string_view text) {

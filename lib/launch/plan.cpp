@@ -176,6 +176,10 @@ std::string master_addr_origin(const config::Options& options, bool c10d) {
       it->second.source == config::Source::slurm) {
     return "the head node: " + slurm::head_node_origin(*options.slurm_job);
   }
+  if (options.scheduler_job && it != options.origins.end() &&
+      it->second.source == config::Source::scheduler) {
+    return schedulers::head_origin(*options.scheduler_job);
+  }
   return "--master_addr";
 }
 

@@ -4,6 +4,7 @@
 // controller, so this works wherever Slurm sets up a job's environment.
 #pragma once
 
+#include "slurm/variables.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -16,16 +17,6 @@ namespace gangrun::slurm {
 enum class Place {
   allocation,  // SLURM_JOB_ID without SLURM_STEP_ID: a batch script or an salloc shell
   step,        // a task of an srun step
-};
-
-// A value and the variable it was read from, so that messages and
-// `--dry-run -v` can say where each derived option came from.
-template <typename T>
-struct Read {
-  T value{};
-  std::string variable;  // "SLURM_STEP_NUM_NODES"
-  std::string text;      // the variable's text, "3" or "node[1-3]"
-  bool operator==(const Read&) const = default;
 };
 
 struct Job {

@@ -81,8 +81,9 @@ TEST_CASE("ssh start: one command per host, node rank and slots of that host", "
 }
 
 TEST_CASE("ssh start: the dry run lists every host's command", "[ssh]") {
-  std::string text = gangrun::agent::ssh_dry_run_text({{"ssh", "node1", "x y"}, {"ssh", "node2"}});
-  CHECK_THAT(text, Contains("2 host(s) over ssh"));
+  std::string text = gangrun::agent::ssh_dry_run_text({{"ssh", "node1", "x y"}, {"ssh", "node2"}},
+                                                      "-H/--hostfile hosts");
+  CHECK_THAT(text, Contains("2 host(s) over ssh, -H/--hostfile hosts, one command per host"));
   CHECK_THAT(text, Contains("  ssh node1 'x y'\n"));
   CHECK_THAT(text, Contains("  ssh node2\n"));
 }

@@ -1,0 +1,74 @@
+#include "schedulers/job.hpp"
+
+#include "schedulers/readers.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace gangrun::schedulers {
+
+namespace {
+
+std::string_view short_name(std::string_view name) { return name.substr(0, name.find('.')); }
+
+// Whether a listed name is this host: the same name, or the same up to the
+// first dot (node files hold "n1" where the host calls itself
+// "n1.cluster", or the other way round). Addresses are compared whole.
+bool names_this_host(std::string_view listed, std::string_view host_name) {
+  if (listed == host_name) return true;
+  bool address = !listed.empty() && (std::isdigit(static_cast<unsigned char>(listed.front())) ||
+                                     listed.find(':') != std::string_view::npos);
+  return !address && short_name(listed) == short_name(host_name);
+}
+
+}  // namespace
+
+std::vector<Host> hosts_from_slots(const std::vector<std::string>& names) {
+  std::vector<Host> hosts;
+  for (const std::string& name : names) {
+    auto it = std::find_if(hosts.begin(), hosts.end(),
+                           [&](const Host& host) { return host.name == name; });
+    if (it == hosts.end()) {
+      hosts.push_back(Host{.name = name, .slots = 1});
+    } else {
+      ++it->slots;
+    }
+  }
+  return hosts;
+}
+
+Expected<void> check_this_host_listed(const std::vector<Host>& hosts, std::string_view origin,
+                                      std::string_view host_name, std::string_view system) {
+  std::vector<std::string> matches;
+  for (const Host& host : hosts) {
+    if (names_this_host(host.name, host_name)) matches.push_back(host.name);
+  }
+  if (matches.size() == 1) return {};
+  std::string where = "gangrun runs on " + std::string(host_name) + ", and " + std::string(origin);
+  if (matches.empty()) {
+    return fail_usage(where + " does not list it: run gangrun in the " + std::string(system) +
+                      " job script, which runs on the job's first host, or give --launcher "
+                      "local to run on this host alone");
+  }
+  return fail_usage(where + " lists it " + std::to_string(matches.size()) + " times (" +
+                    matches.front() + ", " + matches.back() +
+                    "), so its node rank is ambiguous: name each host once in one spelling");
+}
+
+std::string head_origin(const Job& job) {
+  if (!job.head) return "";
+  if (job.head->value != job.head->text) return "the head node: the first of " + job.head->variable;
+  return "the head node: " + slurm::variable_text(*job.head);
+}
+
+Expected<std::optional<Job>> read_job(const EnvMap& env, const Context& context) {
+  GANGRUN_TRY_ASSIGN(kubeflow, read_kubeflow_job(env));
+  if (*kubeflow) return kubeflow;
+  GANGRUN_TRY_ASSIGN(skypilot, read_skypilot_job(env));
+  if (*skypilot) return skypilot;
+  GANGRUN_TRY_ASSIGN(pbs, read_pbs_job(env, context));
+  if (*pbs) return pbs;
+  return read_lsf_job(env, context);
+}
+
+}  // namespace gangrun::schedulers

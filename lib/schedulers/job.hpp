@@ -1,0 +1,86 @@
+// What a scheduler other than Slurm says about the job gangrun runs in, read
+// from the variables it sets (PBS/Torque, LSF, Kubeflow's PyTorchJob,
+// SkyPilot, and MPI launchers: Open MPI, MPICH/Hydra, Intel MPI). Slurm has
+// its own richer reader (slurm/job_environment.hpp). Only the environment and
+// the files it names are read; nothing asks the scheduler.
+#pragma once
+
+#include "slurm/variables.hpp"
+#include "util/env.hpp"
+#include "util/error.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gangrun::schedulers {
+
+// A value and the variable it was read from ("PBS_JOBID", its text), so that
+// --dry-run -v and messages can name where each derived option came from.
+using slurm::Read;
+
+// Who starts gangrun on the job's nodes.
+enum class Start {
+  // The scheduler (or mpirun) starts one gangrun on every node, and tells each
+  // its node rank: Kubeflow's pods, SkyPilot's run section, mpirun's tasks.
+  every_node,
+  // The job script runs on the first node only, with the list of every node
+  // (PBS, LSF): gangrun starts itself on the others over ssh, as it does
+  // with a hostfile.
+  first_node,
+};
+
+// One host of the job and how many slots (processes) the scheduler gave it
+// there: PBS_NODEFILE repeats a host once per slot, LSB_MCPU_HOSTS pairs
+// names with counts.
+struct Host {
+  std::string name;
+  int slots = 0;
+  bool operator==(const Host&) const = default;
+};
+
+struct Job {
+  std::string system;  // "PBS", "LSF", "Kubeflow PyTorchJob", "SkyPilot", "Open MPI", ...
+  Start start = Start::every_node;
+  std::optional<Read<std::string>> job_id;  // the run id's source (TORCHELASTIC_RUN_ID)
+  Read<int> num_nodes;                      // how many gangrun agents the job has
+  // every_node: this agent's node rank, the head node that hosts the store
+  // (its name or address) and, when the system gives one, the store's port.
+  std::optional<Read<int>> node_rank;
+  std::optional<Read<std::string>> head;
+  std::optional<Read<int>> port;
+  // Workers per node, where the system says (SkyPilot's GPUs per node,
+  // PET_NPROC_PER_NODE); one with one worker per MPI task.
+  std::optional<Read<int>> workers_per_node;
+  // MPI tasks: this task's index among the tasks on its host and how many
+  // run there (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE, MPI_LOCALRANKID/
+  // MPI_LOCALNRANKS), for --worker-per-task's LOCAL_RANK as srun's are.
+  std::optional<Read<int>> local_rank;
+  std::optional<Read<int>> tasks_on_node;
+  // first_node: every host in node order, this one first, and where the list
+  // came from ("PBS_NODEFILE=/var/spool/pbs/aux/17.pbs").
+  std::vector<Host> hosts;
+  std::string hosts_origin;
+  bool operator==(const Job&) const = default;
+};
+
+// What a reader needs besides the environment: how to read a file the job
+// names (config's read_user_file, so that this module opens no file itself)
+// and this host's name, to find it in a list of the job's hosts.
+struct Context {
+  std::function<Expected<std::string>(const std::string& path)> read_file;
+  std::string host_name;
+};
+
+// The job gangrun runs in under Kubeflow, SkyPilot, PBS or LSF (tried in
+// that order), or nullopt under none. An MPI launcher's task (mpi_job.hpp)
+// and Slurm are asked before this, by config's layering. Usage errors name
+// the variable or file and what to do.
+Expected<std::optional<Job>> read_job(const EnvMap& env, const Context& context);
+
+// Where the head came from, for messages and --dry-run -v: "the head node:
+// MASTER_ADDR=train-master-0", "the head node: the first of SKYPILOT_NODE_IPS".
+std::string head_origin(const Job& job);
+
+}  // namespace gangrun::schedulers
