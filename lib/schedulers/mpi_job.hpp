@@ -9,9 +9,10 @@
 // exported them to every task (`mpirun -x MASTER_ADDR=...`, as gangrun's
 // own --launcher openmpi does), or from the user's --master_addr.
 //
-// srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE too; the Slurm reader
-// (slurm/job_environment.hpp) knows more about such a task and is asked
-// first.
+// srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE too, but no MPI_LOCALNRANKS,
+// which every Hydra sets: such a task in a Slurm step is left to the Slurm
+// reader (slurm/job_environment.hpp). Open MPI's and Hydra's tasks under
+// Slurm (their daemons started through srun) are MPI's.
 #pragma once
 
 #include "schedulers/job.hpp"
