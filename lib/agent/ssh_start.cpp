@@ -133,6 +133,11 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                            "--nproc_per_node", std::to_string(host.slots.size())});
   if (auto include = config::device_include(host, options.accelerator))
     copy.insert(copy.end(), {"--include", *include});
+  // A job script's run id (PBS_JOBID, LSB_JOBID) names the run on every host;
+  // one the user gave travels in the remote arguments.
+  auto run_id = options.origins.find(std::string(opt::rdzv_id));
+  if (run_id != options.origins.end() && run_id->second.source == config::Source::scheduler)
+    copy.insert(copy.end(), {"--rdzv_id", options.rdzv_id});
   copy.insert(copy.end(), remote_args.begin(), remote_args.end());
 
   std::vector<std::string> command = {ssh, "-o", "BatchMode=yes"};

@@ -236,7 +236,8 @@ def report_restarts(doc):
 # environment and processes
 # ============================================================================
 
-_LAUNCHER_PREFIXES = ("PET_", "GANGRUN_", "TORCHELASTIC_", "SLURM_", "OMPI_", "PMI_")
+_LAUNCHER_PREFIXES = ("PET_", "GANGRUN_", "TORCHELASTIC_", "SLURM_", "OMPI_", "PMI_", "PBS_", "LSB_", "SKYPILOT_",
+                      "KUBERNETES_")
 _LAUNCHER_NAMES = set(WORKER_VARIABLES) | {
     "OMP_NUM_THREADS", "PYTHON_EXEC", "LOCAL_RANK", "NODE_RANK", "WORLD_SIZE",
     "CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
