@@ -37,7 +37,8 @@ std::optional<std::string> placed_by_user(const Options& options, std::string_vi
 
 Expected<bool> starts_through_srun(const Options& options) {
   if (!options.slurm_job || options.launcher == Options::Launcher::local ||
-      options.launcher == Options::Launcher::ssh) {
+      options.launcher == Options::Launcher::ssh ||
+      options.launcher == Options::Launcher::openmpi) {
     return false;
   }
   const slurm::Job& job = *options.slurm_job;

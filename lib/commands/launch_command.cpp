@@ -1,5 +1,6 @@
 #include "commands/launch_command.hpp"
 
+#include "agent/mpirun_start.hpp"
 #include "agent/node_agent.hpp"
 #include "agent/srun_start.hpp"
 #include "agent/ssh_start.hpp"
@@ -82,6 +83,18 @@ Expected<int> run_on_every_host(const config::LaunchRequest& request, const EnvM
   return agent::run_through_ssh(request.options, request.arguments, env);
 }
 
+// deepspeed's --launcher openmpi and accelerate's --mpirun_hostfile
+// (agent/mpirun_start.hpp).
+Expected<int> run_through_mpirun(const config::LaunchRequest& request, const EnvMap& env) {
+  GANGRUN_TRY(check_before_starting_remotely(request.options, env));
+  if (request.options.dry_run) {
+    GANGRUN_TRY_ASSIGN(text, agent::mpirun_dry_run_for(request.options, request.arguments, env));
+    std::cout << *text;
+    return exit_codes::k_success;
+  }
+  return agent::run_through_mpirun(request.options, request.arguments, env);
+}
+
 }  // namespace
 
 [[noreturn]] void die_by_signal(int signal_number) {
@@ -103,6 +116,7 @@ Expected<int> run_launch_command(const config::LaunchRequest& request, const Env
   if (*through_srun) return run_on_every_node(request, env);
   GANGRUN_TRY_ASSIGN(through_ssh, agent::starts_through_ssh(options));
   if (*through_ssh) return run_on_every_host(request, env);
+  if (agent::starts_through_mpirun(options)) return run_through_mpirun(request, env);
   if (options.preflight && !options.dry_run) {
     GANGRUN_TRY_ASSIGN(checked, preflight_before_launch(options, env));
     if (*checked != exit_codes::k_success) return *checked;

@@ -204,8 +204,8 @@ std::vector<OptionSpec> accelerate_option_specs() {
       value("vm", "NAME", "refused: TPU pod VMs are started through gcloud; use accelerate launch"),
       value("env", "VAR=VALUE", "refused: sets variables on TPU pod VMs; export them instead"),
       value("mpirun_hostfile", "FILE",
-            "refused: gangrun starts the workers itself, without mpirun; use --multi_gpu "
-            "(-H/--hostfile for several hosts)"),
+            "start gangrun on every host of FILE ('HOST slots=N' lines) through Open MPI's "
+            "mpirun, one task per host: -H FILE --launcher openmpi"),
       value("aws_access_key_id", "ID", "refused: SageMaker launches are accelerate's own"),
       value("aws_secret_access_key", "KEY", "refused: SageMaker launches are accelerate's own"),
   };

@@ -152,9 +152,6 @@ const std::vector<Refusal>& refusals() {
       {opt::env,
        "it sets variables on TPU pod VMs; for gangrun's workers, export them before "
        "gangrun"},
-      {opt::mpirun_hostfile,
-       "gangrun starts the workers itself, not through mpirun; use --multi_gpu "
-       "(and -H/--hostfile for several hosts)"},
       {opt::aws_access_key_id, "SageMaker launches are accelerate's own; use accelerate launch"},
       {opt::aws_secret_access_key,
        "SageMaker launches are accelerate's own; use accelerate launch"},
@@ -170,6 +167,25 @@ Expected<void> refuse_what_cannot_be_honoured(const Reader& read) {
     if (spec.kind == OptionKind::flag && !parse_bool(value->text).value_or(true)) continue;
     return fail_usage(value->where + ": gangrun cannot honour it: " + std::string(refusal.why));
   }
+  return {};
+}
+
+// accelerate's --mpirun_hostfile FILE: gangrun starts itself through Open
+// MPI's mpirun on the hosts of FILE (agent/mpirun_start.hpp), as with -H
+// FILE --launcher openmpi; the hosts are read with -H's.
+Expected<void> take_mpirun_hostfile(const Reader& read, Options& o) {
+  const LayeredValue* file = read.given(opt::mpirun_hostfile);
+  if (file == nullptr) return {};
+  if (const LayeredValue* hostfile = read.given(opt::hostfile)) {
+    return fail_usage(file->given + " and " + hostfile->given +
+                      " both name the hosts; give one of them");
+  }
+  if (o.launcher != Options::Launcher::automatic && o.launcher != Options::Launcher::openmpi) {
+    return fail_usage(file->given + " starts gangrun through mpirun, but " +
+                      read.given(opt::launcher)->given + " asks for another way; drop one of them");
+  }
+  o.hosts.hostfile = file->text;
+  o.launcher = Options::Launcher::openmpi;
   return {};
 }
 
@@ -450,6 +466,7 @@ bool speaks_accelerate(const LayeredValues& values) {
 Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
   Reader read(values);
   GANGRUN_TRY(refuse_what_cannot_be_honoured(read));
+  GANGRUN_TRY(take_mpirun_hostfile(read, o));
   if (!speaks_accelerate(values)) return {};
   AccelerateSettings& s = o.accelerate;
   s.active = true;

@@ -6,6 +6,7 @@
 #include "config/option_values.hpp"
 #include "config/problems.hpp"
 #include "config/slurm_values.hpp"
+#include "schedulers/mpi_job.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -122,6 +123,16 @@ Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
                       std::to_string(o.nnodes) + "; drop one of them");
   }
   return {};
+}
+
+// An MPI task on several hosts whose head neither its variables nor the
+// user name (schedulers/mpi_job.hpp says what to do).
+Expected<void> check_scheduler_head(const Options& o, const LayeredValues& values) {
+  if (!o.scheduler_job || o.scheduler_job->start != schedulers::Start::every_node || o.standalone ||
+      o.rdzv_endpoint || given_value(values, opt::master_addr) != nullptr) {
+    return {};
+  }
+  return schedulers::check_mpi_head(*o.scheduler_job);
 }
 
 // c10d's nodes meet at an endpoint that every node is given; --standalone
@@ -283,8 +294,8 @@ Expected<Options> build_options(const Layers& layers, std::vector<std::string> p
     o.origins[name] = {std::move(shown), value.source};
   }
   if (problems.empty()) {
-    for (auto check : {check_module, check_nodes, check_rendezvous, check_process_counts,
-                       check_device_flags, check_cpu_binding}) {
+    for (auto check : {check_module, check_nodes, check_rendezvous, check_scheduler_head,
+                       check_process_counts, check_device_flags, check_cpu_binding}) {
       problems.keep(check(o, values));
     }
   }

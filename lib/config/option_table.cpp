@@ -224,19 +224,20 @@ std::vector<OptionSpec> make_table() {
        .group = G::nodes,
        .metavar = "NAME",
        .default_text = "auto",
-       .choices = {"auto", "local", "slurm", "ssh", "pdsh"},
+       .choices = {"auto", "local", "slurm", "ssh", "pdsh", "openmpi"},
        .help = "how gangrun reaches the other nodes. auto: with -H/--hostfile naming other "
                "hosts, ssh; in a Slurm allocation of several nodes, outside an srun step, slurm; "
                "else local. slurm: start gangrun on every node with srun; ssh (or pdsh, "
                "deepspeed's name): start gangrun on every host of the hostfile with ssh "
-               "(--launcher_args then holds ssh options); local: run on this node only and read "
-               "nothing from Slurm",
+               "(--launcher_args then holds ssh options); openmpi: start gangrun on every host of "
+               "the hostfile through Open MPI's mpirun, one task per host (--launcher_args then "
+               "holds mpirun options); local: run on this node only and read nothing from Slurm",
        .apply = into<&Options::launcher, parse_launcher>},
       {.name = "launcher_args",
        .group = G::nodes,
        .metavar = "ARGS",
-       .help = "more options for srun when gangrun starts itself on every node, e.g. "
-               "'--cpu-bind=cores --mem=0'",
+       .help = "more options for srun, ssh or mpirun when gangrun starts itself on every node, "
+               "e.g. '--cpu-bind=cores --mem=0'",
        .apply = into<&Options::launcher_args, parse_launcher_args>},
       {.name = "worker_per_task",
        .group = G::nodes,

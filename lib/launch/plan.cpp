@@ -228,6 +228,12 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
     plan.srun_task =
         SrunTask{.local_id = job->local_id->value, .tasks_on_node = job->tasks_on_node->value};
   }
+  // An MPI task as one worker: its place on the host, as srun's.
+  const auto& task = options.scheduler_job;
+  if (options.worker_per_task && task && task->local_rank && task->tasks_on_node) {
+    plan.srun_task =
+        SrunTask{.local_id = task->local_rank->value, .tasks_on_node = task->tasks_on_node->value};
+  }
   plan.local_addr = options.local_addr;
   plan.rendezvous = options.rdzv_conf;
   plan.max_restarts = options.max_restarts;

@@ -112,8 +112,6 @@ TEST_CASE("config accelerate: flags gangrun cannot honour are refused with the r
           "[config][accelerate]") {
   CHECK_THAT(usage_error({"--tpu", "x.py"}),
              StartsWith("--tpu: gangrun cannot honour it: TPU training runs through torch_xla"));
-  CHECK_THAT(usage_error({"--mpirun_hostfile", "h", "x.py"}),
-             StartsWith("--mpirun_hostfile: gangrun cannot honour it"));
   CHECK_THAT(usage_error({"--vm", "a", "x.py"}), StartsWith("--vm: gangrun cannot honour it"));
   CHECK_THAT(usage_error({"--aws_access_key_id", "k", "x.py"}),
              Contains("SageMaker launches are accelerate's own"));

@@ -69,9 +69,12 @@ TEST_CASE("no MPI launcher: no job", "[schedulers][mpi]") {
   REQUIRE(pmix);
   CHECK_FALSE(*pmix);
   // srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE in a step, but no MPI_LOCALNRANKS: Slurm's.
-  auto pmi2 = read_mpi_job(
-      {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"PMI_FD", "5"}, {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}},
-      false);
+  auto pmi2 = read_mpi_job({{"PMI_RANK", "1"},
+                            {"PMI_SIZE", "2"},
+                            {"PMI_FD", "5"},
+                            {"SLURM_JOB_ID", "7"},
+                            {"SLURM_STEP_ID", "0"}},
+                           false);
   REQUIRE(pmi2);
   CHECK_FALSE(*pmi2);
 }

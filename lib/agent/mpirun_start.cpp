@@ -1,0 +1,128 @@
+#include "agent/mpirun_start.hpp"
+
+#include "agent/ssh_start.hpp"
+#include "agent/tool_start.hpp"
+#include "config/deepspeed_env_file.hpp"
+#include "config/hostfile.hpp"
+#include "config/option_names.hpp"
+#include "launch/job_secret.hpp"
+#include "launch/program.hpp"
+#include "util/strings.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+namespace gangrun::agent {
+
+using config::Options;
+
+namespace {
+
+namespace opt = config::opt;
+
+// The store's port when the user gives none, as over ssh and in torchrun.
+constexpr int k_default_port = 29500;
+
+Expected<std::vector<std::string>> command_for(const Options& options,
+                                               const std::vector<std::string>& arguments,
+                                               const EnvMap& env, const std::string& mpirun,
+                                               const std::string& self) {
+  std::error_code error;
+  std::string cwd = std::filesystem::current_path(error).string();
+  EnvMap exported = exported_variables(env, cwd);
+  // deepspeed adds the .deepspeed_env lines after the variables above, so
+  // theirs win.
+  GANGRUN_TRY_ASSIGN(from_files, config::read_deepspeed_env_files(env, cwd));
+  for (auto& [name, value] : *from_files) exported[name] = value;
+  return mpirun_command(options, mpirun, self, remote_arguments(arguments), cwd, exported,
+                        ::geteuid() == 0);
+}
+
+}  // namespace
+
+bool starts_through_mpirun(const Options& options) {
+  return options.launcher == Options::Launcher::openmpi && !options.hosts.hosts.empty();
+}
+
+std::vector<std::string> mpirun_command(const Options& options, const std::string& mpirun,
+                                        const std::string& self,
+                                        const std::vector<std::string>& remote_args,
+                                        const std::string& cwd, const EnvMap& exported,
+                                        bool as_root) {
+  const std::vector<config::HostSlots>& hosts = options.hosts.hosts;
+  std::string master_addr = options.user_origin(opt::master_addr) != nullptr && options.master_addr
+                                ? *options.master_addr
+                                : hosts.front().host;
+  std::vector<std::string> exports = {
+      "-x", "MASTER_ADDR=" + master_addr, "-x",
+      "MASTER_PORT=" + std::to_string(options.master_port.value_or(k_default_port)),
+      // By name: mpirun reads the value from its own environment.
+      "-x", std::string(launch::k_job_secret_variable)};
+  for (const auto& [name, value] : exported)
+    exports.insert(exports.end(), {"-x", name + "=" + value});
+
+  std::vector<std::string> command = {mpirun};
+  // Open MPI refuses to run as root unless told; gangrun as root is the
+  // user's choice already.
+  if (as_root) command.emplace_back("--allow-run-as-root");
+  command.insert(command.end(), {"--wdir", cwd});
+  command.insert(command.end(), options.launcher_args.begin(), options.launcher_args.end());
+  for (std::size_t i = 0; i < hosts.size(); ++i) {
+    const config::HostSlots& host = hosts[i];
+    if (i > 0) command.emplace_back(":");
+    command.insert(command.end(), {"-np", "1", "--host", host.host});
+    command.insert(command.end(), exports.begin(), exports.end());
+    command.insert(command.end(), {self, "--nproc_per_node", std::to_string(host.slots.size())});
+    if (auto include = config::device_include(host, options.accelerator))
+      command.insert(command.end(), {"--include", *include});
+    command.insert(command.end(), remote_args.begin(), remote_args.end());
+  }
+  return command;
+}
+
+Expected<std::string> mpirun_dry_run_for(const Options& options,
+                                         const std::vector<std::string>& arguments,
+                                         const EnvMap& env) {
+  std::string self = path_of_self();
+  GANGRUN_TRY_ASSIGN(
+      command, command_for(options, arguments, env, "mpirun", self.empty() ? "gangrun" : self));
+  return "gangrun dry run: gangrun would start itself on " +
+         std::to_string(options.hosts.hosts.size()) + " host(s) through mpirun, " +
+         hosts_origin(options) + ", one task per host:\n  " + strings::shell_join(*command) +
+         "\n(Each task reads its node rank from mpirun's variables; run with --dry-run under "
+         "mpirun, it prints its own node's dry run.)\n";
+}
+
+Expected<int> run_through_mpirun(const Options& options, const std::vector<std::string>& arguments,
+                                 const EnvMap& env) {
+  GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
+  GANGRUN_TRY_ASSIGN(mpirun, launch::find_executable("mpirun", env, "Open MPI's mpirun"));
+  std::string self = path_of_self();
+  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
+  GANGRUN_TRY_ASSIGN(command, command_for(options, arguments, env, *mpirun, self));
+  // mpirun exports the secret by name (-x) from this environment, which
+  // only mpirun gets.
+  EnvMap tool_env = env;
+  tool_env.erase(std::string(launch::k_job_secret_file_variable));
+  tool_env[std::string(launch::k_job_secret_variable)] = *secret;
+  std::vector<std::string> names;
+  for (const config::HostSlots& host : options.hosts.hosts) {
+    names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
+  }
+  spdlog::info("starting gangrun through mpirun on {} hosts (workers), {}: {}", names.size(),
+               hosts_origin(options), strings::join(names, ", "));
+  // mpirun passes TERM to every task (and USR1/USR2, preemption notices for
+  // the scripts); a second TERM while it stops makes it kill them.
+  GANGRUN_TRY_ASSIGN(statuses,
+                     supervise_tools({ToolCommand{.name = "mpirun", .argv = *command}}, tool_env,
+                                     ToolRun{.stop_by = StopBy::signal_term,
+                                             .first_stdin_line = "",
+                                             .pass_user_signals = true}));
+  return statuses->statuses.front().shell_code();
+}
+
+}  // namespace gangrun::agent

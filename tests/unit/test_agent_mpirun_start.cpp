@@ -1,0 +1,157 @@
+// The mpirun start: deepspeed's --launcher openmpi and accelerate's
+// --mpirun_hostfile choose it, and the mpirun command line gives each host
+// a task of its own, in hostfile order, with what the copies need.
+#include "agent/mpirun_start.hpp"
+#include "agent/ssh_start.hpp"
+#include "config_test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+using Catch::Matchers::Contains;
+using gangrun::EnvMap;
+using gangrun::agent::mpirun_command;
+using gangrun::agent::remote_arguments;
+using gangrun::agent::starts_through_mpirun;
+using gangrun::config::HostSlots;
+using gangrun::config::Options;
+using gangrun::config::test::launch;
+using gangrun::config::test::usage_error;
+
+using Words = std::vector<std::string>;
+
+struct Hostfile {
+  std::filesystem::path dir;
+  std::string path;
+  explicit Hostfile(const std::string& text) {
+    static int counter = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("gangrun-mpirun-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+    path = (dir / "hostfile").string();
+    std::ofstream(path) << text;
+  }
+  ~Hostfile() { std::filesystem::remove_all(dir); }
+};
+
+Options two_hosts() {
+  Options options;
+  options.launcher = Options::Launcher::openmpi;
+  options.nnodes = 2;
+  options.hosts.hosts = {{"node1", {0, 1}}, {"node2", {1, 3}}};
+  options.launcher_args = {"--mca", "plm_rsh_agent", "ssh -F /cfg"};
+  return options;
+}
+
+// The words of the app context of host `index` (contexts split at ':').
+Words context(const Words& command, std::size_t index) {
+  std::vector<Words> contexts(1);
+  for (const std::string& word : command) {
+    if (word == ":") {
+      contexts.emplace_back();
+    } else {
+      contexts.back().push_back(word);
+    }
+  }
+  REQUIRE(index < contexts.size());
+  return contexts[index];
+}
+
+bool has_pair(const Words& words, const std::string& first, const std::string& second) {
+  for (std::size_t i = 0; i + 1 < words.size(); ++i) {
+    if (words[i] == first && words[i + 1] == second) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("mpirun start: one app context per host, in hostfile order", "[mpirun]") {
+  Options options = two_hosts();
+  EnvMap exported = {{"PATH", "/usr/bin"}, {"PYTHONPATH", "/job"}};
+  Words command = mpirun_command(options, "/usr/bin/mpirun", "/opt/gangrun",
+                                 {"-v", "train.py", "--lr", "1"}, "/job", exported, false);
+  CHECK(command.front() == "/usr/bin/mpirun");
+  CHECK(std::count(command.begin(), command.end(), ":") == 1);
+  CHECK(std::find(command.begin(), command.end(), "--allow-run-as-root") == command.end());
+
+  Words first = context(command, 0);
+  CHECK(has_pair(first, "--wdir", "/job"));
+  CHECK(has_pair(first, "plm_rsh_agent", "ssh -F /cfg"));  // --launcher_args, before the tasks
+  CHECK(has_pair(first, "-np", "1"));
+  CHECK(has_pair(first, "--host", "node1"));
+  CHECK(has_pair(first, "-x", "MASTER_ADDR=node1"));
+  CHECK(has_pair(first, "-x", "MASTER_PORT=29500"));
+  // The secret by name: mpirun reads its value, which no command line shows.
+  CHECK(has_pair(first, "-x", "GANGRUN_JOB_SECRET"));
+  CHECK(has_pair(first, "-x", "PATH=/usr/bin"));
+  CHECK(has_pair(first, "/opt/gangrun", "--nproc_per_node"));
+  CHECK(has_pair(first, "--nproc_per_node", "2"));
+  CHECK(std::find(first.begin(), first.end(), "--include") == first.end());  // ids 0,1
+  CHECK(Words(first.end() - 4, first.end()) == Words{"-v", "train.py", "--lr", "1"});
+
+  Words second = context(command, 1);
+  CHECK(has_pair(second, "--host", "node2"));
+  CHECK(has_pair(second, "-x", "MASTER_ADDR=node1"));  // every task meets at the first host
+  CHECK(has_pair(second, "-x", "GANGRUN_JOB_SECRET"));
+  CHECK(has_pair(second, "--include", "localhost:1,3"));
+  // No node rank on the command line: each task reads its own from mpirun.
+  CHECK(std::find(command.begin(), command.end(), "--node_rank") == command.end());
+
+  SECTION("as root, Open MPI is told so") {
+    Words as_root = mpirun_command(options, "mpirun", "gangrun", {"t.py"}, "/job", {}, true);
+    CHECK(as_root[1] == "--allow-run-as-root");
+  }
+  SECTION("the user's --master_addr and --master_port") {
+    options.master_addr = "10.0.0.9";
+    options.master_port = 4000;
+    options.origins["master_addr"] = {"10.0.0.9", gangrun::config::Source::command_line};
+    Words given = mpirun_command(options, "mpirun", "gangrun", {"t.py"}, "/job", {}, false);
+    CHECK(has_pair(given, "-x", "MASTER_ADDR=10.0.0.9"));
+    CHECK(has_pair(given, "-x", "MASTER_PORT=4000"));
+  }
+}
+
+TEST_CASE("mpirun start: the options that choose hosts are not passed on", "[mpirun]") {
+  CHECK(remote_arguments({"--mpirun_hostfile", "hf", "--launcher", "openmpi", "--cpu", "t.py"}) ==
+        Words{"--cpu", "t.py"});
+}
+
+TEST_CASE("--launcher openmpi and --mpirun_hostfile choose the mpirun start", "[mpirun]") {
+  Hostfile file("node1 slots=2\nnode2 slots=2\n");
+  Options deepspeed = launch({"--launcher", "openmpi", "-H", file.path, "train.py"});
+  CHECK(deepspeed.launcher == Options::Launcher::openmpi);
+  CHECK(deepspeed.nnodes == 2);
+  CHECK(deepspeed.hosts.hosts == std::vector<HostSlots>{{"node1", {0, 1}}, {"node2", {0, 1}}});
+  CHECK(starts_through_mpirun(deepspeed));
+
+  Options accelerate = launch({"--mpirun_hostfile", file.path, "--cpu", "train.py"});
+  CHECK(accelerate.launcher == Options::Launcher::openmpi);
+  CHECK(accelerate.hosts.hostfile == file.path);
+  CHECK(accelerate.hosts.hosts.size() == 2);
+  CHECK(starts_through_mpirun(accelerate));
+
+  SECTION("a hostfile of this host alone still goes through mpirun") {
+    Hostfile here("localhost slots=2\n");
+    CHECK(starts_through_mpirun(launch({"--launcher", "openmpi", "-H", here.path, "t.py"})));
+  }
+  SECTION("without a hostfile, or with two, or with another launcher") {
+    CHECK_THAT(usage_error({"--launcher", "openmpi", "train.py"}), Contains("-H/--hostfile FILE"));
+    CHECK_THAT(usage_error({"--mpirun_hostfile", file.path, "-H", file.path, "train.py"}),
+               Contains("both name the hosts"));
+    CHECK_THAT(usage_error({"--mpirun_hostfile", file.path, "--launcher", "ssh", "train.py"}),
+               Contains("starts gangrun through mpirun, but --launcher ssh"));
+  }
+  SECTION("deepspeed's other MPI launchers are refused with what to do") {
+    std::string message = usage_error({"--launcher", "mvapich", "train.py"});
+    CHECK_THAT(message, Contains("--launcher openmpi"));
+    CHECK_THAT(message, Contains("PMI_RANK"));
+  }
+}
