@@ -232,6 +232,13 @@ Expected<Layers> layer_values(const std::vector<CommandLineValue>& command_line,
   return layers;
 }
 
+LayeredValue from_job_variables(std::string text, std::string_view option, std::string origin,
+                                Source source) {
+  std::string given = "--" + std::string(option) + " " + text + " (from " + origin + ")";
+  return LayeredValue{
+      .text = std::move(text), .source = source, .where = std::move(origin), .given = given};
+}
+
 namespace {
 
 constexpr UserFileKind k_node_file_kind{.name = "the job's node file",

@@ -61,6 +61,11 @@ inline const LayeredValue* given_value(const LayeredValues& values, std::string_
   return it != values.end() && it->second.source != Source::default_value ? &it->second : nullptr;
 }
 
+// A value a scheduler's variables gave (Source::slurm or Source::scheduler);
+// `origin` says which: "SLURM_NODEID=1", "PBS_NODEFILE=/var/spool/pbs/aux/17".
+LayeredValue from_job_variables(std::string text, std::string_view option, std::string origin,
+                                Source source);
+
 // "GANGRUN_NPROC_PER_NODE" for prefix "GANGRUN_" and option "nproc_per_node".
 std::string env_name(std::string_view prefix, std::string_view snake_name);
 

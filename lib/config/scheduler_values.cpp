@@ -2,24 +2,13 @@
 
 namespace gangrun::config {
 
-namespace {
-
 using slurm::variable_text;
-
-LayeredValue from_job(std::string text, std::string_view option, std::string origin) {
-  std::string given = "--" + std::string(option) + " " + text + " (from " + origin + ")";
-  return LayeredValue{.text = std::move(text),
-                      .source = Source::scheduler,
-                      .where = std::move(origin),
-                      .given = std::move(given)};
-}
-
-}  // namespace
 
 std::map<std::string, LayeredValue, std::less<>> scheduler_layer(const schedulers::Job& job) {
   std::map<std::string, LayeredValue, std::less<>> values;
   auto put = [&](std::string_view option, std::string text, std::string origin) {
-    values[std::string(option)] = from_job(std::move(text), option, std::move(origin));
+    values[std::string(option)] =
+        from_job_variables(std::move(text), option, std::move(origin), Source::scheduler);
   };
   if (job.job_id) put(opt::rdzv_id, job.job_id->value, variable_text(*job.job_id));
   if (job.start == schedulers::Start::first_node) {

@@ -5,21 +5,8 @@
 
 namespace gangrun::config {
 
-namespace {
-
 using slurm::Job;
 using slurm::variable_text;
-
-// `origin` says which variables gave the value: "SLURM_NODEID=1".
-LayeredValue from_variables(std::string text, std::string_view option, std::string origin) {
-  std::string given = "--" + std::string(option) + " " + text + " (from " + origin + ")";
-  return LayeredValue{.text = std::move(text),
-                      .source = Source::slurm,
-                      .where = std::move(origin),
-                      .given = std::move(given)};
-}
-
-}  // namespace
 
 Expected<Options::Launcher> parse_launcher(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
@@ -77,7 +64,8 @@ Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job
                                                                        bool worker_per_task) {
   std::map<std::string, LayeredValue, std::less<>> values;
   auto put = [&](std::string_view option, std::string text, std::string origin) {
-    values[std::string(option)] = from_variables(std::move(text), option, std::move(origin));
+    values[std::string(option)] =
+        from_job_variables(std::move(text), option, std::move(origin), Source::slurm);
   };
 
   if (job.place == slurm::Place::allocation) {
