@@ -96,6 +96,18 @@ class SshdNodes:
         harness.wait_for(logs_in, harness.EVENT_TIMEOUT, f"sshd on node{node} to let the test's key in",
                          interval=0.1)
 
+    def assert_only_sshd_left(self, node):
+        """Waits until node NODE runs nothing but its sshd (no session, shell, daemon, agent or
+        worker of a job left); fails the test naming what is left."""
+        def others():
+            done = subprocess.run(["ip", "netns", "pids", self.nodes.namespace(node)], capture_output=True,
+                                  text=True, timeout=harness.EVENT_TIMEOUT)
+            return [int(p) for p in done.stdout.split() if int(p) != self.servers[node].pid]
+        try:
+            harness.wait_for(lambda: not others(), harness.EVENT_TIMEOUT, f"node{node} to run only its sshd")
+        except AssertionError:
+            self.test.fail(f"left running on node{node}: " + ", ".join(harness.proc_describe(p) for p in others()))
+
     def stop(self):
         """Stops every sshd by its pid (the node's exec made it the process we started)."""
         for proc in self.servers.values():

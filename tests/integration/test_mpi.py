@@ -131,16 +131,6 @@ class MpiNodes(MpiTestCase):
         return [MPIRUN, *root_args(), *rsh, "--host", ",".join(hosts), "--map-by", "ppr:1:node",
                 "-np", len(hosts), *exported, GANGRUN, "--accelerator", "cpu", *args]
 
-    def assert_only_sshd_left(self, nodes, servers, node):
-        def others():
-            done = subprocess.run(["ip", "netns", "pids", nodes.namespace(node)], capture_output=True, text=True,
-                                  timeout=EVENT_TIMEOUT)
-            return [int(p) for p in done.stdout.split() if int(p) != servers.servers[node].pid]
-        try:
-            harness.wait_for(lambda: not others(), EVENT_TIMEOUT, f"node{node} to run only its sshd")
-        except AssertionError:
-            self.fail(f"left running on node{node}: " + ", ".join(harness.proc_describe(p) for p in others()))
-
     def test_ranks_exit_code_and_no_head(self):
         nodes, servers, rsh = self.cluster()
         worker = self.fake("--print-env", self.path("env.{rank}.json"))
@@ -169,7 +159,7 @@ class MpiNodes(MpiTestCase):
         self.assertIn("-x MASTER_ADDR=HOST", done.stderr)
         self.assertEqual(len(self.recorded_pids()), started_before, "a worker started without a head")
         for node in (1, 2):
-            self.assert_only_sshd_left(nodes, servers, node)
+            servers.assert_only_sshd_left(node)
 
     def test_mpirun_killed_leaves_nothing(self):
         nodes, servers, rsh = self.cluster()
@@ -180,7 +170,7 @@ class MpiNodes(MpiTestCase):
         mpirun.wait(timeout=EVENT_TIMEOUT)
         self.assert_dead(workers.values(), what="workers")
         for node in (1, 2):
-            self.assert_only_sshd_left(nodes, servers, node)
+            servers.assert_only_sshd_left(node)
 
     def test_launcher_openmpi_ddp_and_accelerate(self):
         harness.require_torch()
@@ -226,7 +216,7 @@ class MpiNodes(MpiTestCase):
                                  env["ACCELERATE_USE_CPU"], "RANK" in env) for env in envs),
                          [("0", "2", "True", False), ("1", "2", "True", False)], done.describe())
         for node in (1, 2):
-            self.assert_only_sshd_left(nodes, servers, node)
+            servers.assert_only_sshd_left(node)
 
 
 if __name__ == "__main__":

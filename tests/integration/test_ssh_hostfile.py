@@ -73,18 +73,6 @@ class SshHostfileTest(harness.GangrunTestCase):
                 pids.append(int(entry))
         return pids
 
-    def assert_only_sshd_left(self, nodes, servers, node):
-        """Waits until node NODE runs nothing but its sshd (no session, shell, watcher, agent
-        or worker of a job left)."""
-        def others():
-            done = subprocess.run(["ip", "netns", "pids", nodes.namespace(node)], capture_output=True, text=True,
-                                  timeout=EVENT_TIMEOUT)
-            return [int(p) for p in done.stdout.split() if int(p) != servers.servers[node].pid]
-        try:
-            harness.wait_for(lambda: not others(), EVENT_TIMEOUT, f"node{node} to run only its sshd")
-        except AssertionError:
-            self.fail("left running: " + ", ".join(harness.proc_describe(p) for p in others()))
-
     def test_ranks_filters_and_exit_code(self):
         nodes, servers = self.cluster(3)
         hostfile = self.hostfile("# three hosts\nnode1 slots=2\n\nnode2 slots=2\nnode3 slots=2\n")
@@ -115,7 +103,7 @@ class SshHostfileTest(harness.GangrunTestCase):
         self.assertIn("world size 3: node2 (ranks 0-1), node3 (rank 2)", done.stderr)
         self.assertEqual(self.env_of_ranks(3)[2]["MASTER_ADDR"], nodes.address(2))
         for node in (2, 3):
-            self.assert_only_sshd_left(nodes, servers, node)
+            servers.assert_only_sshd_left(node)
         done = self.finish(self.start_local(nodes, servers, ["-H", hostfile, "--exclude", "node2@node1:0"], worker),
                            timeout=EVENT_TIMEOUT)
         self.assertExit(done, 0)
@@ -138,7 +126,7 @@ class SshHostfileTest(harness.GangrunTestCase):
         local.wait(timeout=EVENT_TIMEOUT)
         self.assert_dead([*workers.values(), *remote], what="remote agents and workers")
         for node in (1, 2):
-            self.assert_only_sshd_left(nodes, servers, node)
+            servers.assert_only_sshd_left(node)
 
     def test_sigterm_ends_every_remote_process(self):
         self.check_teardown(signal.SIGTERM)
@@ -154,7 +142,7 @@ class SshHostfileTest(harness.GangrunTestCase):
         self.assertExit(done, 3)
         self.assertIn("ssh to node2 failed", done.stderr)
         self.assert_dead(self.job_processes(), what="remote agents and workers")
-        self.assert_only_sshd_left(nodes, servers, 1)
+        servers.assert_only_sshd_left(1)
 
 
 if __name__ == "__main__":
