@@ -33,7 +33,7 @@ _gangrun_value()
             COMPREPLY=($(compgen -W 'static c10d' -- "$cur"))
             ;;
         --launcher)
-            COMPREPLY=($(compgen -W 'auto local slurm ssh pdsh' -- "$cur"))
+            COMPREPLY=($(compgen -W 'auto local slurm ssh pdsh openmpi' -- "$cur"))
             ;;
         --start_method | --start-method)
             COMPREPLY=($(compgen -W 'spawn fork forkserver' -- "$cur"))
