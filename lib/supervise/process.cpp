@@ -1,5 +1,6 @@
 #include "supervise/process.hpp"
 
+#include "supervise/close_range.hpp"
 #include "supervise/shim.hpp"
 #include "util/open_file_limit.hpp"
 #include "util/pipe.hpp"
