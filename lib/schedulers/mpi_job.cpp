@@ -5,7 +5,6 @@
 #include <array>
 #include <charconv>
 #include <cstdint>
-#include <limits>
 
 namespace gangrun::schedulers {
 
@@ -52,32 +51,17 @@ constexpr std::array<Dialect, 3> k_dialects = {{
      "mpiexec"},
 }};
 
+using slurm::count_of;
+using slurm::variable_text;
+
+// A dialect's variable, where it has one (name is nullptr where it has none).
 std::optional<Read<std::string>> text_of(const EnvMap& env, const char* name) {
   if (name == nullptr) return std::nullopt;
-  std::optional<std::string> text = env_lookup(env, name);
-  if (!text) return std::nullopt;
-  std::string trimmed(strings::trim(*text));
-  if (trimmed.empty()) return std::nullopt;
-  return Read<std::string>{trimmed, name, trimmed};
-}
-
-std::string variable_text(const Read<int>& read) { return read.variable + "=" + read.text; }
-
-Expected<std::optional<Read<int>>> count_of(const EnvMap& env, const char* name) {
-  std::optional<Read<std::string>> text = text_of(env, name);
-  if (!text) return std::nullopt;
-  std::uint64_t value = 0;
-  const std::string& digits = text->value;
-  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (error != std::errc() || end != digits.data() + digits.size() ||
-      value > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
-    return fail_usage(text->variable + "=" + text->text + ": expected a count");
-  }
-  return Read<int>{static_cast<int>(value), text->variable, text->text};
+  return slurm::text_of(env, {name});
 }
 
 Expected<Read<int>> required_count(const EnvMap& env, const Dialect& dialect, const char* name) {
-  GANGRUN_TRY_ASSIGN(count, count_of(env, name));
+  GANGRUN_TRY_ASSIGN(count, count_of(env, {name}));
   if (!*count) {
     return fail_usage(std::string(dialect.rank) + " or " + dialect.size + " is set but not " +
                       name + ", which " + dialect.system +
@@ -106,7 +90,7 @@ int port_of_job(const std::string& job_id) {
 }
 
 Expected<std::optional<Read<int>>> port_of(const EnvMap& env) {
-  GANGRUN_TRY_ASSIGN(port, count_of(env, "MASTER_PORT"));
+  GANGRUN_TRY_ASSIGN(port, count_of(env, {"MASTER_PORT"}));
   if (*port && ((*port)->value < 1 || (*port)->value > 65535)) {
     return fail_usage(variable_text(**port) + ": not a port (1..65535)");
   }
@@ -115,8 +99,8 @@ Expected<std::optional<Read<int>>> port_of(const EnvMap& env) {
 
 // Where this task stands on its host, checked against the world.
 Expected<void> read_host_share(const EnvMap& env, const Dialect& dialect, Job& job) {
-  GANGRUN_TRY_ASSIGN(local_rank, count_of(env, dialect.local_rank));
-  GANGRUN_TRY_ASSIGN(local_size, count_of(env, dialect.local_size));
+  GANGRUN_TRY_ASSIGN(local_rank, count_of(env, {dialect.local_rank}));
+  GANGRUN_TRY_ASSIGN(local_size, count_of(env, {dialect.local_size}));
   if (*local_size) {
     const Read<int>& tasks = **local_size;
     if (tasks.value < 1 || tasks.value > job.num_nodes.value) {
