@@ -1,0 +1,361 @@
+"""The Python wheels (pyproject.toml, scripts/build-wheel; docs/install.md): one per
+architecture, gangrun-VERSION-py3-none-manylinux_2_28_ARCH.whl, whose gangrun executable needs
+nothing but the C library, at glibc 2.28's symbols or older.
+
+The wheels are built once for the whole file with scripts/build-wheel (x86_64 and aarch64, in
+wheel/ of the CMake build directory GANGRUN_BIN lives in, kept between runs so that a rerun
+builds only what changed), or taken from GANGRUN_WHEEL_DIR when it names a directory that holds
+both. The tests read them (auditwheel show, the ELF's needed libraries and symbol versions,
+the size), install the x86_64 one into a fresh virtual environment of /usr/bin/python3 (with its
+system site-packages, for Debian's torch) with `pip install --no-index`, no compiler involved,
+and run from there a 4-rank PyTorch job (gloo), `gangrun devices`, `gangrun completion` and
+`python -m gangrun`; pip must refuse the wheel for an older glibc by its tag. The aarch64
+binary runs under qemu-aarch64 (Debian's qemu-user) with Debian's arm64 C library. The sdist
+is built and configured with the system's libraries (GANGRUN_TEST_SDIST_BUILD=1: built too).
+"""
+
+import glob
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+import zipfile
+
+import harness
+
+ARCHES = ("x86_64", "aarch64")
+VENV_WHEEL = os.path.join(harness.REPO, ".venv-wheel")
+WHEEL_PYTHON = os.path.join(VENV_WHEEL, "bin", "python")
+BUILD_TIMEOUT = 1800  # one architecture from scratch on a loaded 2-core machine; minutes normally
+TIMEOUT = 300
+MAX_GLIBC = (2, 28)
+# What the executable may need: the C library and its parts, and the dynamic loader.
+ALLOWED_NEEDED = re.compile(r"^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|"
+                            r"ld-linux-x86-64\.so\.2|ld-linux-aarch64\.so\.1)$")
+QEMU_ROOT = "/usr/aarch64-linux-gnu"  # Debian's libc6-arm64-cross
+COMPLETION_FILES = {  # gangrun completion SHELL -> where the wheel installs it under the prefix
+    "bash": "share/bash-completion/completions/gangrun",
+    "zsh": "share/zsh/site-functions/_gangrun",
+    "fish": "share/fish/vendor_completions.d/gangrun.fish",
+}
+MAN_PAGE = "share/man/man1/gangrun.1"
+
+
+def run(argv, timeout=TIMEOUT, env=None, check=True, **kwargs):
+    """Runs ARGV to completion with text output; raises AssertionError (with its output) when
+    CHECK and it fails or times out."""
+    try:
+        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                timeout=timeout, env=env, **kwargs)
+    except subprocess.TimeoutExpired as error:
+        raise AssertionError(f"{' '.join(argv)} did not finish within {timeout}s:\n"
+                             f"{error.stdout}\n{error.stderr}") from None
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {result.returncode}\n--- stdout ---\n"
+                             f"{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}")
+    return result
+
+
+def skip_all(reason):
+    print(f"SKIP: {reason}", file=sys.stderr)
+    sys.exit(harness.SKIP)
+
+
+def build_dir_of(binary):
+    """The CMake build directory that holds BINARY (the nearest with a CMakeCache.txt), or None."""
+    here = os.path.dirname(os.path.realpath(binary))
+    while not os.path.isfile(os.path.join(here, "CMakeCache.txt")):
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+    return here
+
+
+class Wheels:
+    """Built (or found) once for every test of this file."""
+    tmp = None
+    version = None
+    paths = {}  # arch -> wheel file
+    binaries = {}  # arch -> the gangrun executable extracted from the wheel
+
+
+def wheel_name(arch):
+    return f"gangrun-{Wheels.version}-py3-none-manylinux_2_28_{arch}.whl"
+
+
+def setUpModule():
+    Wheels.version = run([harness.GANGRUN, "--version"], timeout=30).stdout.split()[-1]
+    Wheels.tmp = tempfile.mkdtemp(prefix="gangrun-wheel-")
+    given = os.environ.get("GANGRUN_WHEEL_DIR")
+    if given:
+        out = given
+    else:
+        build_dir = build_dir_of(harness.GANGRUN) or Wheels.tmp
+        out = os.path.join(Wheels.tmp, "dist")
+        for arch in ARCHES:
+            result = run([os.path.join(harness.REPO, "scripts", "build-wheel"), "--arch", arch,
+                          "--out", out, "--build-root", os.path.join(build_dir, "wheel")],
+                         timeout=BUILD_TIMEOUT)
+            print(result.stdout.strip(), file=sys.stderr)
+    for arch in ARCHES:
+        path = os.path.join(out, wheel_name(arch))
+        if not os.path.isfile(path):
+            raise AssertionError(f"{path} was not built; {out} holds {sorted(os.listdir(out))}")
+        Wheels.paths[arch] = path
+        with zipfile.ZipFile(path) as wheel:
+            member = f"gangrun-{Wheels.version}.data/scripts/gangrun"
+            target = os.path.join(Wheels.tmp, arch, "gangrun")
+            os.makedirs(os.path.dirname(target))
+            with wheel.open(member) as src, open(target, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            os.chmod(target, 0o755)
+            Wheels.binaries[arch] = target
+        print(f"{os.path.basename(path)}: {os.path.getsize(path) / 1024:.0f} KiB, its gangrun "
+              f"{os.path.getsize(Wheels.binaries[arch]) / 1024:.0f} KiB", file=sys.stderr)
+
+
+def tearDownModule():
+    if Wheels.tmp:
+        shutil.rmtree(Wheels.tmp, ignore_errors=True)
+
+
+def glibc_versions(binary):
+    """The GLIBC_x.y versions BINARY's symbols ask for, as tuples."""
+    out = run(["readelf", "--version-info", "--wide", binary], timeout=60).stdout
+    return {tuple(int(n) for n in v.split(".")) for v in re.findall(r"Name: GLIBC_([0-9.]+)", out)}
+
+
+def needed(binary):
+    out = run(["readelf", "-d", binary], timeout=60).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+class WheelFiles(unittest.TestCase):
+    def test_names_tags_and_contents(self):
+        for arch, path in Wheels.paths.items():
+            with self.subTest(arch=arch), zipfile.ZipFile(path) as wheel:
+                names = wheel.namelist()
+                info = wheel.read(f"gangrun-{Wheels.version}.dist-info/WHEEL").decode()
+                self.assertIn(f"Tag: py3-none-manylinux_2_28_{arch}", info)
+                self.assertIn("Root-Is-Purelib: false", info)
+                data = f"gangrun-{Wheels.version}.data"
+                for name in (f"{data}/scripts/gangrun", f"{data}/data/{MAN_PAGE}", "gangrun/__init__.py",
+                             "gangrun/__main__.py", *(f"{data}/data/{p}" for p in COMPLETION_FILES.values())):
+                    self.assertIn(name, names)
+                mode = wheel.getinfo(f"{data}/scripts/gangrun").external_attr >> 16
+                self.assertTrue(mode & stat.S_IXUSR, f"the executable's mode is {oct(mode)}")
+                # The executable itself, not a Python script in front of it.
+                self.assertEqual(wheel.read(f"{data}/scripts/gangrun")[:4], b"\x7fELF")
+                strays = [n for n in names if re.search(r"\.so(\.|$)|\.a$|/include/|unit_tests|fake_", n)]
+                self.assertEqual(strays, [], "libraries or test programs in the wheel")
+
+    def test_auditwheel_agrees(self):
+        for arch, path in Wheels.paths.items():
+            with self.subTest(arch=arch):
+                out = run([os.path.join(VENV_WHEEL, "bin", "auditwheel"), "show", path], timeout=120).stdout
+                flat = " ".join(out.split())
+                self.assertIn(f'"manylinux_2_28_{arch}"', flat, out)
+                self.assertNotRegex(flat, r"(?i)system-provided shared librar(y|ies):.*lib(stdc\+\+|sodium|yaml|fmt|spdlog)",
+                                    out)
+
+    def test_binary_needs_only_the_c_library_of_glibc_2_28(self):
+        for arch, binary in Wheels.binaries.items():
+            with self.subTest(arch=arch):
+                libraries = needed(binary)
+                self.assertTrue(libraries)
+                self.assertEqual([n for n in libraries if not ALLOWED_NEEDED.match(n)], [],
+                                 f"NEEDED: {libraries}")
+                versions = glibc_versions(binary)
+                highest = max(versions)
+                print(f"{arch}: highest GLIBC_ symbol version {'.'.join(map(str, highest))}, NEEDED "
+                      f"{', '.join(libraries)}", file=sys.stderr)
+                self.assertLessEqual(highest, MAX_GLIBC)
+                symbols = run(["readelf", "--dyn-syms", "--wide", binary], timeout=60).stdout
+                self.assertNotRegex(symbols, r"GLIBCXX_|CXXABI_|GCC_[0-9]", "a C++ runtime is linked dynamically")
+                sections = run(["readelf", "-S", "--wide", binary], timeout=60).stdout
+                self.assertNotIn(".debug_info", sections)
+                self.assertNotIn(".symtab", sections, "the wheel's binary is stripped")
+
+    def test_size(self):
+        for arch, path in Wheels.paths.items():
+            with self.subTest(arch=arch):
+                size = os.path.getsize(path)
+                print(f"{arch}: wheel {size} bytes", file=sys.stderr)
+                self.assertLess(size, 8 * 1024 * 1024, "the wheel grew past 8 MiB")
+
+
+def venv_env(venv):
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env["PATH"] = os.path.join(venv, "bin") + os.pathsep + env.get("PATH", "/usr/bin:/bin")
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+class InstalledWheel(unittest.TestCase):
+    """The x86_64 wheel in a fresh virtual environment."""
+    venv = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.venv = os.path.join(Wheels.tmp, "venv")
+        run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", cls.venv])
+        cls.env = venv_env(cls.venv)
+        # Installing copies files: no compiler may run, nor any -dev package be read.
+        env = dict(cls.env, CC="/bin/false", CXX="/bin/false", CMAKE="/bin/false")
+        run([os.path.join(cls.venv, "bin", "python"), "-m", "pip", "install", "--no-index", "--no-deps",
+             "--no-build-isolation", "--only-binary=:all:", Wheels.paths["x86_64"]], env=env)
+        cls.gangrun = os.path.join(cls.venv, "bin", "gangrun")
+
+    def test_gangrun_is_on_the_environments_path(self):
+        self.assertEqual(shutil.which("gangrun", path=self.env["PATH"]), self.gangrun)
+        with open(self.gangrun, "rb") as f:
+            self.assertEqual(f.read(4), b"\x7fELF", "bin/gangrun is the executable, not a wrapper")
+        self.assertEqual(run([self.gangrun, "--version"], env=self.env).stdout.strip(),
+                         f"gangrun {Wheels.version}")
+
+    def test_python_m_gangrun(self):
+        out = run([os.path.join(self.venv, "bin", "python"), "-m", "gangrun", "--version"], env=self.env)
+        self.assertEqual(out.stdout.strip(), f"gangrun {Wheels.version}")
+        status = run([os.path.join(self.venv, "bin", "python"), "-m", "gangrun", "--no-such-option"],
+                     env=self.env, check=False)
+        self.assertEqual(status.returncode, 2, "python -m gangrun returns gangrun's own exit code")
+
+    def test_completions_and_manual_page_are_installed(self):
+        for shell, relative in COMPLETION_FILES.items():
+            with self.subTest(shell=shell):
+                printed = run([self.gangrun, "completion", shell], env=self.env).stdout
+                with open(os.path.join(self.venv, relative)) as f:
+                    self.assertEqual(printed, f.read(), f"`gangrun completion {shell}` and the installed file differ")
+        with open(os.path.join(self.venv, MAN_PAGE)) as f:
+            self.assertIn(f'.TH GANGRUN 1 "" "gangrun {Wheels.version}"', f.read())
+        if shutil.which("man"):
+            env = dict(self.env, MANPAGER="cat", PAGER="cat", MANWIDTH="100", LC_ALL="C.UTF-8")
+            page = run(["man", "-l", os.path.join(self.venv, MAN_PAGE)], env=env).stdout
+            self.assertIn("gangrun - start and supervise", page)
+
+    def test_devices(self):
+        out = run([self.gangrun, "devices"], env=self.env).stdout
+        self.assertRegex(out, r"(?m)^CPU: \d+ usable")
+        out = run([self.gangrun, "devices", "--json"], env=self.env).stdout
+        self.assertIn('"cpu"', out.lower())
+
+    def test_a_4_rank_pytorch_job(self):
+        python = os.path.join(self.venv, "bin", "python")
+        if run([python, "-c", "import torch.distributed"], check=False, env=self.env).returncode != 0:
+            self.skipTest("Debian's python3-torch is not importable from the environment")
+        work = tempfile.mkdtemp(prefix="job-", dir=Wheels.tmp)
+        out_dir, pid_dir = os.path.join(work, "out"), os.path.join(work, "pids")
+        os.makedirs(out_dir)
+        os.makedirs(pid_dir)
+        worker = os.path.join(harness.HERE, "torch_ddp_worker.py")
+        result = run([self.gangrun, "--nproc_per_node", "4", "--python", python, worker, out_dir, pid_dir],
+                     env=self.env, timeout=TIMEOUT, cwd=work)
+        for rank in range(4):
+            with self.subTest(rank=rank):
+                path = os.path.join(out_dir, f"result.{rank}.json")
+                self.assertTrue(os.path.isfile(path), f"rank {rank} wrote no result:\n{result.stdout[-3000:]}")
+                with open(path) as f:
+                    text = f.read()
+                self.assertIn('"world_size": 4', text)
+                self.assertIn('"all_reduce": 10.0', text)
+        self.assertIn("[rank3]", result.stdout + result.stderr)
+
+    def test_pip_refuses_the_wheel_for_an_older_glibc(self):
+        # manylinux2014 is glibc 2.17 (CentOS 7): pip picks wheels by tag, and refuses this one
+        # before anything is installed, instead of a binary that fails at run time.
+        target = os.path.join(Wheels.tmp, "older-glibc")
+        result = run([os.path.join(self.venv, "bin", "python"), "-m", "pip", "install", "--dry-run",
+                      "--no-index", "--no-deps", "--only-binary=:all:", "--platform", "manylinux2014_x86_64",
+                      "--target", target, Wheels.paths["x86_64"]], env=self.env, check=False)
+        self.assertNotEqual(result.returncode, 0, result.stdout)
+        self.assertIn("is not a supported wheel on this platform", result.stdout + result.stderr)
+        self.assertFalse(os.path.exists(os.path.join(target, "bin", "gangrun")))
+
+
+def qemu():
+    """The qemu-aarch64 command line that runs the aarch64 binary, or None with the reason."""
+    path = shutil.which("qemu-aarch64")
+    if path is None:
+        return None, "qemu-aarch64 not found (Debian package qemu-user)"
+    if not os.path.isfile(os.path.join(QEMU_ROOT, "lib", "ld-linux-aarch64.so.1")):
+        return None, f"no arm64 C library in {QEMU_ROOT} (Debian package libc6-arm64-cross)"
+    return [path, "-L", QEMU_ROOT], None
+
+
+def aarch64_binfmt():
+    """Whether the kernel runs aarch64 executables itself (binfmt_misc with qemu registered):
+    gangrun starts every worker through a shim that executes /proc/self/exe, which under
+    plain user-mode emulation is qemu itself."""
+    entries = glob.glob("/proc/sys/fs/binfmt_misc/qemu-aarch64*")
+    return any("enabled" in open(e).read() for e in entries)
+
+
+class EmulatedAarch64(unittest.TestCase):
+    def setUp(self):
+        self.qemu, reason = qemu()
+        if self.qemu is None:
+            self.skipTest(reason)
+        self.binary = Wheels.binaries["aarch64"]
+        self.env = dict(os.environ, QEMU_LD_PREFIX=QEMU_ROOT)
+
+    def test_version_help_and_devices(self):
+        out = run([*self.qemu, self.binary, "--version"], env=self.env).stdout
+        self.assertEqual(out.strip(), f"gangrun {Wheels.version}")
+        out = run([*self.qemu, self.binary, "completion", "bash"], env=self.env).stdout
+        self.assertIn("--nproc_per_node", out)
+        out = run([*self.qemu, self.binary, "devices"], env=self.env).stdout
+        self.assertRegex(out, r"(?m)^CPU: \d+ usable")
+        out = run([*self.qemu, self.binary, "--dry-run", "--nproc_per_node", "2", "--no_python", "/bin/true"],
+                  env=self.env).stdout
+        self.assertIn("RANK=1", out)
+
+    def test_a_multi_process_job(self):
+        if not aarch64_binfmt():
+            self.skipTest("binfmt_misc has no qemu-aarch64 entry here: the workers' shim re-executes "
+                          "/proc/self/exe, which plain qemu-user cannot run")
+        job = run([self.binary, "--nproc_per_node", "2", "--no_python", "/bin/echo", "hello"],
+                  env=self.env)
+        self.assertIn("[rank1]: hello", job.stdout)
+
+
+class Sdist(unittest.TestCase):
+    def test_the_sdist_holds_the_source_and_configures_with_the_systems_libraries(self):
+        out = os.path.join(Wheels.tmp, "sdist")
+        run([WHEEL_PYTHON, "-m", "build", "--sdist", "--no-isolation", "--outdir", out, harness.REPO],
+            timeout=TIMEOUT)
+        sdists = glob.glob(os.path.join(out, "gangrun-*.tar.gz"))
+        self.assertEqual([os.path.basename(p) for p in sdists], [f"gangrun-{Wheels.version}.tar.gz"])
+        listing = run(["tar", "-tzf", sdists[0]], timeout=60).stdout.splitlines()
+        top = f"gangrun-{Wheels.version}/"
+        for name in ("pyproject.toml", "CMakeLists.txt", "lib/CMakeLists.txt", "app/main.cpp",
+                     "completions/gangrun.bash", "python/gangrun/__main__.py", "LICENSE", "PKG-INFO"):
+            self.assertIn(top + name, listing)
+        strays = [n for n in listing if re.match(re.escape(top) + r"(\.venv-|build|\.cache/|dist/|\.git/)", n)]
+        self.assertEqual(strays, [], "build outputs or environments in the sdist")
+        run(["tar", "-xzf", sdists[0], "-C", out], timeout=120)
+        source = os.path.join(out, top)
+        if os.environ.get("GANGRUN_TEST_SDIST_BUILD") == "1":
+            # What `pip install gangrun-VERSION.tar.gz` does: the system's compiler and libraries.
+            run([WHEEL_PYTHON, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
+                 "--wheel-dir", os.path.join(out, "wheel"), source], timeout=BUILD_TIMEOUT)
+            built = glob.glob(os.path.join(out, "wheel", "gangrun-*-py3-none-linux_*.whl"))
+            self.assertEqual(len(built), 1, os.listdir(os.path.join(out, "wheel")))
+        else:
+            # Configured as pip would build it (the Debian packages found, nothing compiled):
+            # building all of gangrun a third time would cost CI minutes.
+            run(["cmake", "-S", source, "-B", os.path.join(out, "configured"), "-G", "Ninja",
+                 "-DGANGRUN_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release"], timeout=TIMEOUT)
+
+
+if __name__ == "__main__":
+    if not os.access(WHEEL_PYTHON, os.X_OK):
+        skip_all(f"{WHEEL_PYTHON} not found: scripts/install-deps makes .venv-wheel/, the wheel's build tools")
+    for tool, package in (("readelf", "binutils"), ("cmake", "cmake"), ("ninja", "ninja-build")):
+        if shutil.which(tool) is None:
+            skip_all(f"{tool} not found (Debian package {package})")
+    harness.main()
