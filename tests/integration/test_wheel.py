@@ -15,6 +15,7 @@ is built and configured with the system's libraries (GANGRUN_TEST_SDIST_BUILD=1:
 """
 
 import glob
+import gzip
 import os
 import re
 import shutil
@@ -27,7 +28,8 @@ import zipfile
 
 import harness
 
-ARCHES = ("x86_64", "aarch64")
+# GANGRUN_WHEEL_ARCHES=x86_64 builds and tests that wheel only (the aarch64 tests then skip).
+ARCHES = tuple(os.environ.get("GANGRUN_WHEEL_ARCHES", "x86_64 aarch64").split())
 VENV_WHEEL = os.path.join(harness.REPO, ".venv-wheel")
 WHEEL_PYTHON = os.path.join(VENV_WHEEL, "bin", "python")
 BUILD_TIMEOUT = 1800  # one architecture from scratch on a loaded 2-core machine; minutes normally
@@ -42,7 +44,7 @@ COMPLETION_FILES = {  # gangrun completion SHELL -> where the wheel installs it 
     "zsh": "share/zsh/site-functions/_gangrun",
     "fish": "share/fish/vendor_completions.d/gangrun.fish",
 }
-MAN_PAGE = "share/man/man1/gangrun.1"
+MAN_PAGE = "share/man/man1/gangrun.1.gz"  # gzip -9n, as Debian installs it
 
 
 def run(argv, timeout=TIMEOUT, env=None, check=True, **kwargs):
@@ -159,9 +161,13 @@ class WheelFiles(unittest.TestCase):
             with self.subTest(arch=arch):
                 out = run([os.path.join(VENV_WHEEL, "bin", "auditwheel"), "show", path], timeout=120).stdout
                 flat = " ".join(out.split())
-                self.assertIn(f'"manylinux_2_28_{arch}"', flat, out)
-                self.assertNotRegex(flat, r"(?i)system-provided shared librar(y|ies):.*lib(stdc\+\+|sodium|yaml|fmt|spdlog)",
-                                    out)
+                # The lowest policy its symbols allow, which may be below the tag it carries.
+                match = re.search(rf'consistent with the following platform tag: "manylinux_2_(\d+)_{arch}"', flat)
+                self.assertIsNotNone(match, out)
+                self.assertLessEqual(int(match.group(1)), MAX_GLIBC[1], out)
+                libraries = set(re.findall(r"(\S+\.so\.\d+) with versions", flat))
+                self.assertTrue(libraries and all(ALLOWED_NEEDED.match(n) for n in libraries), out)
+                self.assertNotIn("external shared libraries", flat, out)
 
     def test_binary_needs_only_the_c_library_of_glibc_2_28(self):
         for arch, binary in Wheels.binaries.items():
@@ -202,6 +208,8 @@ class InstalledWheel(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
+        if "x86_64" not in Wheels.paths:
+            raise unittest.SkipTest("GANGRUN_WHEEL_ARCHES leaves x86_64 out")
         cls.venv = os.path.join(Wheels.tmp, "venv")
         run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", cls.venv])
         cls.env = venv_env(cls.venv)
@@ -231,7 +239,7 @@ class InstalledWheel(unittest.TestCase):
                 printed = run([self.gangrun, "completion", shell], env=self.env).stdout
                 with open(os.path.join(self.venv, relative)) as f:
                     self.assertEqual(printed, f.read(), f"`gangrun completion {shell}` and the installed file differ")
-        with open(os.path.join(self.venv, MAN_PAGE)) as f:
+        with gzip.open(os.path.join(self.venv, MAN_PAGE), "rt") as f:
             self.assertIn(f'.TH GANGRUN 1 "" "gangrun {Wheels.version}"', f.read())
         if shutil.which("man"):
             env = dict(self.env, MANPAGER="cat", PAGER="cat", MANWIDTH="100", LC_ALL="C.UTF-8")
@@ -263,7 +271,6 @@ class InstalledWheel(unittest.TestCase):
                     text = f.read()
                 self.assertIn('"world_size": 4', text)
                 self.assertIn('"all_reduce": 10.0', text)
-        self.assertIn("[rank3]", result.stdout + result.stderr)
 
     def test_pip_refuses_the_wheel_for_an_older_glibc(self):
         # manylinux2014 is glibc 2.17 (CentOS 7): pip picks wheels by tag, and refuses this one
@@ -297,6 +304,8 @@ def aarch64_binfmt():
 
 class EmulatedAarch64(unittest.TestCase):
     def setUp(self):
+        if "aarch64" not in Wheels.binaries:
+            self.skipTest("GANGRUN_WHEEL_ARCHES leaves aarch64 out")
         self.qemu, reason = qemu()
         if self.qemu is None:
             self.skipTest(reason)
