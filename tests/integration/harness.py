@@ -113,6 +113,28 @@ def peer_tool(name):
     return path
 
 
+def run_tool(argv, timeout=240, env=None, check=True, **kwargs):
+    """Runs a tool's ARGV to completion with text output (stdin closed) and returns the
+    CompletedProcess; raises AssertionError with its output when CHECK and it fails, and when
+    it does not finish within TIMEOUT seconds."""
+    try:
+        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                timeout=timeout, env=env, **kwargs)
+    except subprocess.TimeoutExpired as error:
+        raise AssertionError(f"{' '.join(argv)} did not finish within {timeout}s:\n"
+                             f"{error.stdout}\n{error.stderr}") from None
+    if check and result.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)} exited {result.returncode}\n--- stdout ---\n"
+                             f"{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}")
+    return result
+
+
+def skip_script(reason):
+    """Exit 77 (ctest's skip) with REASON, for a script that cannot run here at all."""
+    print(f"SKIP: {reason}", file=sys.stderr)
+    sys.exit(SKIP)
+
+
 def main():
     """unittest main: exits 1 on any failure, 77 (ctest's skip) when every test skipped or
     the binaries are missing, else 0. Skipped tests and their reasons are in the output."""

@@ -16,7 +16,6 @@ import gzip
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -43,23 +42,10 @@ TIMEOUT = 240  # cpack, dpkg -i and dpkg -r with their man-db trigger; each is s
 
 
 def run(argv, timeout=TIMEOUT, env=None, check=True, **kwargs):
-    """Runs ARGV to completion with text output; raises AssertionError (with its output) when
-    CHECK and it fails or times out."""
-    try:
-        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                timeout=timeout, env=env, **kwargs)
-    except subprocess.TimeoutExpired as error:
-        raise AssertionError(f"{' '.join(argv)} did not finish within {timeout}s:\n"
-                             f"{error.stdout}\n{error.stderr}") from None
-    if check and result.returncode != 0:
-        raise AssertionError(f"{' '.join(argv)} exited {result.returncode}\n--- stdout ---\n"
-                             f"{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}")
-    return result
+    return harness.run_tool(argv, timeout=timeout, env=env, check=check, **kwargs)
 
 
-def skip_all(reason):
-    print(f"SKIP: {reason}", file=sys.stderr)
-    sys.exit(harness.SKIP)
+skip_all = harness.skip_script
 
 
 def build_dir_of(binary):

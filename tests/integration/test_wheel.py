@@ -20,7 +20,6 @@ import os
 import re
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -48,23 +47,7 @@ MAN_PAGE = "share/man/man1/gangrun.1.gz"  # gzip -9n, as Debian installs it
 
 
 def run(argv, timeout=TIMEOUT, env=None, check=True, **kwargs):
-    """Runs ARGV to completion with text output; raises AssertionError (with its output) when
-    CHECK and it fails or times out."""
-    try:
-        result = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                                timeout=timeout, env=env, **kwargs)
-    except subprocess.TimeoutExpired as error:
-        raise AssertionError(f"{' '.join(argv)} did not finish within {timeout}s:\n"
-                             f"{error.stdout}\n{error.stderr}") from None
-    if check and result.returncode != 0:
-        raise AssertionError(f"{' '.join(argv)} exited {result.returncode}\n--- stdout ---\n"
-                             f"{result.stdout[-4000:]}\n--- stderr ---\n{result.stderr[-4000:]}")
-    return result
-
-
-def skip_all(reason):
-    print(f"SKIP: {reason}", file=sys.stderr)
-    sys.exit(harness.SKIP)
+    return harness.run_tool(argv, timeout=timeout, env=env, check=check, **kwargs)
 
 
 def build_dir_of(binary):
@@ -363,8 +346,8 @@ class Sdist(unittest.TestCase):
 
 if __name__ == "__main__":
     if not os.access(WHEEL_PYTHON, os.X_OK):
-        skip_all(f"{WHEEL_PYTHON} not found: scripts/install-deps makes .venv-wheel/, the wheel's build tools")
+        harness.skip_script(f"{WHEEL_PYTHON} not found: scripts/install-deps makes .venv-wheel/, the wheel's build tools")
     for tool, package in (("readelf", "binutils"), ("cmake", "cmake"), ("ninja", "ninja-build")):
         if shutil.which(tool) is None:
-            skip_all(f"{tool} not found (Debian package {package})")
+            harness.skip_script(f"{tool} not found (Debian package {package})")
     harness.main()
