@@ -124,7 +124,7 @@ TEST_CASE("mpirun start: the options that choose hosts are not passed on", "[mpi
         Words{"--cpu", "t.py"});
 }
 
-TEST_CASE("mpirun start: deepspeed's --launcher openmpi and accelerate's --mpirun_hostfile choose it", "[mpirun]") {
+TEST_CASE("mpirun start: chosen by --launcher openmpi and --mpirun_hostfile", "[mpirun]") {
   Hostfile file("node1 slots=2\nnode2 slots=2\n");
   Options deepspeed = launch({"--launcher", "openmpi", "-H", file.path, "train.py"});
   CHECK(deepspeed.launcher == Options::Launcher::openmpi);
