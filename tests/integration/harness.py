@@ -15,8 +15,11 @@ What we expect of gangrun's JSON documents (--dry-run --json, --report) lives in
 SCHEMA section below and nowhere else, so a schema change is a one-place edit.
 """
 
+import errno
+import fcntl
 import json
 import os
+import random
 import re
 import resource
 import shutil
@@ -326,11 +329,62 @@ def wait_for(predicate, timeout, what, interval=0.02):
         time.sleep(interval)
 
 
+# Ports for the servers tests start come from below the kernel's ephemeral range: a port
+# the kernel handed out (port 0) was soon handed out again to some outgoing connection (a
+# gloo mesh, another test's client), and the server's bind then failed with EADDRINUSE.
+# The range also stays clear of the Slurm cluster's ports (17000-26999) and of gangrun's
+# store ports under Slurm (20000-31999). A lock file per port, held until this process
+# exits, keeps the test processes ctest runs side by side from taking the same one.
+_TEST_PORTS = range(10000, 17000)
+_PORT_LOCKS = os.path.join(tempfile.gettempdir(), "gangrun-test-ports")
+_held_port_locks = []
+
+
+def _ephemeral_ports():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(n) for n in f.read().split())
+        return range(low, high + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
+
+
+def _bindable(port):
+    for family, address in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((address, port))
+            except OSError as error:
+                if family == socket.AF_INET6 and error.errno == errno.EAFNOSUPPORT:
+                    continue
+                return False
+    return True
+
+
+def _reserve(port):
+    os.makedirs(_PORT_LOCKS, exist_ok=True)
+    fd = os.open(os.path.join(_PORT_LOCKS, str(port)), os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    _held_port_locks.append(fd)
+    return True
+
+
 def free_port():
-    """A port that was free on loopback a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port no other test process holds, free on every address a moment ago, and one
+    the kernel never gives an outgoing connection."""
+    ephemeral = _ephemeral_ports()
+    candidates = [p for p in _TEST_PORTS if p not in ephemeral]
+    random.Random(f"{os.getpid()} {time.monotonic_ns()}").shuffle(candidates)
+    for port in candidates:
+        if _reserve(port):
+            if _bindable(port):
+                return port
+            os.close(_held_port_locks.pop())
+    raise RuntimeError(f"no free test port in {_TEST_PORTS.start}-{_TEST_PORTS.stop - 1}")
 
 
 class Result:
@@ -441,13 +495,14 @@ class GangrunTestCase(unittest.TestCase):
 
     # ---- running gangrun
 
-    def gangrun(self, args, timeout=2 * EVENT_TIMEOUT, env=None, binary_output=False, cwd=None):
+    def gangrun(self, args, timeout=2 * EVENT_TIMEOUT, env=None, binary_output=False, cwd=None,
+                preexec_fn=None):
         """Runs gangrun to completion; fails the test (killing it) after TIMEOUT seconds."""
         argv = [GANGRUN, *[str(a) for a in args]]
         start = time.monotonic()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 env=clean_env() if env is None else env, start_new_session=True,
-                                cwd=cwd or self.tmp)
+                                cwd=cwd or self.tmp, preexec_fn=preexec_fn)
         self._started.append(proc)
         try:
             out, err = proc.communicate(timeout=timeout)
