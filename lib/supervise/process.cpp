@@ -7,6 +7,10 @@
 
 #define BOOST_PROCESS_V2_HEADER_ONLY 1
 #define BOOST_PROCESS_USE_STD_FS 1
+// Boost's own handle of the shim, which gangrun detaches at once, would otherwise be a pidfd,
+// and its constructor throws where the kernel has no pidfd_open (before Linux 5.3): with the
+// shim started and its pid lost. gangrun opens the shim's pidfd itself (spawn_under_shim).
+#define BOOST_PROCESS_V2_DISABLE_PIDFD_OPEN 1
 
 #include <fcntl.h>
 #include <poll.h>
@@ -62,10 +66,10 @@ void close_all_except(int (&keep)[N]) {
   for (int fd : keep) {
     if (fd < static_cast<int>(from)) continue;
     auto kept = static_cast<unsigned int>(fd);
-    if (kept > from) ::syscall(SYS_close_range, from, kept - 1, 0);
+    if (kept > from) close_descriptors(from, kept - 1);
     from = kept + 1;
   }
-  ::syscall(SYS_close_range, from, ~0U, 0);
+  close_descriptors(from, ~0U);
 }
 
 void null_stdio() {
@@ -145,7 +149,7 @@ int start_worker(void* argument) {
       ::_exit(127);
     }
   }
-  ::syscall(SYS_close_range, STDERR_FILENO + 1, ~0U, 0);
+  close_descriptors(STDERR_FILENO + 1, ~0U);
   ::execve(start.executable, const_cast<char* const*>(start.argv),
            const_cast<char* const*>(start.envp));
   start.exec_errno = errno;
@@ -164,6 +168,7 @@ struct ShimSetup {
   pid_t gangrun_pid;
   int control_fd;  // read end
   int report_fd;   // write end
+  int exit_fd;     // write end of the exit pipe; -1 where the kernel has pidfd_open
 
   template <typename Launcher>
   bp::error_code on_exec_setup(Launcher&, const std::filesystem::path& executable,
@@ -186,8 +191,10 @@ struct ShimSetup {
     // control pipe, whose EOF must not be hidden).
     int control = above_stdio(control_fd);
     int report = above_stdio(report_fd);
+    int exit_end = exit_fd < 0 ? -1 : above_stdio(exit_fd);
     sigchld_fd = above_stdio(sigchld_fd);
-    int keep[6] = {control, report, sigchld_fd, spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
+    int keep[7] = {control,       report,         sigchld_fd,    exit_end,
+                   spec.stdin_fd, spec.stdout_fd, spec.stderr_fd};
     close_all_except(keep);
 
     // CLONE_VM | CLONE_VFORK, as posix_spawn does: no copy of the address
@@ -209,7 +216,7 @@ struct ShimSetup {
     // Holding gangrun's stdout, or the worker's pipes, would keep their
     // readers waiting after the worker is gone.
     null_stdio();
-    int only[3] = {control, report, sigchld_fd};
+    int only[4] = {control, report, sigchld_fd, exit_end};
     close_all_except(only);
     run_shim(worker, control, report, sigchld_fd);
   }
@@ -262,6 +269,16 @@ tl::unexpected<Error> cannot_start(const SpawnSpec& spec, const std::string& why
   return fail(ErrorCode::internal, "cannot start " + spec.executable + ": " + why);
 }
 
+// pidfd_open(2) came with Linux 5.3; RHEL 8 and its kin run 4.18. Asked once.
+bool kernel_has_pidfd_open() {
+  static const bool has = [] {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, ::getpid(), 0));
+    if (pidfd >= 0) ::close(pidfd);
+    return pidfd >= 0 || errno != ENOSYS;
+  }();
+  return has;
+}
+
 void reap(pid_t pid) {
   while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
@@ -280,6 +297,14 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   if (!control) return cannot_start(spec, control.error().message());
   auto report = make_pipe();
   if (!report) return cannot_start(spec, report.error().message());
+  // Without pidfds, the shim's exit is the end of file of a pipe only the shim holds.
+  const bool use_pidfd = kernel_has_pidfd_open();
+  Pipe exit_pipe;
+  if (!use_pidfd) {
+    auto made = make_pipe();
+    if (!made) return cannot_start(spec, made.error().message());
+    exit_pipe = std::move(*made);
+  }
 
   std::vector<std::string> env_strings = to_envp_strings(spec.env);
   std::vector<const char*> envp;
@@ -297,25 +322,31 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   auto process =
       launcher(spawn_context.get_executor(), error, std::filesystem::path(spec.executable), args,
                ShimSetup{spec, envp.data(), cpus, ::getpid(), control->read_end.get(),
-                         report->write_end.get()});
+                         report->write_end.get(), use_pidfd ? -1 : exit_pipe.write_end.get()});
   // Only the shim keeps these ends; from now on the control pipe's EOF
   // means "gangrun is done with you".
   control->read_end.reset();
   report->write_end.reset();
+  exit_pipe.write_end.reset();
   if (error) return cannot_start(spec, errno_text(error.value()));
   pid_t shim = process.id();
   // gangrun owns the shim from here: Boost must neither wait for nor
   // terminate it.
   process.detach();
 
-  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, shim, 0));
-  if (pidfd < 0) {
-    int saved = errno;
-    control->write_end.reset();  // the shim kills the worker and exits
-    reap(shim);
-    return cannot_start(spec, "pidfd_open failed: " + errno_text(saved));
+  UniqueFd shim_exit = std::move(exit_pipe.read_end);
+  if (use_pidfd) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, shim, 0));
+    if (pidfd < 0) {
+      int saved = errno;
+      control->write_end.reset();  // the shim kills the worker and exits
+      reap(shim);
+      return cannot_start(spec, "pidfd_open failed: " + errno_text(saved));
+    }
+    shim_exit = UniqueFd(pidfd);
   }
-  Child child{shim, UniqueFd(pidfd), std::move(control->write_end), std::move(report->read_end)};
+  Child child{shim, std::move(shim_exit), use_pidfd, std::move(control->write_end),
+              std::move(report->read_end)};
   for (int fd : {child.control.get(), child.report.get()}) {
     if (auto made = set_non_blocking(fd); !made) return cannot_start(spec, made.error().message());
   }

@@ -35,8 +35,12 @@ struct SpawnSpec {
 // A worker being started under its shim (supervise/shim.hpp).
 struct Child {
   pid_t shim_pid = -1;  // gangrun's own child
-  UniqueFd shim_pidfd;  // readable once the shim has exited; not yet reaped
-  UniqueFd control;     // non-blocking write end: signal numbers; closing it ends the subtree
+  // Readable once the shim has exited (not yet reaped): its pidfd, or where the kernel has no
+  // pidfd_open (before Linux 5.3) the read end of a pipe only the shim holds, whose end of
+  // file comes as the shim exits, a moment before it can be reaped.
+  UniqueFd shim_exit;
+  bool shim_exit_is_pidfd = true;
+  UniqueFd control;  // non-blocking write end: signal numbers; closing it ends the subtree
   // Non-blocking read end of ShimRecords: started (the worker's pid) or
   // exec_failed/fork_failed, then exited. EOF without `exited`: the shim died.
   UniqueFd report;

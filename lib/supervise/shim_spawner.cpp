@@ -20,18 +20,19 @@ namespace asio = boost::asio;
 namespace {
 
 // One worker under its shim. Signals go into the control pipe; the report
-// pipe and the shim's pidfd are watched on the loop. Every handler holds a
-// weak reference, so letting go of the object detaches them.
+// pipe and the shim's exit (its pidfd, or the exit pipe) are watched on the loop. Every handler
+// holds a weak reference, so letting go of the object detaches them.
 class ShimWorker final : public WorkerProcess, public std::enable_shared_from_this<ShimWorker> {
  public:
   ShimWorker(asio::io_context& io, Child child, SpawnSpec spec, WorkerEvents events)
       : spec_(std::move(spec)),
         events_(std::move(events)),
         shim_pid_(child.shim_pid),
+        shim_exit_is_pidfd_(child.shim_exit_is_pidfd),
         control_(std::move(child.control)),
         // Owned by the stream descriptors from here on; if the second one
         // throws, the first closes its descriptor and `child` the other.
-        shim_exit_(io, child.shim_pidfd.release()),
+        shim_exit_(io, child.shim_exit.release()),
         report_(io, child.report.release()) {}
 
   void watch() {
@@ -50,8 +51,13 @@ class ShimWorker final : public WorkerProcess, public std::enable_shared_from_th
   void end_tree() override { control_.reset(); }
 
   void kill_supervisor() override {
-    if (shim_running_) {
+    if (!shim_running_) return;
+    // Without a pidfd the pid is as safe: gangrun has not reaped the shim, so its pid cannot
+    // have been given to another process.
+    if (shim_exit_is_pidfd_) {
       ::syscall(SYS_pidfd_send_signal, shim_exit_.native_handle(), SIGKILL, nullptr, 0);
+    } else {
+      ::kill(shim_pid_, SIGKILL);
     }
   }
 
@@ -110,7 +116,10 @@ class ShimWorker final : public WorkerProcess, public std::enable_shared_from_th
   void on_shim_exit() {
     int wait_status = 0;
     rusage usage{};
-    pid_t reaped = ::wait4(shim_pid_, &wait_status, WNOHANG, &usage);
+    // The exit pipe ends as the exiting shim closes its descriptors, just before it can be
+    // reaped: wait for that moment.
+    pid_t reaped = ::wait4(shim_pid_, &wait_status, shim_exit_is_pidfd_ ? WNOHANG : 0, &usage);
+    while (reaped < 0 && errno == EINTR) reaped = ::wait4(shim_pid_, &wait_status, 0, &usage);
     if (reaped == 0) {  // spurious wake-up; the pidfd is level-triggered
       wait_for_shim_exit();
       return;
@@ -127,6 +136,7 @@ class ShimWorker final : public WorkerProcess, public std::enable_shared_from_th
   SpawnSpec spec_;  // for naming the program in a start failure
   WorkerEvents events_;
   pid_t shim_pid_;
+  bool shim_exit_is_pidfd_;
   UniqueFd control_;
   asio::posix::stream_descriptor shim_exit_;
   asio::posix::stream_descriptor report_;

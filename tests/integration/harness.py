@@ -317,6 +317,11 @@ def proc_describe(pid):
     return f"pid {pid}: {stat[:120]} cmd={proc_cmdline(pid)[:160]!r}"
 
 
+def read_text(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
 def wait_for(predicate, timeout, what, interval=0.02):
     """Polls PREDICATE until it returns something truthy; fails after TIMEOUT seconds."""
     deadline = time.monotonic() + timeout
@@ -515,14 +520,15 @@ class GangrunTestCase(unittest.TestCase):
             out, err = out.decode(errors="replace"), err.decode(errors="replace")
         return Result(argv, proc.returncode, out, err, time.monotonic() - start)
 
-    def start(self, args, env=None):
+    def start(self, args, env=None, preexec_fn=None):
         """Starts gangrun in its own session with stdout/stderr going to files."""
         argv = [GANGRUN, *[str(a) for a in args]]
         n = len(self._started)
         out = open(self.path(f"gangrun.{n}.out"), "wb")
         err = open(self.path(f"gangrun.{n}.err"), "wb")
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                env=clean_env() if env is None else env, start_new_session=True, cwd=self.tmp)
+                                env=clean_env() if env is None else env, start_new_session=True, cwd=self.tmp,
+                                preexec_fn=preexec_fn)
         out.close()
         err.close()
         proc.argv, proc.index, proc.t0 = argv, n, time.monotonic()
