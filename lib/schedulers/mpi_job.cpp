@@ -1,5 +1,6 @@
 #include "schedulers/mpi_job.hpp"
 
+#include "slurm/job_environment.hpp"
 #include "util/strings.hpp"
 
 #include <array>
@@ -75,8 +76,6 @@ Expected<Read<int>> required_count(const EnvMap& env, const Dialect& dialect, co
 // the job, different (most likely) for concurrent jobs on one head, and
 // in Slurm's range below Linux's ephemeral ports (slurm::store_port).
 int port_of_job(const std::string& job_id) {
-  constexpr std::uint64_t k_first = 20000;
-  constexpr std::uint64_t k_ports = 12000;
   std::uint64_t number = 0;
   auto [end, error] = std::from_chars(job_id.data(), job_id.data() + job_id.size(), number);
   if (error != std::errc() || end != job_id.data() + job_id.size()) {
@@ -86,7 +85,7 @@ int port_of_job(const std::string& job_id) {
     number = k_fnv_offset;
     for (char c : job_id) number = (number ^ static_cast<unsigned char>(c)) * k_fnv_prime;
   }
-  return static_cast<int>(k_first + number % k_ports);
+  return slurm::port_in_job_range(number);
 }
 
 Expected<std::optional<Read<int>>> port_of(const EnvMap& env) {

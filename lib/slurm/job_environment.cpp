@@ -123,15 +123,21 @@ Expected<std::vector<int>> expand_counts(std::string_view text) {
   return counts;
 }
 
+namespace {
+constexpr std::uint64_t k_first_job_port = 20000;
+constexpr std::uint64_t k_job_ports = 12000;
+}  // namespace
+
+int port_in_job_range(std::uint64_t number) {
+  return static_cast<int>(k_first_job_port + number % k_job_ports);
+}
+
 int store_port(const Job& job) {
-  constexpr std::uint64_t k_first = 20000;
-  constexpr std::uint64_t k_ports = 12000;
   constexpr std::uint64_t k_steps_per_job = 16;
   std::uint64_t job_number = unsigned_number(job.job_id.value).value_or(0);
   std::uint64_t step = job.step_id ? unsigned_number(job.step_id->value).value_or(0) : 0;
-  // The same sum modulo k_ports, without overflowing on large job numbers.
-  return static_cast<int>(k_first +
-                          ((job_number % k_ports) * k_steps_per_job + step % k_ports) % k_ports);
+  // The same sum modulo k_job_ports, without overflowing on large job numbers.
+  return port_in_job_range((job_number % k_job_ports) * k_steps_per_job + step % k_job_ports);
 }
 
 std::string head_node_origin(const Job& job) {

@@ -8,6 +8,7 @@
 #include "util/env.hpp"
 #include "util/error.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ Expected<std::vector<int>> expand_counts(std::string_view text);
 //   20000 + (job_id * 16 + step_id) % 12000        (20000..31999)
 // The batch script, which is no step, counts as step 0.
 int store_port(const Job& job);
+
+// A port in that range for a number drawn from a job's identity: 20000 + number % 12000.
+// Other schedulers' jobs (schedulers/mpi_job.cpp) take their store port from it too.
+int port_in_job_range(std::uint64_t number);
 
 // Where the head node's name comes from, for messages and --dry-run -v:
 // "the first host of SLURM_STEP_NODELIST=node[1-3]".

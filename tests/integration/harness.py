@@ -572,6 +572,10 @@ class GangrunTestCase(unittest.TestCase):
         with open(path) as f:
             return json.load(f)
 
+    def env_of_ranks(self, count):
+        """The environment each of COUNT fake workers wrote with --print-env env.{rank}.json."""
+        return {rank: self.read_json(self.path(f"env.{rank}.json"))["env"] for rank in range(count)}
+
     def dry_run(self, args, env=None):
         """Runs gangrun --dry-run --json ARGS and returns the normalised worker list."""
         result = self.gangrun(["--dry-run", "--json", *args], env=env, timeout=30)

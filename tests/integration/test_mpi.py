@@ -56,13 +56,6 @@ class MpiTestCase(harness.GangrunTestCase):
         # Open MPI's session directories and the agents' run directories stay in the test's.
         return harness.clean_env(TMPDIR=self.tmp, GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET, **extra)
 
-    def env_of_ranks(self, count):
-        ranks = {}
-        for rank in range(count):
-            with open(self.path(f"env.{rank}.json")) as f:
-                ranks[rank] = json.load(f)["env"]
-        return ranks
-
 
 class MpiOneHost(MpiTestCase):
     """mpirun with every task on this host: no nodes needed."""

@@ -11,7 +11,6 @@ connection stops the job with a clear error and leaves nothing running. Skipped,
 reason, where network namespaces or OpenSSH are missing.
 """
 
-import json
 import os
 import signal
 import subprocess
@@ -56,13 +55,6 @@ class SshHostfileTest(harness.GangrunTestCase):
         proc.argv, proc.index, proc.t0 = argv, index, time.monotonic()
         self._started.append(proc)
         return proc
-
-    def env_of_ranks(self, count):
-        ranks = {}
-        for rank in range(count):
-            with open(self.path(f"env.{rank}.json")) as f:
-                ranks[rank] = json.load(f)["env"]
-        return ranks
 
     def job_processes(self):
         """Pids of every process whose command line names this test's pid directory: the
