@@ -347,7 +347,8 @@ Expected<Child> spawn_under_shim(const SpawnSpec& spec) {
   }
   Child child{shim, std::move(shim_exit), use_pidfd, std::move(control->write_end),
               std::move(report->read_end)};
-  for (int fd : {child.control.get(), child.report.get()}) {
+  for (int fd : {child.control.get(), child.report.get(), use_pidfd ? -1 : child.shim_exit.get()}) {
+    if (fd < 0) continue;
     if (auto made = set_non_blocking(fd); !made) return cannot_start(spec, made.error().message());
   }
   return child;

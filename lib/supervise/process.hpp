@@ -36,8 +36,8 @@ struct SpawnSpec {
 struct Child {
   pid_t shim_pid = -1;  // gangrun's own child
   // Readable once the shim has exited (not yet reaped): its pidfd, or where the kernel has no
-  // pidfd_open (before Linux 5.3) the read end of a pipe only the shim holds, whose end of
-  // file comes as the shim exits, a moment before it can be reaped.
+  // pidfd_open (before Linux 5.3) the non-blocking read end of a pipe only the shim holds, whose
+  // end of file comes as the shim exits, a moment before it can be reaped.
   UniqueFd shim_exit;
   bool shim_exit_is_pidfd = true;
   UniqueFd control;  // non-blocking write end: signal numbers; closing it ends the subtree

@@ -116,11 +116,17 @@ class ShimWorker final : public WorkerProcess, public std::enable_shared_from_th
   void on_shim_exit() {
     int wait_status = 0;
     rusage usage{};
-    // The exit pipe ends as the exiting shim closes its descriptors, just before it can be
-    // reaped: wait for that moment.
+    // The loop may wake a handler without the descriptor being ready: a spurious wake-up.
+    // The pidfd is level-triggered, so wait4 says whether the shim is gone. The exit pipe
+    // says so by its end of file, which comes as the exiting shim closes its descriptors,
+    // just before it can be reaped: wait for that moment, and only then.
+    if (!shim_exit_is_pidfd_ && !exit_pipe_ended()) {
+      wait_for_shim_exit();
+      return;
+    }
     pid_t reaped = ::wait4(shim_pid_, &wait_status, shim_exit_is_pidfd_ ? WNOHANG : 0, &usage);
     while (reaped < 0 && errno == EINTR) reaped = ::wait4(shim_pid_, &wait_status, 0, &usage);
-    if (reaped == 0) {  // spurious wake-up; the pidfd is level-triggered
+    if (reaped == 0) {
       wait_for_shim_exit();
       return;
     }
@@ -131,6 +137,14 @@ class ShimWorker final : public WorkerProcess, public std::enable_shared_from_th
     auto keep_alive = shared_from_this();
     read_records();
     events_.on_supervisor_gone(ExitStatus::from_wait_status(wait_status), usage.ru_maxrss);
+  }
+
+  // The exit pipe is non-blocking, and the shim never writes to it.
+  bool exit_pipe_ended() {
+    char ignored = 0;
+    ssize_t got = ::read(shim_exit_.native_handle(), &ignored, 1);
+    while (got < 0 && errno == EINTR) got = ::read(shim_exit_.native_handle(), &ignored, 1);
+    return got == 0;
   }
 
   SpawnSpec spec_;  // for naming the program in a start failure
