@@ -1,5 +1,6 @@
 #include "agent/doctor_link.hpp"
 
+#include "rendezvous/keys.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
@@ -20,11 +21,19 @@ DoctorLink::DoctorLink(boost::asio::io_context& io, Settings settings, RequestHa
     : settings_(std::move(settings)),
       on_request_(std::move(on_request)),
       signer_(settings_.secret, settings_.run_id),
+      answers_(settings_.secret
+                   ? std::optional<std::string>(rendezvous::derived_key(
+                         *settings_.secret, rendezvous::k_stacks_purpose, settings_.run_id))
+                   : std::nullopt,
+               settings_.run_id),
       writes_(io, settings_.store),
       waits_(io, settings_.store),
       retry_(io) {}
 
-void DoctorLink::round_started(std::uint64_t round, std::vector<std::string> members) {
+void DoctorLink::round_started(std::uint64_t round, std::vector<std::string> members,
+                               const std::string& job_nonce) {
+  signer_.bind_to_job(job_nonce);
+  answers_.bind_to_job(job_nonce);
   round_ = round;
   members_ = std::move(members);
   next_request_ = 1;
@@ -40,7 +49,7 @@ void DoctorLink::round_ended() {
 
 void DoctorLink::wait_for_request(std::uint64_t generation) {
   if (generation != generation_ || !round_) return;
-  std::string key = doctor::node_keys::request(*round_, next_request_);
+  std::string key = rendezvous::keys::doctor_request(*round_, next_request_);
   waits_.wait(
       {key},
       [this, generation, key](const Expected<void>& waited) {
@@ -96,23 +105,24 @@ std::vector<std::string> DoctorLink::others() const {
   return ids;
 }
 
-void DoctorLink::read_existing(const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
+void DoctorLink::read_existing(const rendezvous::Signer& signer,
+                               const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
                                const std::shared_ptr<std::map<std::string, std::string>>& found,
                                const std::function<void()>& done) {
   if (i == keys->size()) return done();
   const std::string key = (*keys)[i];
   writes_.check(
       {key},
-      [this, keys, i, found, done, key](Expected<bool> exists) {
-        if (!exists || !*exists) return read_existing(keys, i + 1, found, done);
+      [this, &signer, keys, i, found, done, key](Expected<bool> exists) {
+        if (!exists || !*exists) return read_existing(signer, keys, i + 1, found, done);
         writes_.get(
             key,
-            [this, keys, i, found, done, key](Expected<std::string> value) {
+            [this, &signer, keys, i, found, done, key](Expected<std::string> value) {
               if (value) {
-                auto message = signer_.open(key, *value);
+                auto message = signer.open(key, *value);
                 if (message) (*found)[key] = std::move(*message);
               }
-              read_existing(keys, i + 1, found, done);
+              read_existing(signer, keys, i + 1, found, done);
             },
             k_short);
       },
@@ -125,7 +135,7 @@ void DoctorLink::read_silences(std::function<void(ByAgent<std::chrono::milliseco
   std::vector<std::string> ids = others();
   for (const std::string& id : ids) keys->push_back(doctor::node_keys::silence(*round_, id));
   auto found = std::make_shared<std::map<std::string, std::string>>();
-  read_existing(keys, 0, found, [keys, ids, found, done = std::move(done)] {
+  read_existing(signer_, keys, 0, found, [keys, ids, found, done = std::move(done)] {
     ByAgent<std::chrono::milliseconds> silences;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       auto value = found->find((*keys)[i]);
@@ -140,29 +150,27 @@ void DoctorLink::read_silences(std::function<void(ByAgent<std::chrono::milliseco
   });
 }
 
-void DoctorLink::ask(const doctor::NodeRequest& request) {
-  if (!round_) return;
-  std::uint64_t round = *round_;
-  writes_.add(
-      doctor::node_keys::request_count(round), 1,
-      [this, round, request](Expected<std::int64_t> number) {
-        if (!number) {
-          spdlog::warn("gang doctor: could not ask the other nodes: {}", number.error().describe());
-          return;
+std::string DoctorLink::ask(doctor::NodeRequest request) {
+  if (!round_) return "";
+  request.ask_id = rendezvous::new_job_nonce();
+  std::string key = rendezvous::keys::doctor_ask(*round_, request.ask_id);
+  writes_.set(
+      key, signer_.seal(key, doctor::to_json(request)),
+      [](const Expected<void>& written) {
+        if (!written) {
+          spdlog::warn("gang doctor: could not ask the other nodes: {}",
+                       written.error().describe());
         }
-        std::string key = doctor::node_keys::request(round, *number);
-        writes_.set(
-            key, signer_.seal(key, doctor::to_json(request)), [](const Expected<void>&) {},
-            k_short);
       },
       k_short);
+  return request.ask_id;
 }
 
 void DoctorLink::answer(std::int64_t number, const doctor::NodeAnswer& answer) {
   if (!round_) return;
   std::string key = doctor::node_keys::answer(*round_, number, settings_.agent_id);
   writes_.set(
-      key, signer_.seal(key, doctor::to_json(answer)), [](const Expected<void>&) {}, k_short);
+      key, answers_.seal(key, doctor::to_json(answer)), [](const Expected<void>&) {}, k_short);
 }
 
 void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
@@ -177,7 +185,7 @@ void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
       *keys,
       [this, keys, done = std::move(done), members = members_](const Expected<void>&) mutable {
         auto found = std::make_shared<std::map<std::string, std::string>>();
-        read_existing(keys, 0, found, [keys, found, members, done = std::move(done)] {
+        read_existing(answers_, keys, 0, found, [keys, found, members, done = std::move(done)] {
           ByAgent<doctor::NodeAnswer> answers;
           for (std::size_t i = 0; i < members.size(); ++i) {
             auto value = found->find((*keys)[i]);

@@ -41,8 +41,10 @@ class DoctorLink {
   DoctorLink(boost::asio::io_context& io, Settings settings, RequestHandler on_request);
 
   // Round `round` began with these agents (this one among them): its
-  // requests are waited for from now on.
-  void round_started(std::uint64_t round, std::vector<std::string> members);
+  // requests are waited for from now on. job_nonce: what the job's messages
+  // are sealed for (rendezvous/signing.hpp).
+  void round_started(std::uint64_t round, std::vector<std::string> members,
+                     const std::string& job_nonce);
   void round_ended();
 
   // For the lead: how long this node's ranks have been silent.
@@ -50,8 +52,10 @@ class DoctorLink {
   // The lead: every other member's latest silence.
   void read_silences(std::function<void(ByAgent<std::chrono::milliseconds>)> done);
 
-  // Asks every node of the round, this one too (through its own wait).
-  void ask(const doctor::NodeRequest& request);
+  // Asks every node of the round, this one too (through its own wait): the
+  // coordinator numbers the ask and publishes it as a request. Returns the
+  // ask's id, which the request carries (NodeRequest::ask_id).
+  std::string ask(doctor::NodeRequest request);
   void answer(std::int64_t number, const doctor::NodeAnswer& answer);
   // Every member's answer to request `number`, once all are in or `limit`
   // has passed.
@@ -64,13 +68,15 @@ class DoctorLink {
   void wait_for_request(std::uint64_t generation);
   void wait_again_later(std::uint64_t generation);
   // Reads keys[i..] that exist into found, one after another.
-  void read_existing(const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
+  void read_existing(const rendezvous::Signer& signer,
+                     const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
                      const std::shared_ptr<std::map<std::string, std::string>>& found,
                      const std::function<void()>& done);
 
   Settings settings_;
   RequestHandler on_request_;
-  rendezvous::Signer signer_;
+  rendezvous::Signer signer_;   // the job's secret: silences and asks
+  rendezvous::Signer answers_;  // the stacks key derived from it: answers
   store::AsyncClient writes_;
   store::AsyncClient waits_;
   boost::asio::steady_timer retry_;

@@ -152,7 +152,8 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
   nodes_ = link_ ? std::move(nodes) : std::nullopt;
   node_progress_.clear();
   round_start_ = HangWatch::Clock::now();
-  if (nodes_) link_->round_started(nodes_->round, nodes_->members);
+  if (nodes_) link_->round_started(nodes_->round, nodes_->members, nodes_->job_nonce);
+  hang_ask_.clear();
   attempt_dir_ = std::move(attempt_dir);
   store_ = std::move(store);
   read_for_failure_ = false;
@@ -255,7 +256,9 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
   }
   if (nodes_) {
     // Every node reads its own ranks, this one too, when the request comes.
-    return link_->ask({.why = doctor::NodeRequest::Why::hang, .silent_for_s = silent_s});
+    hang_ask_ =
+        link_->ask({.why = doctor::NodeRequest::Why::hang, .silent_for_s = silent_s, .ask_id = {}});
+    return;
   }
   probe_.start(tool_, plan_.host, targets, plan_.host_env, k_hang_read_limit,
                [this, silent_s](const std::vector<doctor::RankStacks>& ranks) {
@@ -305,22 +308,32 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
     return;
   }
   bool hang = request.why == doctor::NodeRequest::Why::hang;
-  if (hang && !nodes_->lead) {
+  // The lead's own hang: the only request anyone acts on.
+  bool own_hang = hang && nodes_->lead && !hang_ask_.empty() && request.ask_id == hang_ask_;
+  if (hang && !own_hang) {
     spdlog::warn(
-        "the lead node found the whole gang silent for {}: reading this node's ranks' stacks for "
-        "the hang",
+        "the lead node reports a hang (the whole gang silent for {}): reading this node's "
+        "ranks' stacks",
         seconds_text(request.silent_for_s));
   }
-  auto answer = [this, number, hang,
+  auto answer = [this, number, hang, own_hang,
                  silent_s = request.silent_for_s](const std::vector<doctor::RankStacks>& ranks) {
     doctor::NodeAnswer mine{.ranks = ranks, .not_at_store = {}};
     nlohmann::json missing = store_arrivals(ranks).first;
     if (missing.is_array()) mine.not_at_store = missing.get<std::vector<int>>();
     link_->answer(number, mine);
     if (!hang || !watching()) return;
+    if (!own_hang) {
+      // Said here too; what follows is the lead's to decide (the round's end).
+      return after_hang_read(
+          mine.ranks, silent_s,
+          "where this node's ranks are (the lead's console has every node's):", mine.not_at_store,
+          not_at_store_line(mine.not_at_store, mine.ranks.size()),
+          /*act=*/false);
+    }
     link_->collect(number, k_hang_read_limit + k_answer_margin,
-                   [this, mine, silent_s](const DoctorLink::ByAgent<doctor::NodeAnswer>& answers) {
-                     after_nodes_read(answers, mine, silent_s);
+                   [this, silent_s](const DoctorLink::ByAgent<doctor::NodeAnswer>& answers) {
+                     after_nodes_read(answers, silent_s);
                    });
   };
   std::vector<StackTarget> targets = live_targets();
@@ -329,14 +342,8 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
 }
 
 void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
-                                  const doctor::NodeAnswer& mine, double silent_for_s) {
+                                  double silent_for_s) {
   if (!watching()) return deliver_if_over();
-  if (!nodes_->lead) {
-    return after_hang_read(
-        mine.ranks, silent_for_s,
-        "where this node's ranks are (the lead's console has every node's):", mine.not_at_store,
-        not_at_store_line(mine.not_at_store, mine.ranks.size()));
-  }
   std::vector<doctor::RankStacks> ranks;
   std::vector<int> missing;
   std::vector<std::string> unanswered;
@@ -366,7 +373,7 @@ void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>&
 
 void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
                                  const std::string& heading, nlohmann::json not_at_store,
-                                 const std::string& store_line) {
+                                 const std::string& store_line, bool act) {
   const config::OnHang action = plan_.doctor.on_hang;
   nlohmann::json stacks = tell(ranks, "hang-stacks.txt", heading, store_line);
   findings_.hang = nlohmann::json{{"timeout_s", *plan_.doctor.hang_timeout_s},
@@ -374,9 +381,20 @@ void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, d
                                   {"action", on_hang_word(action)},
                                   {"not_at_store", std::move(not_at_store)},
                                   {"stacks", std::move(stacks)}};
+  if (!act) {
+    // The lead acts for the whole gang; this node's record says what the job does.
+    hang_acted_ = action != config::OnHang::report;
+    return;
+  }
   if (round_over_) {
-    // The lead's own ranks are done: the other nodes act on --on-hang themselves.
-    if (watches_others_after_end() && action == config::OnHang::report) watch_->watch_again();
+    // The lead's own ranks are done, the others' hung: stop_hung_ tells the
+    // coordinator, which ends the round on every node.
+    if (action == config::OnHang::report) {
+      if (watches_others_after_end()) watch_->watch_again();
+      return deliver_if_over();
+    }
+    hang_acted_ = true;
+    stop_hung_();
     return deliver_if_over();
   }
   int asked = recorder_dir_ ? request_flight_recorder_dumps(*recorder_dir_) : 0;

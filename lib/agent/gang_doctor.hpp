@@ -10,10 +10,13 @@
 // Across nodes (a DoctorLink given): the round's lead (its node of group
 // rank 0) alone watches, for the whole gang: the other nodes send their
 // ranks' silence every tick. When the gang is silent for the timeout, the
-// lead asks every node; each reads its own ranks at once and answers, waits
-// for every node's answer (so that no node stops its workers while another
-// still reads), and acts on --on-hang; the lead prints the merged summary.
-// `gangrun stacks` asks the same way.
+// lead asks every node; each reads its own ranks at once and answers. The
+// lead waits for every node's answer (so that no node's workers are stopped
+// while another still reads), prints the merged summary and acts on
+// --on-hang: it stops its own workers, and the coordinator ends the round
+// on every node. No other node acts on a request, and the lead acts only on
+// its own reading of the silences: a request is a number in a message that
+// a stranger may have written. `gangrun stacks` asks the same way.
 #pragma once
 
 #include "agent/doctor_link.hpp"
@@ -40,7 +43,9 @@ namespace gangrun::agent {
 class GangDoctor {
  public:
   // Called once the hang has been reported, when --on-hang is stop or
-  // restart: the agent ends the round (Gang::stop_hung).
+  // restart: the agent ends the round (Gang::stop_hung; on many nodes, when
+  // this lead's own workers are done already, it reports the hang to the
+  // coordinator).
   using StopHandler = std::function<void()>;
 
   // Everything given outlives the doctor. nodes: the job has several;
@@ -56,6 +61,7 @@ class GangDoctor {
     std::uint64_t round = 0;
     std::vector<std::string> members;  // every node's agent id
     bool lead = false;                 // this node watches the whole gang
+    std::string job_nonce;             // what the job's messages are sealed for
   };
 
   // A round began; attempt_dir is where its files go (nullopt: the run
@@ -110,9 +116,11 @@ class GangDoctor {
   // What a hang's reading found, told and acted on: ranks as read (every
   // node's, on the lead), the ranks without a store connection and the line
   // that says so.
+  // act: this node acts on --on-hang (one node: always; many: the lead, for
+  // its own hang only).
   void after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
                        const std::string& heading, nlohmann::json not_at_store,
-                       const std::string& store_line);
+                       const std::string& store_line, bool act = true);
   // Across nodes: this node's silence to the lead, or the others' to it.
   void exchange_silence();
   // This node's watch covers the whole gang: it is the only node, or the
@@ -128,8 +136,10 @@ class GangDoctor {
   // lead watching the others after its own.
   bool watching() const { return !round_over_ || watches_others_after_end(); }
   void on_node_request(std::int64_t number, const doctor::NodeRequest& request);
+  // The lead: every node's answer to its own hang's request is in (or the
+  // limit passed).
   void after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
-                        const doctor::NodeAnswer& mine, double silent_for_s);
+                        double silent_for_s);
   // --on-hang's action, once the flight recorder's dumps asked for are in
   // (or did not come within a bound).
   void act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked_at);
@@ -167,6 +177,7 @@ class GangDoctor {
   bool told_missing_tool_ = false;
 
   std::unique_ptr<DoctorLink> link_;  // several nodes
+  std::string hang_ask_;              // the lead's ask for its own hang, this round
   boost::asio::steady_timer silence_timer_;
   boost::asio::steady_timer arrival_timer_;
   std::optional<std::chrono::steady_clock::time_point> first_arrival_;  // at the store, per round

@@ -13,6 +13,7 @@
 #include "launch/files.hpp"
 #include "logging/logging.hpp"
 #include "logmux/console.hpp"
+#include "rendezvous/signing.hpp"
 #include "report/blame.hpp"
 #include "report/run_report.hpp"
 #include "supervise/gang.hpp"
@@ -156,12 +157,20 @@ class NodeAgent {
                                    .agent_id = agent_id_};
     }
     doctor_.emplace(
-        io_, *spawner_, plan_, *gang_, [this] { gang_->stop_hung(); }, nodes, store_.get());
+        io_, *spawner_, plan_, *gang_, [this] { stop_hung(); }, nodes, store_.get());
     std::set<int> handled = plan_.teardown_signals;
     handled.insert({SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, SIGCHLD});
     for (int signal_number : handled) signals_.add(signal_number);
     arm_signals();
     return {};
+  }
+
+  // --on-hang stop or restart. On many nodes only the lead acts, and its own
+  // workers may be done already: then the coordinator hears of the hang as
+  // this node's failure and ends the round on every node.
+  void stop_hung() {
+    if (gang_->running() || !participant_) return gang_->stop_hung();
+    participant_->report_failure(hang_report(participant_->me()));
   }
 
   // Lets `gangrun stacks` find this job from another terminal. A job that
@@ -183,11 +192,16 @@ class NodeAgent {
     if (plan_.multi_node) {
       store::ClientSettings store = agent_store_client(plan_);
       job.nodes = doctor::RegisteredJob::Nodes{
-          .store_host = store.host, .store_port = store.port, .secret = plan_.job_secret};
+          .store_host = store.host,
+          .store_port = store.port,
+          .stacks_key = plan_.job_secret
+                            ? std::optional<std::string>(rendezvous::derived_key(
+                                  *plan_.job_secret, rendezvous::k_stacks_purpose, plan_.run_id))
+                            : std::nullopt};
     }
     auto registered = doctor::Registration::create(plan_.host_env, job);
     if (!registered) {
-      spdlog::debug("gangrun stacks will not find this job: {}", registered.error().describe());
+      spdlog::warn("gangrun stacks will not find this job: {}", registered.error().describe());
       return;
     }
     registration_.emplace(std::move(*registered));
@@ -225,8 +239,10 @@ class NodeAgent {
                                    ? ""
                                    : fmt::format("; MASTER_ADDR={} ({}, as this node reached it)",
                                                  assignment.master_addr, round.master_addr));
-                  GangDoctor::NodeRound nodes{
-                      .round = round.round, .members = {}, .lead = me.group_rank == 0};
+                  GangDoctor::NodeRound nodes{.round = round.round,
+                                              .members = {},
+                                              .lead = me.group_rank == 0,
+                                              .job_nonce = participant_->job_nonce()};
                   for (const rendezvous::Member& member : round.members) {
                     nodes.members.push_back(member.id);
                   }

@@ -183,6 +183,16 @@ rendezvous::NodeReport failure_report(const rendezvous::AgentInfo& me,
   return report;
 }
 
+rendezvous::NodeReport hang_report(const rendezvous::AgentInfo& me) {
+  rendezvous::NodeReport report;
+  report.agent = me.id;
+  report.host = me.host;
+  report.stopped_for_hang = true;
+  report.exit_code = exit_codes::k_hang;
+  report.what = "the gang made no progress within --hang-timeout; its workers were stopped";
+  return report;
+}
+
 rendezvous::NodeReport round_report(const rendezvous::AgentInfo& me,
                                     const supervise::AttemptOutcome& outcome,
                                     bool stopped_for_round_end) {
@@ -190,10 +200,10 @@ rendezvous::NodeReport round_report(const rendezvous::AgentInfo& me,
   report.stopped_for_round_end = stopped_for_round_end;
   report.succeeded = outcome.succeeded();
   if (outcome.stopped_for_hang && !outcome.stopped_by_signal) {
-    report.stopped_for_hang = true;
-    report.rank.reset();
-    report.exit_code = exit_codes::k_hang;
-    report.what = "the gang made no progress within --hang-timeout; its workers were stopped";
+    rendezvous::NodeReport hung = hang_report(me);
+    hung.ended = std::move(report.ended);
+    hung.stopped_for_round_end = stopped_for_round_end;
+    report = std::move(hung);
   }
   if (outcome.stopped_by_signal && !stopped_for_round_end) {
     report.stop_signal = outcome.stopped_by_signal;

@@ -55,6 +55,11 @@ launch::RoundAssignment assignment_from(const rendezvous::RoundPlan& round,
 // and every worker that ended by itself), or of a round's end.
 rendezvous::NodeReport failure_report(const rendezvous::AgentInfo& me,
                                       const supervise::AttemptOutcome& so_far);
+// The lead's word that the gang hung (--on-hang stop or restart), as the
+// report of a node whose workers were stopped for it: sent as a failure
+// when the lead's own workers are done already, so that the coordinator
+// ends the round on every node.
+rendezvous::NodeReport hang_report(const rendezvous::AgentInfo& me);
 rendezvous::NodeReport round_report(const rendezvous::AgentInfo& me,
                                     const supervise::AttemptOutcome& outcome,
                                     bool stopped_for_round_end);

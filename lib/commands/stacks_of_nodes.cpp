@@ -37,7 +37,11 @@ Expected<NodesStacks> read_every_node(const doctor::RegisteredJob& job) {
   settings.connect_timeout = std::chrono::seconds(5);
   settings.timeout = k_answers_limit + std::chrono::seconds(5);
   GANGRUN_TRY_ASSIGN(client, store::Client::connect(settings));
-  rendezvous::Signer signer(nodes.secret, job.run_id);
+  // What the coordinator publishes no client can write (rendezvous/keys.hpp):
+  // read as it is. What this command writes and the nodes answer is sealed
+  // with the stacks key, for this job's nonce.
+  const rendezvous::Signer published(std::nullopt, job.run_id);
+  rendezvous::Signer signer(nodes.stacks_key, job.run_id);
 
   // The running round and its nodes.
   auto not_running = [](const std::string& why) {
@@ -45,23 +49,38 @@ Expected<NodesStacks> read_every_node(const doctor::RegisteredJob& job) {
                                    "): it is starting, between rounds, or ending; ask again "
                                    "in a moment");
   };
-  auto latest = read_sealed(*client, signer, rendezvous::keys::latest());
+  auto nonce = read_sealed(*client, published, rendezvous::keys::nonce());
+  if (!nonce) return not_running(nonce.error().message());
+  signer.bind_to_job(*nonce);
+  auto latest = read_sealed(*client, published, rendezvous::keys::latest());
   if (!latest) return not_running(latest.error().message());
   std::optional<std::int64_t> latest_round = strings::parse_int(*latest);
   if (!latest_round || *latest_round < 0) return not_running("the latest round is not a number");
   auto round = static_cast<std::uint64_t>(*latest_round);
-  auto message = read_sealed(*client, signer, rendezvous::keys::round(round));
+  auto message = read_sealed(*client, published, rendezvous::keys::round(round));
   if (!message) return not_running(message.error().message());
   GANGRUN_TRY_ASSIGN(next, rendezvous::next_from_json(*message));
   const auto* plan = std::get_if<rendezvous::RoundPlan>(&*next);
   if (!plan) return not_running("the job has ended");
 
-  GANGRUN_TRY_ASSIGN(number, client->add(doctor::node_keys::request_count(round), 1));
-  std::string request_key = doctor::node_keys::request(round, *number);
-  GANGRUN_TRY(client->set(
-      request_key,
-      signer.seal(request_key, doctor::to_json(doctor::NodeRequest{
-                                   .why = doctor::NodeRequest::Why::asked, .silent_for_s = 0}))));
+  // The coordinator numbers the ask; its number says which answers are ours.
+  std::string ask_id = rendezvous::new_job_nonce();
+  std::string ask_key = rendezvous::keys::doctor_ask(round, ask_id);
+  GANGRUN_TRY(client->set(ask_key, signer.seal(ask_key, doctor::to_json(doctor::NodeRequest{
+                                                            .why = doctor::NodeRequest::Why::asked,
+                                                            .silent_for_s = 0,
+                                                            .ask_id = ask_id}))));
+  std::string asked_key = rendezvous::keys::doctor_asked(ask_id);
+  if (!client->wait({asked_key}, k_answers_limit)) {
+    return fail(ErrorCode::io,
+                "stacks: the job's coordinator did not take the request (the round ended, "
+                "another request came just before, or this job's secret has changed); ask "
+                "again in a moment");
+  }
+  auto asked = read_sealed(*client, published, asked_key);
+  std::optional<std::int64_t> number = asked ? strings::parse_int(*asked) : std::nullopt;
+  if (!number || *number <= 0)
+    return fail(ErrorCode::store, "stacks: " + asked_key + " is not a number");
   std::vector<std::string> keys;
   for (const rendezvous::Member& member : plan->members) {
     keys.push_back(doctor::node_keys::answer(round, *number, member.id));

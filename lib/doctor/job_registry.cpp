@@ -63,12 +63,13 @@ nlohmann::json to_json(const RegisteredJob& job) {
           {"log_dir", job.log_dir ? nlohmann::json(*job.log_dir) : nlohmann::json()},
           {"program", job.program},
           {"interpreter", job.interpreter ? nlohmann::json(*job.interpreter) : nlohmann::json()},
-          {"nodes", job.nodes ? nlohmann::json{{"store_host", job.nodes->store_host},
-                                               {"store_port", job.nodes->store_port},
-                                               {"secret", job.nodes->secret
-                                                              ? nlohmann::json(*job.nodes->secret)
-                                                              : nlohmann::json()}}
-                              : nlohmann::json()}};
+          {"nodes", job.nodes
+                        ? nlohmann::json{{"store_host", job.nodes->store_host},
+                                         {"store_port", job.nodes->store_port},
+                                         {"stacks_key", job.nodes->stacks_key
+                                                            ? nlohmann::json(*job.nodes->stacks_key)
+                                                            : nlohmann::json()}}
+                        : nlohmann::json()}};
 }
 
 std::optional<RegisteredJob> from_json(const std::string& text) {
@@ -89,8 +90,10 @@ std::optional<RegisteredJob> from_json(const std::string& text) {
       const nlohmann::json& nodes = json.at("nodes");
       job.nodes = RegisteredJob::Nodes{.store_host = nodes.at("store_host").get<std::string>(),
                                        .store_port = nodes.at("store_port").get<int>(),
-                                       .secret = std::nullopt};
-      if (nodes.at("secret").is_string()) job.nodes->secret = nodes.at("secret").get<std::string>();
+                                       .stacks_key = std::nullopt};
+      if (nodes.at("stacks_key").is_string()) {
+        job.nodes->stacks_key = nodes.at("stacks_key").get<std::string>();
+      }
     }
     return job;
   } catch (const nlohmann::json::exception&) {
@@ -119,13 +122,48 @@ Expected<std::string> registry_dir(const EnvMap& env) {
   return dir;
 }
 
+namespace {
+
+// The entries of agents that are gone (killed, so that they could not remove
+// their own), and the half-written files of writers that are gone. A pid
+// reused since is told apart by its start time.
+void prune(const std::string& dir) {
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename();
+    std::size_t digits = name.find_first_not_of("0123456789");
+    if (digits == 0 || digits == std::string::npos) continue;
+    std::string rest = name.substr(digits);
+    if (rest != ".json" && rest != ".json.partial") continue;
+    pid_t pid = 0;
+    try {
+      pid = static_cast<pid_t>(std::stol(name.substr(0, digits)));
+    } catch (const std::exception&) {
+      continue;
+    }
+    bool gone = false;
+    if (rest == ".json") {
+      auto text = read_text(entry.path());
+      auto job = text ? from_json(*text) : std::nullopt;
+      gone = !job || job->pid != pid || process_start_ticks(pid) != job->start_ticks;
+    } else {
+      gone = !process_start_ticks(pid);
+    }
+    if (gone) ::unlink(entry.path().c_str());
+  }
+}
+
+}  // namespace
+
 Expected<Registration> Registration::create(const EnvMap& env, const RegisteredJob& job) {
   GANGRUN_TRY_ASSIGN(dir, registry_dir(env));
+  prune(*dir);
   std::string path = *dir + "/" + std::to_string(job.pid) + ".json";
   std::string partial = path + ".partial";
   {
     std::ofstream out(partial, std::ios::trunc);
-    // It may hold the job's secret: this user's alone, as its directory.
+    // It may hold the stacks key (derived from the job's secret, good for
+    // asking for stacks only): this user's alone, as its directory.
     ::chmod(partial.c_str(), 0600);
     out << to_json(job).dump() << "\n";
     if (!out) return fail(ErrorCode::io, "cannot write " + partial + ": " + std::strerror(errno));

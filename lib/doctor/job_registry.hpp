@@ -30,12 +30,14 @@ struct RegisteredJob {
   // environment's bin/ holds py-spy beside it); nullopt for other programs.
   std::optional<std::string> interpreter;
   // A job of several nodes: the store its agents meet at, where `gangrun
-  // stacks` asks every node's agent (agent/doctor_link.hpp), and the job's
-  // secret that seals what is written there (the file is this user's alone).
+  // stacks` asks every node's agent (agent/doctor_link.hpp), and the stacks
+  // key derived from the job's secret (rendezvous/signing.hpp: derived_key),
+  // which seals an ask and the answers and can do nothing else: the secret
+  // itself is never written here.
   struct Nodes {
     std::string store_host;
     int store_port = 0;
-    std::optional<std::string> secret;
+    std::optional<std::string> stacks_key;
   };
   std::optional<Nodes> nodes;
 };
@@ -46,6 +48,8 @@ Expected<std::string> registry_dir(const EnvMap& env);
 // Registers this process's job until the returned entry is destroyed.
 class Registration {
  public:
+  // Writes the job's file, after removing those of agents that are gone
+  // (a SIGKILL leaves its file behind).
   static Expected<Registration> create(const EnvMap& env, const RegisteredJob& job);
   Registration(Registration&& other) noexcept;
   Registration& operator=(Registration&&) = delete;

@@ -75,7 +75,8 @@ Expected<T> parse(const std::string& text, const char* what, Read read) {
 
 std::string to_json(const NodeRequest& request) {
   return json{{"why", request.why == NodeRequest::Why::hang ? "hang" : "asked"},
-              {"silent_for_s", request.silent_for_s}}
+              {"silent_for_s", request.silent_for_s},
+              {"ask", request.ask_id}}
       .dump();
 }
 
@@ -84,9 +85,14 @@ Expected<NodeRequest> node_request_from_json(const std::string& text) {
     std::string why = text_of(object, "why", 16);
     if (why != "hang" && why != "asked") invalid("why is neither hang nor asked");
     const json& silent = object.at("silent_for_s");
-    if (!silent.is_number()) invalid("silent_for_s is not a number");
+    // Only for a message: no number here decides anything, but it reaches the terminal.
+    constexpr double k_a_year_s = 365.0 * 24 * 3600;
+    if (!silent.is_number() || !(silent.get<double>() >= 0) || silent.get<double>() > k_a_year_s) {
+      invalid("silent_for_s is not a number of seconds between 0 and a year");
+    }
     return NodeRequest{.why = why == "hang" ? NodeRequest::Why::hang : NodeRequest::Why::asked,
-                       .silent_for_s = silent.get<double>()};
+                       .silent_for_s = silent.get<double>(),
+                       .ask_id = text_of(object, "ask", 64)};
   });
 }
 

@@ -6,12 +6,15 @@
 //   gangrun/run/doctor/silence/<round>/<agent>         how long this node's ranks have been
 //                                                     silent, in ms: an age, not a time, since
 //                                                     the nodes' clocks need not agree
-//   gangrun/run/doctor/requests/<round>                a counter: the latest request's number
-//   gangrun/run/doctor/request/<round>/<n>             a NodeRequest: read every rank's stack
-//   gangrun/run/doctor/answer/<round>/<n>/<agent>      a node's reading, in the report's form
+//   gangrun/run/doctor/answer/<round>/<n>/<agent>      a node's reading of request n, in the
+//                                                     report's form
 //
-// The writer seals every value but the counter with the job's secret
-// (rendezvous/signing.hpp), and the reader opens it.
+// The requests themselves (a NodeRequest each) are numbered and published by
+// the rendezvous' coordinator, which alone writes them
+// (rendezvous/keys.hpp: doctor_ask, doctor_request). Silences are sealed with
+// the job's secret, answers with the stacks key derived from it, so that
+// `gangrun stacks`, which holds only that key, can read them
+// (rendezvous/signing.hpp).
 #pragma once
 
 #include "doctor/stack_groups.hpp"
@@ -29,12 +32,6 @@ inline std::string prefix() { return "gangrun/run/doctor/"; }
 inline std::string silence(std::uint64_t round, const std::string& agent) {
   return prefix() + "silence/" + std::to_string(round) + "/" + agent;
 }
-inline std::string request_count(std::uint64_t round) {
-  return prefix() + "requests/" + std::to_string(round);
-}
-inline std::string request(std::uint64_t round, std::int64_t number) {
-  return prefix() + "request/" + std::to_string(round) + "/" + std::to_string(number);
-}
 inline std::string answer(std::uint64_t round, std::int64_t number, const std::string& agent) {
   return prefix() + "answer/" + std::to_string(round) + "/" + std::to_string(number) + "/" + agent;
 }
@@ -44,10 +41,13 @@ inline std::string answer(std::uint64_t round, std::int64_t number, const std::s
 // Why every node reads its ranks: the lead found the whole gang silent
 // (then every node acts on --on-hang once all have answered), or someone ran
 // `gangrun stacks`.
+// A node acts on no request: the lead stops the gang for a hang on its own
+// reading of the silences, and the other nodes only answer.
 struct NodeRequest {
   enum class Why { hang, asked };
   Why why = Why::asked;
-  double silent_for_s = 0;  // a hang's
+  double silent_for_s = 0;  // a hang's, for the message
+  std::string ask_id;       // the asker's own id for it (rendezvous/keys.hpp: doctor_ask)
 };
 
 std::string to_json(const NodeRequest& request);

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 
@@ -73,6 +74,7 @@ struct Coordinator::Impl {
     store::ConnectionId link = 0;
     std::uint64_t order = 0;  // joins before it
     Clock::time_point last_heard;
+    std::uint64_t beats = 0;  // its latest heartbeat's count: each must be higher
   };
 
   // A node's latest word on its workers, and when it was read.
@@ -95,7 +97,17 @@ struct Coordinator::Impl {
   asio::io_context& io;
   store::Server& server;
   CoordinatorSettings settings;
-  Signer signer;
+  Signer signer;  // bound to this job's nonce once it is published
+  // The stacks key's (signing.hpp: derived_key), which `gangrun stacks` asks
+  // with; nullopt without a secret.
+  std::optional<Signer> stacks_signer;
+  // The gang doctor's requests of the running round (keys::doctor_ask).
+  std::int64_t doctor_requests = 0;
+  // Asks it may still take at once: a burst, refilled a few a second.
+  double doctor_ask_budget = k_doctor_ask_burst;
+  Clock::time_point doctor_budget_at = Clock::now();
+  static constexpr double k_doctor_ask_burst = 10;
+  static constexpr double k_doctor_asks_per_second = 2;
   std::map<std::string, Agent> agents;  // joined and still connected
   std::map<store::ConnectionId, std::string> agent_of_link;
   std::set<std::string> welcomed;  // ids whose welcome (or refusal) is published
@@ -129,6 +141,7 @@ struct Coordinator::Impl {
         close_deadline(io_context),
         heartbeat_check(io_context),
         failure_window(io_context) {
+    publish_nonce();
     server.observe(store::ServerEvents{
         .run_key_set = [this](store::ConnectionId from, const std::string& key,
                               const std::string& value) { on_key(from, key, value); },
@@ -146,6 +159,21 @@ struct Coordinator::Impl {
     server.publish(key, signer.seal(key, message));
   }
 
+  // The job's nonce, sealed before the signer is bound to it: every agent
+  // reads it first, and every MAC from then on covers it, so nothing sealed
+  // for another job (or another start of this one) is believed here.
+  void publish_nonce() {
+    std::string nonce = new_job_nonce();
+    // Sealed for no run id: an agent of another job that shares the secret
+    // reads it too, joins, and is told which job this is.
+    server.publish(keys::nonce(), Signer(settings.secret, "").seal(keys::nonce(), nonce));
+    signer.bind_to_job(nonce);
+    if (!settings.secret || settings.secret->empty()) return;
+    stacks_signer.emplace(derived_key(*settings.secret, k_stacks_purpose, settings.run_id),
+                          settings.run_id);
+    stacks_signer->bind_to_job(nonce);
+  }
+
   // A message not believed: logged (the first few, then every 1000th, so a
   // flood cannot fill the log) and otherwise ignored.
   void reject(store::ConnectionId from, const std::string& why) {
@@ -160,6 +188,7 @@ struct Coordinator::Impl {
 
   void on_key(store::ConnectionId from, const std::string& key, const std::string& value) {
     std::string_view rest(key);
+    if (rest.starts_with(keys::k_doctor_prefix)) return on_doctor_key(from, key, value);
     if (!rest.starts_with(keys::k_prefix)) return;
     rest.remove_prefix(keys::k_prefix.size());
     if (rest.starts_with("join/")) return on_join(from, key, rest.substr(5), value);
@@ -169,8 +198,8 @@ struct Coordinator::Impl {
     Agent& agent = agents.at(link->second);
     auto message = signer.open(key, value);
     if (!message) return reject(from, message.error().message());
+    if (rest.starts_with("alive/")) return on_heartbeat(from, agent, *message);
     agent.last_heard = Clock::now();
-    if (rest.starts_with("alive/")) return;
     bool failed = rest.starts_with("failed/");
     if (!failed && !rest.starts_with("result/")) return;
     auto where = split_round_and_agent(rest.substr(rest.find('/') + 1));
@@ -230,16 +259,17 @@ struct Coordinator::Impl {
       spdlog::warn("rendezvous: turned away the agent on {}: {}", info->host, *wrong);
       return refuse(info->id, *wrong);
     }
+    if (auto holder = seat_holder(*info)) {
+      // The seat stays with the agent that has it; both sides hear of it.
+      std::string why = fmt::format(
+          "two agents claim node rank {}: the agent on {} holds it, the one on {} came later "
+          "and was turned away; give each node its own --node_rank",
+          info->node_rank, holder->info.host, info->host);
+      spdlog::warn("rendezvous: {}", why);
+      return refuse(info->id, why);
+    }
     welcomed.insert(info->id);
     publish(keys::welcome(info->id), "");
-    if (settings.static_ranks) {
-      for (const auto& [id, agent] : agents) {
-        if (agent.info.node_rank != info->node_rank) continue;
-        return finish(ended_with(2, fmt::format("two agents claim node rank {}: on {} and on {}; "
-                                                "give each node its own --node_rank",
-                                                info->node_rank, agent.info.host, info->host)));
-      }
-    }
     std::string id = info->id;
     spdlog::info("rendezvous: the agent on {} joined ({} now)", info->host, agents.size() + 1);
     agents[id] = Agent{std::move(*info), from, joins++, Clock::now()};
@@ -258,6 +288,66 @@ struct Coordinator::Impl {
     spdlog::info("rendezvous: {} waits as a spare for the next round", agents[id].info.host);
   }
 
+  // The agent that holds the static node rank info asks for, if any.
+  const Agent* seat_holder(const AgentInfo& info) const {
+    if (!settings.static_ranks) return nullptr;
+    for (const auto& [id, agent] : agents) {
+      if (agent.info.node_rank == info.node_rank) return &agent;
+    }
+    return nullptr;
+  }
+
+  // A heartbeat counts only when it is higher than the agent's last: an old
+  // one written again proves nothing about the agent's loop now.
+  void on_heartbeat(store::ConnectionId from, Agent& agent, const std::string& message) {
+    std::optional<std::int64_t> count = strings::parse_int(message);
+    if (!count || *count <= 0 || static_cast<std::uint64_t>(*count) <= agent.beats) {
+      return reject(from, fmt::format("a heartbeat of {} that is not above its last ({})",
+                                      agent.info.host, agent.beats));
+    }
+    agent.beats = static_cast<std::uint64_t>(*count);
+    agent.last_heard = Clock::now();
+  }
+
+  // ---- the gang doctor's requests -------------------------------------------------
+
+  // An ask (keys::doctor_ask) becomes the round's next request when its MAC
+  // is the job's or the stacks key's, for the running round, and not more
+  // often than 2 a second after a burst of 10 (each makes every node read
+  // its ranks).
+  // Without a secret anyone's ask is taken: a request only makes the nodes
+  // read and answer, never stop (the lead stops a hung gang on its own
+  // reading of the silences).
+  void on_doctor_key(store::ConnectionId from, const std::string& key, const std::string& value) {
+    std::string_view rest(key);
+    rest.remove_prefix(keys::k_doctor_prefix.size());
+    if (!rest.starts_with("ask/")) return;
+    auto where = split_round_and_agent(rest.substr(4));
+    if (!where || where->agent.empty() || where->agent.size() > 64 ||
+        !std::all_of(where->agent.begin(), where->agent.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; })) {
+      return reject(from, "a stack request's key is not ask/<round>/<letters and digits>");
+    }
+    auto message = signer.open(key, value);
+    if (!message && stacks_signer) message = stacks_signer->open(key, value);
+    if (!message) return reject(from, message.error().message());
+    if (!round || round->end || round->plan.round != where->round) {
+      return reject(
+          from, fmt::format("a stack request for round {}, which is not running", where->round));
+    }
+    Clock::time_point now = Clock::now();
+    doctor_ask_budget = std::min(
+        k_doctor_ask_burst,
+        doctor_ask_budget + k_doctor_asks_per_second *
+                                std::chrono::duration<double>(now - doctor_budget_at).count());
+    doctor_budget_at = now;
+    if (doctor_ask_budget < 1) return reject(from, "stack requests came faster than 2 a second");
+    doctor_ask_budget -= 1;
+    std::int64_t number = ++doctor_requests;
+    publish(keys::doctor_request(where->round, number), *message);
+    publish(keys::doctor_asked(where->agent), std::to_string(number));
+  }
+
   // The run id of a join that this job's secret sealed for another run id:
   // an agent of another job sharing the secret (its MAC covers its run id).
   std::optional<std::string> run_id_of_other_job(const std::string& key,
@@ -266,7 +356,9 @@ struct Coordinator::Impl {
     if (!signer.authenticated() || colon == std::string::npos) return std::nullopt;
     auto info = agent_info_from_json(value.substr(colon + 1));
     if (!info || info->run_id == settings.run_id) return std::nullopt;
-    if (!Signer(settings.secret, info->run_id).open(key, value)) return std::nullopt;
+    Signer theirs(settings.secret, info->run_id);
+    theirs.bind_to_job(signer.nonce());
+    if (!theirs.open(key, value)) return std::nullopt;
     return info->run_id;
   }
 
@@ -653,6 +745,7 @@ struct Coordinator::Impl {
     // struct with member initializers from inside the enclosing class.
     round = Round{};
     round->plan = plan;
+    doctor_requests = 0;
     for (const Member& member : plan.members) round->answers[member.id] = std::nullopt;
     spdlog::info("rendezvous: round {} (restart count {}): {} nodes, world size {}: {}", plan.round,
                  plan.restart_count, plan.members.size(), plan.world_size, summary);

@@ -1,8 +1,8 @@
 // The run-wide store keys of the rendezvous (store/key_spaces.hpp: they
 // survive rounds and workers never reach them). Agents write join, alive,
-// failed and result; the coordinator writes welcome, round, end, latest and
-// waiting,
-// and the store refuses those to every client (coordinator_only_prefixes).
+// failed and result; the coordinator writes nonce, welcome, round, end,
+// latest and waiting, and the store refuses those to every client
+// (coordinator_only_prefixes).
 // Every value is sealed with the job's secret (signing.hpp).
 #pragma once
 
@@ -24,6 +24,9 @@ inline std::string join(const std::string& agent) {
 inline std::string welcome(const std::string& agent) {
   return std::string(k_prefix) + "welcome/" + agent;
 }
+// The job's nonce (signing.hpp), published when the coordinator starts;
+// every agent reads it before it joins.
+inline std::string nonce() { return std::string(k_prefix) + "nonce"; }
 // The number of the latest round message, as decimal text.
 inline std::string latest() { return std::string(k_prefix) + "latest"; }
 // Round r's message: a RoundPlan, or the job's outcome.
@@ -51,11 +54,33 @@ inline std::string result(std::uint64_t r, const std::string& agent) {
   return std::string(k_prefix) + "result/" + std::to_string(r) + "/" + agent;
 }
 
+// The gang doctor's requests to every node of a round (read every rank's
+// stack): whoever asks (the round's lead, `gangrun stacks`) writes an ask
+// under a random id of its own, sealed (with the job's secret, or the
+// stacks key derived from it); the coordinator numbers the asks it believes
+// and publishes each as a request, so that no client can write, shift or
+// skip a request number. Each node waits for request 1, 2, ... of the round.
+// The answers and the silences are doctor/node_requests.hpp's.
+inline constexpr std::string_view k_doctor_prefix = "gangrun/run/doctor/";
+inline std::string doctor_ask(std::uint64_t round, const std::string& ask_id) {
+  return std::string(k_doctor_prefix) + "ask/" + std::to_string(round) + "/" + ask_id;
+}
+// The request an ask became: its number, as decimal text.
+inline std::string doctor_asked(const std::string& ask_id) {
+  return std::string(k_doctor_prefix) + "asked/" + ask_id;
+}
+inline std::string doctor_request(std::uint64_t round, std::int64_t number) {
+  return std::string(k_doctor_prefix) + "request/" + std::to_string(round) + "/" +
+         std::to_string(number);
+}
+
 // The keys only the coordinator writes (through store::Server::publish).
 inline std::vector<std::string> coordinator_only_prefixes() {
   std::string prefix(k_prefix);
-  return {prefix + "welcome/", prefix + "latest", prefix + "round/", prefix + "end/",
-          prefix + "waiting"};
+  std::string doctor(k_doctor_prefix);
+  return {prefix + "welcome/", prefix + "latest",   prefix + "round/",
+          prefix + "end/",     prefix + "waiting",  prefix + "nonce",
+          doctor + "asked/",   doctor + "request/", doctor + "requests/"};
 }
 
 }  // namespace gangrun::rendezvous::keys

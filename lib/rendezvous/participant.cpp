@@ -44,7 +44,8 @@ struct Participant::Impl {
   Clock::time_point last_answer = Clock::now();
   std::optional<std::uint64_t> current;  // the round this agent's workers run in
   bool reported = false;                 // its result for `current` is sent
-  bool over = false;                     // the job is done, or the store lost
+  bool ever_in_a_round = false;
+  bool over = false;  // the job is done, or the store lost
 
   Impl(boost::asio::io_context& io, ParticipantSettings values, ParticipantEvents handlers)
       : settings(std::move(values)),
@@ -90,14 +91,56 @@ struct Participant::Impl {
     next(std::move(*message));
   }
 
+  std::string store_text() const {
+    return fmt::format("{}:{}", settings.store.host, settings.store.port);
+  }
+
+  // The job's nonce comes first (signing.hpp): the join and everything after
+  // it are sealed for this start of this job only.
   void join() {
-    write(keys::join(settings.me.id), to_json(settings.me),
-          then<void>([this] { wait_for_welcome(); }),
-          settings.store.connect_timeout + settings.read_timeout);
+    writes.get(
+        keys::nonce(),
+        [this](Expected<std::string> value) {
+          if (over) return;
+          if (!value) {
+            return lose(Error(ErrorCode::store,
+                              fmt::format("reading the job's nonce from the store at {}: {} (is "
+                                          "another program listening on that port?)",
+                                          store_text(), value.error().message())));
+          }
+          on_nonce(*value);
+        },
+        settings.store.connect_timeout + settings.read_timeout);
     // The second connection is made now, beside the join, so that the wait
     // for the first round does not begin with a connection.
     waits.check({keys::latest()}, then<bool>([](bool) {}),
                 settings.store.connect_timeout + settings.read_timeout);
+  }
+
+  void on_nonce(const std::string& value) {
+    Signer unbound(settings.secret, "");
+    if (!unbound.authenticated() && looks_sealed(value)) {
+      over = true;
+      return events.refused(Error(
+          ErrorCode::usage,
+          fmt::format("the store at {} authenticates its agents with the job's secret, and this "
+                      "node has none: give every node the same GANGRUN_JOB_SECRET",
+                      store_text())));
+    }
+    auto nonce = unbound.open(keys::nonce(), value);
+    if (!nonce || !looks_like_nonce(*nonce)) {
+      over = true;
+      return events.refused(
+          Error(ErrorCode::usage,
+                fmt::format("the store at {} is not this job's: {}; give every node the same "
+                            "GANGRUN_JOB_SECRET, or check that no other program holds the port",
+                            store_text(),
+                            nonce ? "its job nonce is not one gangrun draws"
+                                  : strings::printable(nonce.error().message()))));
+    }
+    signer.bind_to_job(*nonce);
+    write(keys::join(settings.me.id), to_json(settings.me),
+          then<void>([this] { wait_for_welcome(); }), settings.read_timeout);
   }
 
   void wait_for_welcome() {
@@ -225,6 +268,8 @@ struct Participant::Impl {
     if (auto* outcome = std::get_if<JobOutcome>(&*next)) {
       over = true;
       heartbeat.cancel();
+      if (!ever_in_a_round && settings.me.node_rank >= 0)
+        return events.job_done(too_late(*outcome));
       return events.job_done(*outcome);
     }
     const auto& plan = std::get<RoundPlan>(*next);
@@ -242,10 +287,28 @@ struct Participant::Impl {
                                     number, settings.store.host, settings.store.port, *misfit)));
     }
     current = number;
+    ever_in_a_round = true;
     reported = false;
     waiting_since.reset();
     watch_round_end(number);
     events.round_assigned(plan, *me);
+  }
+
+  // A static node that comes after the job's outcome: its share of the job
+  // never ran, which is no success whatever the job's code was.
+  JobOutcome too_late(const JobOutcome& outcome) const {
+    std::string how = outcome.exit_code == 0
+                          ? std::string("succeeded")
+                          : fmt::format("ended with exit code {}{}{}", outcome.exit_code,
+                                        outcome.message.empty() ? "" : ": ", outcome.message);
+    return JobOutcome{
+        .exit_code = 3,
+        .message = fmt::format("the job at {} {} before this node (node rank {}) joined; its "
+                               "workers never ran here. Was this node started late, or twice?",
+                               store_text(), how, settings.me.node_rank),
+        .root_agent = "",
+        .stop_signal = std::nullopt,
+        .waited_for = {}};
   }
 
   // What this agent knows itself that a round must agree with; nullopt
@@ -312,6 +375,8 @@ void Participant::report_failure(const NodeReport& report) { impl_->report_failu
 void Participant::report_result(const NodeReport& report) { impl_->report_result(report); }
 
 const AgentInfo& Participant::me() const { return impl_->settings.me; }
+
+const std::string& Participant::job_nonce() const { return impl_->signer.nonce(); }
 
 std::optional<store::AsyncClient::Ends> Participant::store_connection() const {
   if (auto ends = impl_->writes.connection_ends()) return ends;

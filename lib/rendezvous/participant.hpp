@@ -75,6 +75,9 @@ class Participant {
   void report_result(const NodeReport& report);
 
   const AgentInfo& me() const;
+  // The job's nonce as the coordinator published it (signing.hpp); empty
+  // before this agent read it.
+  const std::string& job_nonce() const;
   // Both ends of the link's last connection to the store (nullopt before
   // the first): the local one is the address this node reaches the store
   // from (launch/network_interface.hpp).

@@ -11,6 +11,8 @@ namespace {
 
 constexpr std::size_t k_mac_hex_size = 2 * crypto_auth_hmacsha256_BYTES;
 
+bool lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
 // libsodium must be initialised before use; the call is idempotent and
 // thread-safe. It fails only when no source of randomness can be opened,
 // and nothing here can be done safely without one.
@@ -51,6 +53,7 @@ std::string Signer::mac_hex(std::string_view key, std::string_view message) cons
   crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(secret_.data()),
                               secret_.size());
   update(state, run_id_);
+  update(state, nonce_);
   update(state, key);
   update(state, message);
   std::array<unsigned char, crypto_auth_hmacsha256_BYTES> mac{};
@@ -64,14 +67,15 @@ std::string Signer::seal(std::string_view key, std::string_view message) const {
   return mac_hex(key, message) + ":" + std::string(message);
 }
 
+// Sealed: 64 hex digits and a colon. A message is JSON or a number, so one
+// without a MAC is never taken for sealed, wherever its own colons fall.
+bool looks_sealed(std::string_view value) {
+  return value.size() > k_mac_hex_size && value[k_mac_hex_size] == ':' &&
+         std::all_of(value.begin(), value.begin() + k_mac_hex_size, lower_hex);
+}
+
 Expected<std::string> Signer::open(std::string_view key, std::string_view value) const {
-  // Sealed: 64 hex digits and a colon. A message is JSON and starts with
-  // '{', so one without a MAC is never taken for sealed, wherever its own
-  // colons fall.
-  bool sealed = value.size() > k_mac_hex_size && value[k_mac_hex_size] == ':' &&
-                std::all_of(value.begin(), value.begin() + k_mac_hex_size, [](char c) {
-                  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-                });
+  bool sealed = looks_sealed(value);
   if (!authenticated()) return std::string(sealed ? value.substr(k_mac_hex_size + 1) : value);
   if (!sealed) {
     return fail(ErrorCode::store,
@@ -89,12 +93,43 @@ Expected<std::string> Signer::open(std::string_view key, std::string_view value)
   return std::string(message);
 }
 
-std::string new_job_secret() {
+namespace {
+
+template <std::size_t Size>
+std::string random_hex() {
   ensure_sodium();
-  std::array<unsigned char, 32> bytes{};
+  std::array<unsigned char, Size> bytes{};
   randombytes_buf(bytes.data(), bytes.size());
   std::string hex = to_hex(bytes.data(), bytes.size());
   sodium_memzero(bytes.data(), bytes.size());
+  return hex;
+}
+
+constexpr std::size_t k_nonce_bytes = 16;
+
+}  // namespace
+
+std::string new_job_secret() { return random_hex<32>(); }
+
+std::string new_job_nonce() { return random_hex<k_nonce_bytes>(); }
+
+bool looks_like_nonce(std::string_view text) {
+  return text.size() == 2 * k_nonce_bytes && std::all_of(text.begin(), text.end(), lower_hex);
+}
+
+std::string derived_key(std::string_view secret, std::string_view purpose,
+                        std::string_view run_id) {
+  ensure_sodium();
+  crypto_auth_hmacsha256_state state;
+  crypto_auth_hmacsha256_init(&state, reinterpret_cast<const unsigned char*>(secret.data()),
+                              secret.size());
+  update(state, purpose);
+  update(state, run_id);
+  std::array<unsigned char, crypto_auth_hmacsha256_BYTES> key{};
+  crypto_auth_hmacsha256_final(&state, key.data());
+  sodium_memzero(&state, sizeof state);
+  std::string hex = to_hex(key.data(), key.size());
+  sodium_memzero(key.data(), key.size());
   return hex;
 }
 

@@ -62,6 +62,43 @@ TEST_CASE("a registered job is found while it runs and forgotten when it ends", 
   CHECK(running_jobs(env).empty());
 }
 
+TEST_CASE("registering removes the files of agents that are gone, and holds no secret",
+          "[doctor]") {
+  TempDir dir;
+  gangrun::EnvMap env{{"XDG_RUNTIME_DIR", dir.path()}};
+  // A child that has exited: its pid names no running process of its start time.
+  pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  ::waitpid(child, nullptr, 0);
+  std::string gone = std::to_string(child);
+  dir.write("gangrun/" + gone + ".json",
+            "{\"pid\": " + gone +
+                ", \"start_ticks\": 1, \"run_id\": \"stale\", \"host\": \"h\", \"log_dir\": null, "
+                "\"program\": \"p\", \"interpreter\": null}\n");
+  dir.write("gangrun/" + gone + ".json.partial", "{");
+  dir.write("gangrun/notes.txt", "kept: not an agent's file");
+  RegisteredJob me{.pid = ::getpid(),
+                   .start_ticks = process_start_ticks(::getpid()).value(),
+                   .run_id = "job8",
+                   .host = "node0",
+                   .log_dir = std::nullopt,
+                   .program = "train.py",
+                   .interpreter = std::nullopt,
+                   .nodes = RegisteredJob::Nodes{
+                       .store_host = "127.0.0.1", .store_port = 29500, .stacks_key = "k"}};
+  auto registered = Registration::create(env, me);
+  REQUIRE(registered);
+  std::filesystem::path registry = dir.path() / "gangrun";
+  CHECK_FALSE(std::filesystem::exists(registry / (gone + ".json")));
+  CHECK_FALSE(std::filesystem::exists(registry / (gone + ".json.partial")));
+  CHECK(std::filesystem::exists(registry / "notes.txt"));
+  std::vector<RegisteredJob> jobs = running_jobs(env);
+  REQUIRE(jobs.size() == 1);
+  REQUIRE(jobs[0].nodes);
+  CHECK(jobs[0].nodes->stacks_key == "k");
+}
+
 TEST_CASE("a job's workers are the agent's grandchildren with a RANK", "[doctor]") {
   // This process stands for the agent, a shell for the shim, and a sleep with
   // RANK=5 for the worker; a sleep without RANK is not a worker.

@@ -22,10 +22,16 @@ RankStacks a_rank(int number, const std::string& function) {
 
 TEST_CASE("a node's request and answer read back as they were written", "[doctor]") {
   auto request = node_request_from_json(
-      to_json(NodeRequest{.why = NodeRequest::Why::hang, .silent_for_s = 3.5}));
+      to_json(NodeRequest{.why = NodeRequest::Why::hang, .silent_for_s = 3.5, .ask_id = "ab12"}));
   REQUIRE(request);
   CHECK(request->why == NodeRequest::Why::hang);
   CHECK(request->silent_for_s == 3.5);
+  CHECK(request->ask_id == "ab12");
+  // A silence reaches the terminal: a number of seconds within reason, or nothing.
+  for (const char* silence : {"-1", "1e300", "\"999\""}) {
+    CHECK_FALSE(node_request_from_json(std::string(R"({"why":"hang","ask":"x","silent_for_s":)") +
+                                       silence + "}"));
+  }
 
   RankStacks unreadable{
       .rank = 3, .host = "node1", .pid = 99, .threads = {}, .unavailable = "py-spy not found"};

@@ -168,6 +168,25 @@ class Cluster {
     REQUIRE(*done);
   }
 
+  // The value of key, which must exist.
+  std::string read(const std::string& key) {
+    wait_for_key(key);
+    auto client = stranger();
+    std::optional<Expected<std::string>> value;
+    client->get(key, [&](Expected<std::string> got) { value = std::move(got); });
+    run_until([&] { return value.has_value(); });
+    REQUIRE(*value);
+    return **value;
+  }
+
+  // A signer of the job's secret bound to this job's nonce, as an agent's.
+  Signer agent_signer() {
+    Signer signer(settings_.secret, settings_.run_id);
+    std::string sealed = read(keys::nonce());
+    signer.bind_to_job(*Signer(settings_.secret, "").open(keys::nonce(), sealed));
+    return signer;
+  }
+
   // Writes key = value through client; the result once the store answered.
   Expected<void> write(store::AsyncClient& client, const std::string& key,
                        const std::string& value) {
@@ -310,13 +329,39 @@ TEST_CASE("static: a node whose connection closes is lost, and the others exit 3
   CHECK(a.outcome->message.find("lost the node b") != std::string::npos);
 }
 
-TEST_CASE("static: two agents with one node rank end the job with a usage error", "[rendezvous]") {
+TEST_CASE("static: a second agent with a node rank already held is turned away; the job goes on",
+          "[rendezvous]") {
   Cluster cluster(static_nodes(2));
   TestNode& a = cluster.join("a", 1, 0);
+  cluster.wait_for_key(keys::welcome("a-id"));
   TestNode& b = cluster.join("b", 1, 0);
-  cluster.run_until([&] { return a.outcome && b.outcome; });
-  CHECK(a.outcome->exit_code == 2);
-  CHECK(a.outcome->message.find("node rank 0") != std::string::npos);
+  cluster.run_until([&] { return b.refused.has_value(); });
+  CHECK(b.refused->exit_code() == 2);
+  CHECK_THAT(b.refused->message(), Catch::Contains("node rank 0") && Catch::Contains("holds it"));
+  TestNode& c = cluster.join("c", 1, 1);
+  cluster.run_until([&] { return a.running && c.running; });
+  a.finish_round(true);
+  c.finish_round(true);
+  cluster.run_until([&] { return a.outcome && c.outcome; });
+  CHECK(a.outcome->exit_code == 0);
+}
+
+TEST_CASE("static: a node that joins after the job's outcome exits 3 naming it", "[rendezvous]") {
+  Cluster cluster(static_nodes(1));
+  TestNode& a = cluster.join("a", 1, 0);
+  cluster.run_until([&] { return a.running; });
+  a.finish_round(true);
+  cluster.run_until([&] { return a.outcome.has_value(); });
+  TestNode& late = cluster.join("late", 1, 0);
+  cluster.run_until([&] { return late.outcome || late.refused; });
+  // Its rank is taken (by an agent that has left, or not): either way it says so.
+  if (late.refused) {
+    CHECK(late.refused->exit_code() == 2);
+  } else {
+    CHECK(late.outcome->exit_code == 3);
+    CHECK_THAT(late.outcome->message, Catch::Contains("succeeded before this node"));
+  }
+  CHECK(late.rounds.empty());
 }
 
 TEST_CASE("static: nodes missing after the join timeout end the job with exit 3", "[rendezvous]") {
@@ -523,7 +568,7 @@ TEST_CASE("a fake agent that joins and then says nothing is lost within the hear
                  .node_rank = 1,
                  .local_world_size = 1,
                  .run_id = "job"};
-  Signer signer(k_secret, "job");
+  Signer signer = cluster.agent_signer();
   REQUIRE(
       cluster.write(*silent, keys::join(info.id), signer.seal(keys::join(info.id), to_json(info))));
   cluster.run_until([&] { return a.outcome.has_value(); });
@@ -624,6 +669,74 @@ TEST_CASE("in the failure window, a node that succeeded and one that failed end 
   CHECK(a.outcome->exit_code == 7);
   CHECK(a.outcome->message == "rank 0 on a failed (exit code 7)");
   CHECK(b.outcome->exit_code == 7);
+}
+
+}  // namespace
+}  // namespace gangrun::rendezvous
+
+namespace gangrun::rendezvous {
+namespace {
+
+TEST_CASE("a join read from another job's store is not believed, even with its secret and run id",
+          "[rendezvous][security]") {
+  // Two jobs started the documented way: one secret file, the default run id.
+  Cluster first(with_secret(static_nodes(2)));
+  TestNode& a = first.join("a", 1, 0);
+  TestNode& b = first.join("b", 1, 1);
+  first.run_until([&] { return a.running && b.running; });
+  std::string join = first.read(keys::join("b-id"));
+  std::string beat = first.read(keys::alive("b-id"));
+
+  Cluster second(with_secret(static_nodes(2)));
+  TestNode& a2 = second.join("a2", 1, 0);
+  auto stranger = second.stranger();
+  // Byte for byte: the store takes it, the coordinator does not.
+  REQUIRE(second.write(*stranger, keys::join("b-id"), join));
+  CHECK(second.write(*stranger, keys::alive("b-id"), beat));
+  TestNode& b2 = second.join("b2", 1, 1);
+  second.run_until([&] { return a2.running && b2.running; });
+  REQUIRE(a2.rounds.size() == 1);
+  CHECK(a2.rounds[0].member("b2-id") != nullptr);
+  CHECK(a2.rounds[0].member("b-id") == nullptr);
+  a2.finish_round(true);
+  b2.finish_round(true);
+  second.run_until([&] { return a2.outcome && b2.outcome; });
+  CHECK(a2.outcome->exit_code == 0);
+}
+
+TEST_CASE(
+    "a stack request is the coordinator's to number: strangers can neither write nor shift one",
+    "[rendezvous][security]") {
+  Cluster cluster(with_secret(static_nodes(1)));
+  TestNode& a = cluster.join("a", 1, 0);
+  cluster.run_until([&] { return a.running; });
+  for (const std::string& key :
+       {keys::doctor_request(0, 1), std::string(keys::k_doctor_prefix) + "requests/0",
+        keys::doctor_asked("x")}) {
+    auto stranger = cluster.stranger();
+    CHECK_FALSE(cluster.write(*stranger, key, R"({"why":"hang","silent_for_s":999,"ask":"x"})"));
+  }
+  // An ask without the job's MAC is not published.
+  auto stranger = cluster.stranger();
+  CHECK(cluster.write(*stranger, keys::doctor_ask(0, "forged"),
+                      R"({"why":"hang","silent_for_s":999,"ask":"forged"})"));
+  // One with it is, as request 1, and says which ask it was.
+  Signer signer = cluster.agent_signer();
+  std::string request = R"({"why":"asked","silent_for_s":0,"ask":"mine"})";
+  CHECK(cluster.write(*stranger, keys::doctor_ask(0, "mine"),
+                      signer.seal(keys::doctor_ask(0, "mine"), request)));
+  CHECK(*signer.open(keys::doctor_asked("mine"), cluster.read(keys::doctor_asked("mine"))) == "1");
+  CHECK(*signer.open(keys::doctor_request(0, 1), cluster.read(keys::doctor_request(0, 1))) ==
+        request);
+  // The stacks key (what `gangrun stacks` holds) may ask too.
+  Signer stacks(derived_key(k_secret, k_stacks_purpose, "job"), "job");
+  stacks.bind_to_job(signer.nonce());
+  std::string again = R"({"why":"asked","silent_for_s":0,"ask":"cli"})";
+  CHECK(cluster.write(*stranger, keys::doctor_ask(0, "cli"),
+                      stacks.seal(keys::doctor_ask(0, "cli"), again)));
+  CHECK(*signer.open(keys::doctor_asked("cli"), cluster.read(keys::doctor_asked("cli"))) == "2");
+  a.finish_round(true);
+  cluster.run_until([&] { return a.outcome.has_value(); });
 }
 
 }  // namespace
