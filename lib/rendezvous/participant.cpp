@@ -97,19 +97,24 @@ struct Participant::Impl {
 
   // The job's nonce comes first (signing.hpp): the join and everything after
   // it are sealed for this start of this job only.
+  // The coordinator publishes it before its store serves anyone: a store
+  // without it is not a gangrun job's (another program holds the port).
   void join() {
-    writes.get(
-        keys::nonce(),
-        [this](Expected<std::string> value) {
-          if (over) return;
-          if (!value) {
-            return lose(Error(ErrorCode::store,
-                              fmt::format("reading the job's nonce from the store at {}: {} (is "
-                                          "another program listening on that port?)",
-                                          store_text(), value.error().message())));
+    writes.check(
+        {keys::nonce()}, then<bool>([this](bool exists) {
+          if (!exists) {
+            over = true;
+            return events.refused(Error(
+                ErrorCode::usage,
+                fmt::format("the store at {} is not a gangrun job's (it has no job nonce): "
+                            "another program holds the port, or an older gangrun; stop it, or "
+                            "give every node another --master_port",
+                            store_text())));
           }
-          on_nonce(*value);
-        },
+          writes.get(keys::nonce(),
+                     then<std::string>([this](const std::string& value) { on_nonce(value); }),
+                     settings.read_timeout);
+        }),
         settings.store.connect_timeout + settings.read_timeout);
     // The second connection is made now, beside the join, so that the wait
     // for the first round does not begin with a connection.

@@ -19,7 +19,7 @@ from test_control_plane import LOOPBACK, RDZV, ControlPlaneCase, message_of, wai
 DOCTOR = "gangrun/run/doctor/"
 
 
-class Replay(ControlPlaneCase):
+class StrangerCase(ControlPlaneCase):
     def ready_file_of(self, job):
         return self.path(f"{job}-ready.{{rank}}")
 
@@ -42,6 +42,8 @@ class Replay(ControlPlaneCase):
         with self.stranger() as wire:
             return {key: wait_get(wire, key) for key in keys}
 
+
+class Replay(StrangerCase):
     def test_a_join_and_heartbeat_of_another_job_with_the_same_secret_take_no_seat(self):
         # Job A, started the documented way: a shared secret, the default run id. While it
         # runs, a stranger reads node 1's join and heartbeat from its store.
@@ -70,6 +72,31 @@ class Replay(ControlPlaneCase):
         for proc in (head_b, node_b):
             self.assertExit(self.finish(proc), 0)
         self.assertIn("rendezvous: ignored a message", self.stderr_of(head_b))
+
+
+class Strangers(StrangerCase):
+    def test_a_store_that_is_not_this_jobs_is_named(self):
+        with store_wire.ServedStore(self) as squatter:
+            self.port = squatter.port
+            result = self.finish(self.agent(1, self.worker()))
+        self.assertExit(result, 2)
+        self.assertIn(f"the store at {LOOPBACK}:{squatter.port} is not a gangrun job's", result.stderr)
+        self.assertEqual(self.recorded_pids(), [], "a worker started")
+
+    def test_a_node_with_another_secret_is_told_so_after_a_flood_of_junk_joins(self):
+        head = self.agent(0, self.worker())
+        harness.wait_for(self.listening, EVENT_TIMEOUT, "the head to listen")
+        junk = json.dumps({"id": "x", "host": "x", "address": "x", "node_rank": 1, "local_world_size": 1,
+                           "run_id": "none"})
+        with self.stranger() as wire:
+            for number in range(1001):
+                wire.set(f"{RDZV}join/junk{number}", junk)
+            wire.num_keys()  # the store has taken them
+        other = self.finish(self.agent(1, self.worker(), secret="another-secret-of-this-test-0123"))
+        self.assertExit(other, 2)
+        self.assertIn("GANGRUN_JOB_SECRET", other.stderr)
+        head.send_signal(15)
+        self.assertNotEqual(self.finish(head).returncode, 0)
 
 
 class DoctorKeys(ControlPlaneCase):
