@@ -388,9 +388,11 @@ void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, d
   }
   if (round_over_) {
     // The lead's own ranks are done, the others' hung: stop_hung_ tells the
-    // coordinator, which ends the round on every node.
+    // coordinator, which ends the round on every node. Else the round ended
+    // (a signal, a failure) before --on-hang could act.
+    if (!watches_others_after_end()) return deliver_if_over();
     if (action == config::OnHang::report) {
-      if (watches_others_after_end()) watch_->watch_again();
+      watch_->watch_again();
       return deliver_if_over();
     }
     hang_acted_ = true;
