@@ -1,6 +1,7 @@
 #include "agent/doctor_link.hpp"
 
 #include "rendezvous/keys.hpp"
+#include "rendezvous/participant.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
@@ -34,6 +35,12 @@ void DoctorLink::round_started(std::uint64_t round, std::vector<std::string> mem
                                const std::string& job_nonce) {
   signer_.bind_to_job(job_nonce);
   answers_.bind_to_job(job_nonce);
+  if (!claimed_) {
+    // Protected from now on, like the participant's connections.
+    claimed_ = true;
+    rendezvous::claim_connection(writes_, signer_, settings_.agent_id);
+    rendezvous::claim_connection(waits_, signer_, settings_.agent_id);
+  }
   round_ = round;
   members_ = std::move(members);
   next_request_ = 1;

@@ -83,7 +83,9 @@ class DoctorLink {
   std::optional<std::uint64_t> round_;
   std::vector<std::string> members_;
   std::int64_t next_request_ = 1;
-  std::uint64_t generation_ = 0;  // one request loop per round: an older loop stops
+  std::uint64_t generation_ = 0;
+  bool claimed_ = false;  // both connections are the agent's protected ones  // one request loop
+                          // per round: an older loop stops
   bool silence_in_flight_ = false;
 };
 

@@ -110,6 +110,12 @@ struct Coordinator::Impl {
   static constexpr double k_doctor_asks_per_second = 2;
   std::map<std::string, Agent> agents;  // joined and still connected
   std::map<store::ConnectionId, std::string> agent_of_link;
+  // Connection tokens (keys::connection) already taken: each protects only
+  // the connection that wrote it first.
+  std::set<std::string> connection_tokens;
+  // Other connections protected for each agent (its waits, the doctor's).
+  std::map<std::string, int> protected_connections;
+  static constexpr int k_max_connections_per_agent = 4;
   std::set<std::string> welcomed;  // ids whose welcome (or refusal) is published
   std::uint64_t joins = 0;
   std::uint64_t rejected = 0;  // messages not believed
@@ -192,6 +198,7 @@ struct Coordinator::Impl {
     if (!rest.starts_with(keys::k_prefix)) return;
     rest.remove_prefix(keys::k_prefix.size());
     if (rest.starts_with("join/")) return on_join(from, key, rest.substr(5), value);
+    if (rest.starts_with("conn/")) return on_connection(from, key, rest.substr(5), value);
     // Whatever else an agent writes counts only on the link it joined with.
     auto link = agent_of_link.find(from);
     if (link == agent_of_link.end()) return reject(from, key + " was written by no agent's link");
@@ -286,6 +293,28 @@ struct Coordinator::Impl {
       return;
     }
     spdlog::info("rendezvous: {} waits as a spare for the next round", agents[id].info.host);
+  }
+
+  // One of an agent's other connections: protected like its link, when
+  // sealed for this job (with a secret) and while the agent has fewer than
+  // k_max_connections_per_agent (without a secret anyone may claim a few).
+  void on_connection(store::ConnectionId from, const std::string& key, std::string_view rest,
+                     const std::string& value) {
+    std::size_t slash = rest.find('/');
+    if (slash == std::string_view::npos) return reject(from, key + " names no token");
+    std::string agent(rest.substr(0, slash));
+    auto message = signer.open(key, value);
+    if (!message) return reject(from, message.error().message());
+    if (!connection_tokens.insert(key).second) {
+      return reject(from, key + " was written before, by another connection");
+    }
+    if (!agents.contains(agent)) return reject(from, key + ": no agent " + agent + " has joined");
+    int& count = protected_connections[agent];
+    if (count >= k_max_connections_per_agent || agent_of_link.contains(from)) {
+      return reject(from, key + ": the agent's connections are protected already");
+    }
+    ++count;
+    server.protect(from);
   }
 
   // The agent that holds the static node rank info asks for, if any.
@@ -416,6 +445,7 @@ struct Coordinator::Impl {
                   const std::string& why, bool close_link = false) {
     Agent agent = std::move(agents.at(id));
     agents.erase(id);
+    protected_connections.erase(id);
     agent_of_link.erase(agent.link);
     if (close_link) server.disconnect(agent.link, "the rendezvous dropped its agent: " + why);
     const std::string& host = agent.info.host;

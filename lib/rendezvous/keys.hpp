@@ -46,6 +46,14 @@ inline std::string failed(std::uint64_t r, const std::string& agent) {
 inline std::string alive(const std::string& agent) {
   return std::string(k_prefix) + "alive/" + agent;
 }
+// Written by each of an agent's other connections to the store (its waits,
+// the gang doctor's two) as their first word, under a random token of the
+// connection's own: the coordinator protects the connection that wrote it
+// first (store::Server::protect), so that no storm of strangers' connections
+// can take its place.
+inline std::string connection(const std::string& agent, const std::string& token) {
+  return std::string(k_prefix) + "conn/" + agent + "/" + token;
+}
 // What the coordinator waits for ("node rank 2 to join ..."), rewritten
 // every 10 s; empty when it waits for nothing.
 inline std::string waiting() { return std::string(k_prefix) + "waiting"; }

@@ -153,6 +153,7 @@ struct Participant::Impl {
     writes.get(key, then<std::string>([this, key](const std::string& value) {
                  auto answer = signer.open(key, value);
                  if (answer && answer->empty()) {
+                   claim_connection(waits, signer, settings.me.id);
                    // The first heartbeat one interval from now: reading the
                    // round comes first on the link.
                    last_tick = last_answer = Clock::now();
@@ -366,6 +367,13 @@ struct Participant::Impl {
           then<void>([this, number] { wait_for_round(number + 1); }), settings.read_timeout);
   }
 };
+
+void claim_connection(store::AsyncClient& client, const Signer& signer,
+                      const std::string& agent_id) {
+  std::string key = keys::connection(agent_id, new_job_nonce());
+  client.set(
+      key, signer.seal(key, ""), [](const Expected<void>&) {}, std::chrono::seconds(10));
+}
 
 Participant::Participant(boost::asio::io_context& io, ParticipantSettings settings,
                          ParticipantEvents events)

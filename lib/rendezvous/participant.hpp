@@ -17,6 +17,7 @@
 #pragma once
 
 #include "rendezvous/messages.hpp"
+#include "rendezvous/signing.hpp"
 #include "store/async_client.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -55,6 +56,12 @@ struct ParticipantEvents {
   // The coordinator turned this agent away (another job's store): exit 2.
   std::function<void(const Error& error)> refused;
 };
+
+// Makes `client` one of this agent's protected connections (keys::connection):
+// its first word to the store, sealed for the job. Call once the agent is
+// welcomed, before anything else on that connection.
+void claim_connection(store::AsyncClient& client, const Signer& signer,
+                      const std::string& agent_id);
 
 class Participant {
  public:
