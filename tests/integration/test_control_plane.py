@@ -368,6 +368,30 @@ class Secrets(ControlPlaneCase):
         self.assertIn("unset one of them", both.stderr)
         self.assert_nothing_started()
 
+    def test_a_secret_file_others_may_read_or_a_blank_or_split_secret_are_usage_errors(self):
+        worker = self.worker()
+        args = ["--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK, "--master_port", self.port, *worker]
+        path = self.path("secret")
+        with open(path, "w") as f:
+            f.write(SECRET + "\n")
+        os.chmod(path, 0o640)
+        shared = self.gangrun(args, env=harness.clean_env(GANGRUN_JOB_SECRET_FILE=path))
+        self.assertExit(shared, 2)
+        self.assertIn(f"GANGRUN_JOB_SECRET_FILE={path}: the job secret file has mode 0640", shared.stderr)
+        self.assertIn(f"chmod 600 {path}", shared.stderr)
+        for text, words in ((" " * 17, "empty or only white space"), (SECRET + "\n" + SECRET, "more than one line")):
+            for env in (harness.clean_env(GANGRUN_JOB_SECRET=text), None):
+                if env is None:
+                    with open(path, "w") as f:
+                        f.write(text + "\n")
+                    os.chmod(path, 0o600)
+                    env = harness.clean_env(GANGRUN_JOB_SECRET_FILE=path)
+                result = self.gangrun(args, env=env)
+                self.assertExit(result, 2)
+                self.assertIn(words, result.stderr)
+                self.assertNotIn(SECRET, result.stderr)
+        self.assert_nothing_started()
+
 
 if __name__ == "__main__":
     harness.main()
