@@ -107,4 +107,8 @@ Expected<std::optional<JobSecret>> read_job_secret(const EnvMap& env) {
 
 void remove_job_secret(EnvMap& env) { env.erase(std::string(k_job_secret_variable)); }
 
+void erase_job_secret_from_this_process() {
+  erase_from_process_environment(std::string(k_job_secret_variable));
+}
+
 }  // namespace gangrun::launch

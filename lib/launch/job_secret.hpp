@@ -52,4 +52,15 @@ Expected<void> check_secret_file_access(const std::string& origin, mode_t mode, 
 // gangrun's own, and a training script has no use for the secret.
 void remove_job_secret(EnvMap& env);
 
+// Erases GANGRUN_JOB_SECRET from this process' own environment: the value's
+// bytes in place, then the variable. /proc/PID/environ shows the block the
+// kernel wrote at exec, which environ's strings point into, so that the
+// secret read once (into gangrun's EnvMap, which every part of gangrun reads
+// instead of environ) is no longer there for whoever may read this
+// process' environment: its own workers, which run as the same user. What
+// gangrun gives the hosts it starts (srun's environment, ssh's first line of
+// input) comes from that EnvMap. Call before any thread starts (setenv's
+// rules).
+void erase_job_secret_from_this_process();
+
 }  // namespace gangrun::launch

@@ -356,6 +356,28 @@ class Secrets(ControlPlaneCase):
         for rank in (0, 1):
             self.assertNotIn("GANGRUN_JOB_SECRET", self.read_json(self.path(f"env.{rank}.json"))["env"])
 
+    def test_the_agent_erases_the_secret_from_its_own_environment(self):
+        # Its workers run as the same user, so they may read /proc/<agent>/environ: the agent
+        # reads the secret once and overwrites it there. The nodes still authenticate each
+        # other with it (a stranger's join is turned away in the tests above).
+        worker = ["--python", "/usr/bin/python3", os.path.join(harness.HERE, "ancestor_environ_worker.py"),
+                  self.path("environ.{rank}.json")]
+        head = self.agent(0, worker)
+        other = self.agent(1, worker)
+        for proc in (head, other):
+            self.assertExit(self.finish(proc), 0)
+        for rank, agent in ((0, head), (1, other)):
+            seen = self.read_json(self.path(f"environ.{rank}.json"))
+            self.assertIn(str(agent.pid), seen["ancestors"], f"rank {rank}'s agent is not among its ancestors")
+            agent_env = seen["ancestors"][str(agent.pid)]
+            self.assertIn("GANGRUN_JOB_SECRET=", agent_env, "the variable's name stays, its value is gone")
+            self.assertNotIn(f"GANGRUN_JOB_SECRET={SECRET}", agent_env)
+            for pid, entries in seen["ancestors"].items():
+                self.assertFalse([entry for entry in entries if SECRET in entry],
+                                 f"rank {rank}'s ancestor {pid} shows the secret in its environment")
+            self.assertNotIn("GANGRUN_JOB_SECRET", seen["env"])
+            self.assertFalse([value for value in seen["env"].values() if SECRET in value])
+
     def test_a_short_secret_or_two_sources_are_usage_errors(self):
         worker = self.worker()
         args = ["--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK, "--master_port", self.port, *worker]
