@@ -11,9 +11,11 @@
 #include "launch/plan_checks.hpp"
 #include "logging/logging.hpp"
 #include "preflight/checks.hpp"
+#include "preflight/json_fields.hpp"
 #include "preflight/report_text.hpp"
 #include "preflight/worker_script.hpp"
 #include "util/exit_codes.hpp"
+#include "util/strings.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -111,9 +113,10 @@ std::optional<nlohmann::json> read_answer(const std::string& path) {
 }
 
 bool printed_here(const nlohmann::json& answer) {
-  const nlohmann::json& ranks = answer.value("ranks", nlohmann::json::array());
-  if (ranks.empty() || ranks[0].is_null()) return true;
-  return answer.value("this_node", 0) == ranks[0].value("node_rank", 0);
+  const nlohmann::json& ranks = preflight::field(answer, "ranks");
+  if (!ranks.is_array() || ranks.empty() || ranks[0].is_null()) return true;
+  return preflight::value_of(answer, "this_node", 0) ==
+         preflight::value_of(ranks[0], "node_rank", 0);
 }
 
 // Runs the checks on this node (and, through the rendezvous, on every node
@@ -168,7 +171,7 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
     checks = preflight::judge(*answer);
   } catch (const nlohmann::json::exception& error) {
     return fail(ErrorCode::store, "preflight: the head node's answer " + answer_path +
-                                      " does not read: " + error.what());
+                                      " does not read: " + strings::printable(error.what()));
   }
   bool failed = preflight::any_failed(checks);
   if (launch_options.json) {
@@ -178,8 +181,8 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   } else {
     const nlohmann::json& head = (*answer)["ranks"][0];
     std::cout << "preflight " << (failed ? "FAILED" : "passed") << "; the table is on node "
-              << head.value("node_rank", 0) << " (" << head.value("host", std::string("?"))
-              << ")\n";
+              << preflight::value_of(head, "node_rank", 0) << " ("
+              << strings::printable(preflight::value_of(head, "host", std::string("?"))) << ")\n";
   }
   return failed ? exit_codes::k_preflight : exit_codes::k_success;
 }
