@@ -6,6 +6,7 @@
 #include "agent/tool_start.hpp"
 #include "commands/launch_command.hpp"
 #include "launch/files.hpp"
+#include "launch/job_secret.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
@@ -13,6 +14,7 @@
 #include "preflight/checks.hpp"
 #include "preflight/json_fields.hpp"
 #include "preflight/report_text.hpp"
+#include "preflight/sealing.hpp"
 #include "preflight/worker_script.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
@@ -152,6 +154,14 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   plan->host_env["GANGRUN_PREFLIGHT_LOG_DIR"] = plan->log_dir.value_or(fs::current_path().string());
   plan->host_env["GANGRUN_PREFLIGHT_NODE"] = node_json(*plan, probes).dump();
   plan->host_env["GANGRUN_PREFLIGHT_BACKEND"] = nccl ? "nccl" : "gloo";
+  // The workers seal what they exchange with a key derived from the job's
+  // secret, never the secret itself (preflight/sealing.hpp). Also on one
+  // node: its store's port is open to the host's other users.
+  GANGRUN_TRY_ASSIGN(secret, launch::read_job_secret(env));
+  if (*secret) {
+    plan->host_env[std::string(preflight::k_preflight_key_variable)] =
+        preflight::preflight_key((*secret)->value, plan->run_id);
+  }
 
   agent::RunResult ran = agent::run(*plan);
   if (ran.die_by_signal) {
