@@ -5,6 +5,7 @@
 #include "config/hostfile.hpp"
 #include "config/option_names.hpp"
 #include "config/option_table.hpp"
+#include "launch/job_secret.hpp"
 #include "launch/program.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
@@ -217,7 +218,10 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   for (std::size_t i = 0; i < commands->size(); ++i) {
     tools.push_back({.name = "ssh to " + options.hosts.hosts[i].host, .argv = (*commands)[i]});
   }
-  GANGRUN_TRY_ASSIGN(statuses, supervise_tools(tools, env,
+  // ssh takes the secret on its input; its own environment need not hold it.
+  EnvMap tool_env = env;
+  launch::remove_job_secret(tool_env);
+  GANGRUN_TRY_ASSIGN(statuses, supervise_tools(tools, tool_env,
                                                ToolRun{.stop_by = StopBy::closing_stdin,
                                                        .first_stdin_line = *secret,
                                                        .stop_rest_on_failure = true}));

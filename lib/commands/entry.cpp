@@ -7,6 +7,7 @@
 #include "commands/store_command.hpp"
 #include "commands/text_commands.hpp"
 #include "config/cli.hpp"
+#include "launch/job_secret.hpp"
 #include "logging/logging.hpp"
 #include "probe/probe_mode.hpp"
 #include "util/exit_codes.hpp"
@@ -67,6 +68,9 @@ int report_error(const Error& error) {
 int gangrun_main(int argc, char** argv) {
   logging::setup_default_logging();
   EnvMap env = current_environment();
+  // Read once into env; from here on it is in no environment a worker of
+  // this user can read (/proc/PID/environ).
+  launch::erase_job_secret_from_this_process();
   Expected<config::Command> command = config::parse_command_line(argc, argv, env);
   if (!command) return report_error(command.error());
   Expected<int> code = dispatch(*command, env);

@@ -6,14 +6,18 @@
 #include "agent/tool_start.hpp"
 #include "commands/launch_command.hpp"
 #include "launch/files.hpp"
+#include "launch/job_secret.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
 #include "logging/logging.hpp"
 #include "preflight/checks.hpp"
+#include "preflight/json_fields.hpp"
 #include "preflight/report_text.hpp"
+#include "preflight/sealing.hpp"
 #include "preflight/worker_script.hpp"
 #include "util/exit_codes.hpp"
+#include "util/strings.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -111,9 +115,10 @@ std::optional<nlohmann::json> read_answer(const std::string& path) {
 }
 
 bool printed_here(const nlohmann::json& answer) {
-  const nlohmann::json& ranks = answer.value("ranks", nlohmann::json::array());
-  if (ranks.empty() || ranks[0].is_null()) return true;
-  return answer.value("this_node", 0) == ranks[0].value("node_rank", 0);
+  const nlohmann::json& ranks = preflight::field(answer, "ranks");
+  if (!ranks.is_array() || ranks.empty() || ranks[0].is_null()) return true;
+  return preflight::value_of(answer, "this_node", 0) ==
+         preflight::value_of(ranks[0], "node_rank", 0);
 }
 
 // Runs the checks on this node (and, through the rendezvous, on every node
@@ -149,6 +154,14 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   plan->host_env["GANGRUN_PREFLIGHT_LOG_DIR"] = plan->log_dir.value_or(fs::current_path().string());
   plan->host_env["GANGRUN_PREFLIGHT_NODE"] = node_json(*plan, probes).dump();
   plan->host_env["GANGRUN_PREFLIGHT_BACKEND"] = nccl ? "nccl" : "gloo";
+  // The workers seal what they exchange with a key derived from the job's
+  // secret, never the secret itself (preflight/sealing.hpp). Also on one
+  // node: its store's port is open to the host's other users.
+  GANGRUN_TRY_ASSIGN(secret, launch::read_job_secret(env));
+  if (*secret) {
+    plan->host_env[std::string(preflight::k_preflight_key_variable)] =
+        preflight::preflight_key((*secret)->value, plan->run_id);
+  }
 
   agent::RunResult ran = agent::run(*plan);
   if (ran.die_by_signal) {
@@ -168,7 +181,7 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
     checks = preflight::judge(*answer);
   } catch (const nlohmann::json::exception& error) {
     return fail(ErrorCode::store, "preflight: the head node's answer " + answer_path +
-                                      " does not read: " + error.what());
+                                      " does not read: " + strings::printable(error.what()));
   }
   bool failed = preflight::any_failed(checks);
   if (launch_options.json) {
@@ -178,8 +191,8 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   } else {
     const nlohmann::json& head = (*answer)["ranks"][0];
     std::cout << "preflight " << (failed ? "FAILED" : "passed") << "; the table is on node "
-              << head.value("node_rank", 0) << " (" << head.value("host", std::string("?"))
-              << ")\n";
+              << preflight::value_of(head, "node_rank", 0) << " ("
+              << strings::printable(preflight::value_of(head, "host", std::string("?"))) << ")\n";
   }
   return failed ? exit_codes::k_preflight : exit_codes::k_success;
 }

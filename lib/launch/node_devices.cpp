@@ -3,6 +3,7 @@
 #include "accel/cpu_backend.hpp"
 #include "accel/cuda_visibility.hpp"
 #include "accel/rocm_sysfs.hpp"
+#include "launch/job_secret.hpp"
 #include "probe/probe_runner.hpp"
 #include "util/host.hpp"
 #include "util/strings.hpp"
@@ -154,7 +155,10 @@ bool launch_needs_devices(const config::Options& options) {
   return counts_devices || selects || writes_masks || names_kind || options.numa_binding;
 }
 
-NodeProbes probe_node(const config::Options& options, const EnvMap& env, ProbeScope scope) {
+NodeProbes probe_node(const config::Options& options, const EnvMap& job_env, ProbeScope scope) {
+  // The probes are children: they get no job secret, as no worker does.
+  EnvMap env = job_env;
+  remove_job_secret(env);
   NodeProbes probes;
   Accelerator wanted =
       scope == ProbeScope::all ? Accelerator::automatic : wanted_accelerator(options);

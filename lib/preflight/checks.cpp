@@ -114,6 +114,7 @@ void per_node(std::vector<Check>& out, const std::vector<Node>& nodes, const std
 void check_store(std::vector<Check>& out, const json& facts, const std::vector<Node>& nodes) {
   const json& silent = field(facts, "silent_ranks");
   int world = value_of(facts, "world_size", 0);
+  if (silent.empty() && !field(facts, "refused").empty()) return;  // the seals row says which
   if (silent.empty()) {
     out.push_back({.name = "store",
                    .where = every(nodes),
@@ -559,12 +560,48 @@ void check_collectives(std::vector<Check>& out, const json& facts, const Thresho
   out.push_back(std::move(pairs));
 }
 
+// With the job's secret, every rank's facts are sealed (sealing.hpp), and
+// rank 0 lists those whose seal did not check: they were not believed, and
+// someone other than the preflight's workers writes to the job's store.
+// Without a secret there is no row.
+void check_seals(std::vector<Check>& out, const json& facts, const std::vector<Node>& nodes) {
+  const json& refused = field(facts, "refused");
+  if (!refused.empty()) {
+    std::vector<int> ranks;
+    std::vector<std::string> why;
+    for (const json& entry : refused) {
+      ranks.push_back(value_of(entry, "rank", -1));
+      why.push_back(value_of(entry, "why", std::string("refused")));
+    }
+    out.push_back(
+        {.name = "seals",
+         .where = "ranks " + strings::join_numbers(ranks, ", "),
+         .verdict = Verdict::fail,
+         .detail = "refused what the store held for them: " + strings::join(why, "; "),
+         .fix = fmt::format(
+             "someone who can reach the store at {} wrote there in this job's place: keep its "
+             "port inside the cluster's network, and see who else can reach it "
+             "(docs/securing-multi-node.md)",
+             value_of(facts, "store", std::string("?")))});
+    return;
+  }
+  if (value_of(facts, "sealed", false)) {
+    out.push_back({.name = "seals",
+                   .where = every(nodes),
+                   .verdict = Verdict::pass,
+                   .detail = "every fact that came carried the seal of the key derived from "
+                             "the job's secret",
+                   .fix = {}});
+  }
+}
+
 }  // namespace
 
 std::vector<Check> judge(const json& facts, const Thresholds& thresholds) {
   std::vector<Check> checks;
   std::vector<Node> nodes = nodes_of(facts);
   check_store(checks, facts, nodes);
+  check_seals(checks, facts, nodes);
   check_torch(checks, nodes);
   check_devices(checks, facts, nodes);
   check_space(checks, nodes, "log dir", "log_dir", thresholds.log_dir_warn_bytes,

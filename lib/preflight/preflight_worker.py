@@ -9,6 +9,12 @@
 # (GANGRUN_PREFLIGHT_GANGRUN), not through torch, so a node whose interpreter
 # cannot import torch is still heard and named. The collectives run over
 # torch.distributed only when every rank imported it.
+#
+# With the job's secret, every value is sealed with GANGRUN_PREFLIGHT_KEY, a key
+# derived from it, and a value whose seal does not check is refused, never
+# believed (lib/preflight/sealing.hpp says how).
+import hashlib
+import hmac
 import json
 import os
 import platform
@@ -27,6 +33,8 @@ WORLD = int(ENV["WORLD_SIZE"])
 LOCAL_RANK = int(ENV["LOCAL_RANK"])
 NODE_RANK = int(ENV.get("GROUP_RANK", "0"))
 PREFIX = "gangrun_preflight/"
+KEY = bytes.fromhex(ENV["GANGRUN_PREFLIGHT_KEY"]) if ENV.get("GANGRUN_PREFLIGHT_KEY") else None
+MAC_DIGITS = 64
 
 # Variables that should read the same on every node (the gang's own, which differ per node
 # or rank by design, are left out).
@@ -46,24 +54,60 @@ def store_endpoint():
 
 
 def store(action, *keys, value=None, timeout=TIMEOUT):
-    """Runs `gangrun store ACTION KEYS` against the job's store; (exit code, output)."""
+    """Runs `gangrun store ACTION KEYS` against the job's store; (exit code, output bytes, error text)."""
     argv = [GANGRUN, "store", action, "--endpoint", store_endpoint(), "--timeout", str(max(timeout, 1))]
     argv += [PREFIX + key for key in keys]
     done = subprocess.run(argv, input=value, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    return done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace").strip()
+    return done.returncode, done.stdout, done.stderr.decode(errors="replace").strip()
+
+
+class Refused(Exception):
+    """A value in the store that this worker does not believe; its text names the key."""
+
+
+def mac(key, payload):
+    """The seal of PAYLOAD under the store key PREFIX + KEY (sealing.hpp), as hex bytes."""
+    return hmac.new(KEY, (PREFIX + key).encode() + b"\0" + payload, hashlib.sha256).hexdigest().encode()
+
+
+def seal(key, payload):
+    return payload if KEY is None else mac(key, payload) + b":" + payload
+
+
+def unseal(key, value):
+    """PAYLOAD of a stored VALUE; raises Refused when this job has a key and VALUE's seal does not check."""
+    sealed = len(value) > MAC_DIGITS and value[MAC_DIGITS:MAC_DIGITS + 1] == b":" and \
+        all(digit in b"0123456789abcdef" for digit in value[:MAC_DIGITS])
+    payload = value[MAC_DIGITS + 1:] if sealed else value
+    if KEY is None:
+        return payload
+    if not sealed:
+        raise Refused(PREFIX + key + " carries no MAC: no worker of this preflight wrote it (its writer lacks "
+                      "the key gangrun derives from the job's secret)")
+    if not hmac.compare_digest(mac(key, payload), value[:MAC_DIGITS]):
+        raise Refused(PREFIX + key + " carries a MAC that this job's key did not make: it was forged, or "
+                      "written by a preflight with another job secret or run id")
+    return payload
 
 
 def put(key, document):
-    code, _, error = store("set", key, value=json.dumps(document).encode())
+    code, _, error = store("set", key, value=seal(key, json.dumps(document).encode()))
     if code != 0:
         raise SystemExit("preflight: could not write to the job's store: " + error)
 
 
 def take(key, timeout=TIMEOUT):
+    """KEY's JSON object; None when the store had none within TIMEOUT; raises Refused (see unseal)."""
     code, out, error = store("get", key, timeout=timeout)
     if code != 0:
         return None
-    return json.loads(out)
+    try:
+        document = json.loads(unseal(key, out).decode())
+    except (UnicodeDecodeError, ValueError):
+        document = None
+    if not isinstance(document, dict):
+        raise Refused(PREFIX + key + " is not a JSON object")
+    return document
 
 
 def space(path):
@@ -199,20 +243,26 @@ def head(facts, torch, dist):
     keys = ["facts/%d" % rank for rank in range(WORLD)]
     deadline = time.monotonic() + TIMEOUT
     gathered = {}
+    refused = {}
     for rank, key in enumerate(keys):
         left = deadline - time.monotonic()
-        answer = take(key, timeout=left) if left > 0 else None
-        if answer is None:
-            code, _, _ = store("check", key, timeout=5)
-            answer = take(key, timeout=5) if code == 0 else None
+        try:
+            answer = take(key, timeout=left) if left > 0 else None
+            if answer is None:
+                code, _, _ = store("check", key, timeout=5)
+                answer = take(key, timeout=5) if code == 0 else None
+        except Refused as why:
+            refused[rank] = str(why)
+            answer = None
         if answer is not None:
             gathered[rank] = answer
     ranks = [gathered.get(rank) for rank in range(WORLD)]
-    silent = [rank for rank in range(WORLD) if ranks[rank] is None]
+    silent = [rank for rank in range(WORLD) if ranks[rank] is None and rank not in refused]
     without_torch = [r["rank"] for r in ranks if r is not None and "error" in r["torch"]]
     result = {"world_size": WORLD, "timeout_s": TIMEOUT, "store": store_endpoint(), "ranks": ranks,
-              "silent_ranks": silent}
-    go = not silent and not without_torch
+              "silent_ranks": silent, "sealed": KEY is not None,
+              "refused": [{"rank": rank, "key": PREFIX + keys[rank], "why": why} for rank, why in refused.items()]}
+    go = not silent and not without_torch and not refused
     leaders = sorted(r["rank"] for r in ranks if r is not None and r["local_rank"] == 0)
     put("plan", {"collectives": go, "leaders": leaders})
     if go:
@@ -222,6 +272,7 @@ def head(facts, torch, dist):
             result["collectives_error"] = "%s: %s" % (type(error).__name__, error)
     else:
         result["collectives_skipped"] = "ranks %s did not answer" % silent if silent else \
+            "the facts of ranks %s were refused" % sorted(refused) if refused else \
             "ranks %s cannot import torch" % without_torch
     put("result", result)
     return result
@@ -235,6 +286,13 @@ def give_up(why):
 
 
 def follower(torch, dist):
+    try:
+        return follow(torch, dist)
+    except Refused as why:
+        give_up(str(why))
+
+
+def follow(torch, dist):
     plan = take("plan", timeout=TIMEOUT * 2)
     if plan is None:
         give_up("rank 0 published no plan within %g s" % (TIMEOUT * 2))

@@ -13,10 +13,14 @@ using nlohmann::json;
 
 namespace {
 
+// Every text in the table is printable (strings::printable): the facts come
+// from the job's store, which whoever reaches its port can write to, and a
+// host name or an error text must not move the terminal's cursor or retitle
+// its window.
 std::string value_or_dash(const json& object, const char* key) {
   if (!object.is_object() || !object.contains(key) || object[key].is_null()) return "-";
   const json& value = object[key];
-  return value.is_string() ? value.get<std::string>() : value.dump();
+  return strings::printable(value.is_string() ? value.get<std::string>() : value.dump());
 }
 
 // "node 0 (host-a): Python 3.11.2, torch 1.13.1, CUDA -, 4 ranks"
@@ -32,7 +36,8 @@ std::vector<std::string> node_lines(const json& facts) {
     const json& torch = field(rank, "torch");
     lines.push_back(fmt::format(
         "node {} ({}): Python {}, torch {}, CUDA {}, {} rank{}", node_rank,
-        value_of(rank, "host", std::string("?")), value_or_dash(field(rank, "python"), "version"),
+        strings::printable(value_of(rank, "host", std::string("?"))),
+        value_or_dash(field(rank, "python"), "version"),
         torch.contains("error") ? std::string("(cannot import)") : value_or_dash(torch, "version"),
         value_or_dash(torch, "cuda"), on_node, on_node == 1 ? "" : "s"));
   }
@@ -41,7 +46,13 @@ std::vector<std::string> node_lines(const json& facts) {
 
 }  // namespace
 
-std::string checks_table(const json& facts, const std::vector<Check>& checks) {
+std::string checks_table(const json& facts, const std::vector<Check>& judged) {
+  std::vector<Check> checks = judged;
+  for (Check& check : checks) {
+    for (std::string* text : {&check.name, &check.where, &check.detail, &check.fix}) {
+      *text = strings::printable(*text);
+    }
+  }
   std::string out;
   for (const std::string& line : node_lines(facts)) out += line + "\n";
   std::size_t name_width = 5;

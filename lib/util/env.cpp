@@ -1,5 +1,7 @@
 #include "util/env.hpp"
 
+#include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 extern char** environ;  // NOLINT: POSIX global
@@ -20,6 +22,21 @@ EnvMap env_from_environ(const char* const* environ_array) {
 }
 
 EnvMap current_environment() { return env_from_environ(environ); }
+
+void erase_from_process_environment(const std::string& name) {
+  // Every entry, not getenv's first: an environment may name a variable
+  // twice (execve takes any array), and unsetenv removes them all.
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    std::string_view text(*entry);
+    if (text.size() <= name.size() || text[name.size()] != '=' || !text.starts_with(name)) {
+      continue;
+    }
+    // explicit_bzero: a store the compiler may not drop because nothing
+    // reads the bytes again.
+    ::explicit_bzero(*entry + name.size() + 1, text.size() - name.size() - 1);
+  }
+  ::unsetenv(name.c_str());
+}
 
 std::optional<std::string> env_lookup(const EnvMap& env, const std::string& name) {
   auto it = env.find(name);

@@ -356,6 +356,28 @@ class Secrets(ControlPlaneCase):
         for rank in (0, 1):
             self.assertNotIn("GANGRUN_JOB_SECRET", self.read_json(self.path(f"env.{rank}.json"))["env"])
 
+    def test_the_agent_erases_the_secret_from_its_own_environment(self):
+        # Its workers run as the same user, so they may read /proc/<agent>/environ: the agent
+        # reads the secret once and overwrites it there. The nodes still authenticate each
+        # other with it (a stranger's join is turned away in the tests above).
+        worker = ["--python", "/usr/bin/python3", os.path.join(harness.HERE, "ancestor_environ_worker.py"),
+                  self.path("environ.{rank}.json")]
+        head = self.agent(0, worker)
+        other = self.agent(1, worker)
+        for proc in (head, other):
+            self.assertExit(self.finish(proc), 0)
+        for rank, agent in ((0, head), (1, other)):
+            seen = self.read_json(self.path(f"environ.{rank}.json"))
+            self.assertIn(str(agent.pid), seen["ancestors"], f"rank {rank}'s agent is not among its ancestors")
+            agent_env = seen["ancestors"][str(agent.pid)]
+            self.assertIn("GANGRUN_JOB_SECRET=", agent_env, "the variable's name stays, its value is gone")
+            self.assertNotIn(f"GANGRUN_JOB_SECRET={SECRET}", agent_env)
+            for pid, entries in seen["ancestors"].items():
+                self.assertFalse([entry for entry in entries if SECRET in entry],
+                                 f"rank {rank}'s ancestor {pid} shows the secret in its environment")
+            self.assertNotIn("GANGRUN_JOB_SECRET", seen["env"])
+            self.assertFalse([value for value in seen["env"].values() if SECRET in value])
+
     def test_a_short_secret_or_two_sources_are_usage_errors(self):
         worker = self.worker()
         args = ["--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK, "--master_port", self.port, *worker]
@@ -366,6 +388,30 @@ class Secrets(ControlPlaneCase):
                                                         GANGRUN_JOB_SECRET_FILE=self.path("x")))
         self.assertExit(both, 2)
         self.assertIn("unset one of them", both.stderr)
+        self.assert_nothing_started()
+
+    def test_a_secret_file_others_may_read_or_a_blank_or_split_secret_are_usage_errors(self):
+        worker = self.worker()
+        args = ["--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK, "--master_port", self.port, *worker]
+        path = self.path("secret")
+        with open(path, "w") as f:
+            f.write(SECRET + "\n")
+        os.chmod(path, 0o640)
+        shared = self.gangrun(args, env=harness.clean_env(GANGRUN_JOB_SECRET_FILE=path))
+        self.assertExit(shared, 2)
+        self.assertIn(f"GANGRUN_JOB_SECRET_FILE={path}: the job secret file has mode 0640", shared.stderr)
+        self.assertIn(f"chmod 600 {path}", shared.stderr)
+        for text, words in ((" " * 17, "empty or only white space"), (SECRET + "\n" + SECRET, "more than one line")):
+            for env in (harness.clean_env(GANGRUN_JOB_SECRET=text), None):
+                if env is None:
+                    with open(path, "w") as f:
+                        f.write(text + "\n")
+                    os.chmod(path, 0o600)
+                    env = harness.clean_env(GANGRUN_JOB_SECRET_FILE=path)
+                result = self.gangrun(args, env=env)
+                self.assertExit(result, 2)
+                self.assertIn(words, result.stderr)
+                self.assertNotIn(SECRET, result.stderr)
         self.assert_nothing_started()
 
 

@@ -230,3 +230,45 @@ TEST_CASE("facts missing members are judged, not a crash", "[preflight]") {
   CHECK_NOTHROW(checks = judge(facts));
   CHECK_NOTHROW(checks_table(facts, checks));
 }
+
+TEST_CASE("facts refused for their seal fail the seals check, naming each key; sealed pass",
+          "[preflight][secret]") {
+  json facts = gang(2);
+  CHECK(rows_of(judge(facts), "seals").empty());  // no secret, no row
+  facts["sealed"] = true;
+  Check sealed = only_row(judge(facts), "seals");
+  CHECK(sealed.verdict == Verdict::pass);
+  CHECK(sealed.where == "all 2 nodes");
+
+  facts["ranks"][1] = nullptr;
+  facts["refused"] = {{{"rank", 1},
+                       {"key", "gangrun_preflight/facts/1"},
+                       {"why", "gangrun_preflight/facts/1 carries no MAC: ..."}}};
+  std::vector<Check> checks = judge(facts);
+  Check refused = only_row(checks, "seals");
+  CHECK(refused.verdict == Verdict::fail);
+  CHECK(refused.where == "ranks 1");
+  CHECK(refused.detail ==
+        "refused what the store held for them: gangrun_preflight/facts/1 carries no MAC: ...");
+  CHECK_THAT(refused.fix, Catch::Contains("the store at 10.0.0.1:29500"));
+  CHECK(rows_of(checks, "store").empty());  // not "all 2 ranks reached the store"
+  CHECK(any_failed(checks));
+}
+
+TEST_CASE("the table prints what came from the store with control characters escaped",
+          "[preflight][secret]") {
+  json facts = gang(2);
+  facts["ranks"][1]["host"] = "\x1b]0;PWNED\x07";
+  facts["ranks"][1]["torch"] = {{"error", "ImportError: \x1b[2J\x1b[H\nfake line"}};
+  facts["ranks"][1]["python"]["version"] = "3.11\x1b[31m";
+  std::vector<Check> checks = judge(facts);
+  std::string table = checks_table(facts, checks);
+  INFO(table);
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find('\x07') == std::string::npos);
+  CHECK_THAT(table, Catch::Contains("node 1 (\\x1b]0;PWNED\\x07): Python 3.11\\x1b[31m"));
+  CHECK_THAT(table, Catch::Contains("\\x1b[2J\\x1b[H\\x0afake line"));
+  CHECK(table.find("\nfake line") == std::string::npos);
+  std::string document = checks_json(facts, checks).dump(2);
+  CHECK(document.find('\x1b') == std::string::npos);
+}
