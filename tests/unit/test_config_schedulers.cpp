@@ -245,3 +245,36 @@ TEST_CASE("a list with a host per slot counts each host's slots in first-seen or
   CHECK(schedulers::check_this_host_listed({{"10.0.0.1", 1}}, "list", "10.0.0.1", "PBS"));
   CHECK_FALSE(schedulers::check_this_host_listed({{"10.0.0.1", 1}}, "list", "10.0.0.2", "PBS"));
 }
+
+TEST_CASE("a node file of a million lines is read in one pass, hosts in first-seen order",
+          "[schedulers]") {
+  // 40,000 hosts with 25 slots each, listed round-robin: 16 MiB (config's
+  // read limit) holds about this many lines. Comparing each line with every
+  // host before it took minutes; a lookup per line takes well under a second.
+  constexpr int k_hosts = 40'000;
+  constexpr int k_slots = 25;
+  auto name = [](int i) { return "node-" + std::to_string(i) + ".cluster.example"; };
+  std::string text;
+  text.reserve(static_cast<std::size_t>(k_hosts) * k_slots * 28);
+  for (int slot = 0; slot < k_slots; ++slot) {
+    for (int i = 0; i < k_hosts; ++i) text += name(i) + "\n";
+  }
+  schedulers::Context context{
+      .read_file = [&](const std::string&) -> gangrun::Expected<std::string> { return text; },
+      .host_name = name(0)};
+  auto job = schedulers::read_pbs_job(
+      {{"PBS_JOBID", "1742.pbs-server"}, {"PBS_NODEFILE", "/var/spool/pbs/aux/1742"}}, context);
+  REQUIRE(job);
+  REQUIRE(*job);
+  const std::vector<schedulers::Host>& hosts = (*job)->hosts;
+  REQUIRE(hosts.size() == k_hosts);
+  bool in_order = true;
+  bool every_slot = true;
+  for (int i = 0; i < k_hosts; ++i) {
+    in_order = in_order && hosts[static_cast<std::size_t>(i)].name == name(i);
+    every_slot = every_slot && hosts[static_cast<std::size_t>(i)].slots == k_slots;
+  }
+  CHECK(in_order);
+  CHECK(every_slot);
+  CHECK((*job)->num_nodes.value == k_hosts);
+}
