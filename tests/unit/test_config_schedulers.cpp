@@ -278,3 +278,25 @@ TEST_CASE("a node file of a million lines is read in one pass, hosts in first-se
   CHECK(every_slot);
   CHECK((*job)->num_nodes.value == k_hosts);
 }
+
+TEST_CASE("LSB_MCPU_HOSTS: a host's slot counts that add up past the limit name the variable",
+          "[config][schedulers]") {
+  std::string me = gangrun::host::host_name();
+  // 2,148 times a million slots is more than INT_MAX: the sum wrapped to a
+  // negative count, and this host silently had no workers.
+  std::string pairs;
+  for (int i = 0; i < 2'148; ++i) pairs += me + " 1000000 ";
+  EnvMap env = {{"LSB_JOBID", "5511"}, {"LSB_MCPU_HOSTS", pairs + "gpu-b 4"}};
+  std::string error = usage_error({"train.py"}, env);
+  CHECK_THAT(error, Contains("LSB_MCPU_HOSTS: the slot counts of " + me + " add up to"));
+  CHECK_THAT(error, Contains("more than 1000000"));
+  // Two counts that fit alone but not together.
+  env["LSB_MCPU_HOSTS"] = me + " 600000 gpu-b 4 " + me + " 600000";
+  CHECK_THAT(usage_error({"train.py"}, env),
+             Contains("the slot counts of " + me + " add up to 1200000, more than 1000000"));
+  // A host named twice within the limit keeps one entry with the sum.
+  env["LSB_MCPU_HOSTS"] = me + " 2 gpu-b 4 " + me + " 3";
+  Options o = launch({"train.py"}, env);
+  REQUIRE(o.hosts.hosts.size() == 2);
+  CHECK(o.hosts.hosts[0].slots.size() == 5);
+}
