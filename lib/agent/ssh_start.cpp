@@ -154,7 +154,7 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
 std::string hosts_origin(const Options& options) {
   const std::optional<schedulers::Job>& job = options.scheduler_job;
   if (options.hosts.hostfile || !job) return "-H/--hostfile " + options.hosts.hostfile.value_or("");
-  std::string id = job->job_id ? " " + job->job_id->value : "";
+  std::string id = job->job_id ? " " + strings::printable(job->job_id->value) : "";
   return "the hosts of " + job->system + " job" + id + " (" + job->hosts_origin + ")";
 }
 

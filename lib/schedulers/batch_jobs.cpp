@@ -54,7 +54,8 @@ Expected<void> check_names(const std::vector<Host>& hosts, const std::string& or
       return static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
     });
     if (host.name.front() == '-' || !printable) {
-      return fail_usage(origin + ": " + strings::quoted(host.name) + " is not a host name");
+      return fail_usage(origin + ": " + strings::quoted(strings::printable(host.name)) +
+                        " is not a host name");
     }
   }
   return {};

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -299,4 +300,61 @@ TEST_CASE("LSB_MCPU_HOSTS: a host's slot counts that add up past the limit name 
   Options o = launch({"train.py"}, env);
   REQUIRE(o.hosts.hosts.size() == 2);
   CHECK(o.hosts.hosts[0].slots.size() == 5);
+}
+
+TEST_CASE(
+    "a scheduler's value quoted in an error is printable: no escape sequence reaches the "
+    "terminal",
+    "[config][schedulers]") {
+  std::string me = gangrun::host::host_name();
+  // An escape that would clear the screen, a bell, a newline that would forge a log line.
+  const std::string nasty = "\x1b[2J\x07\nFAKE";
+  auto printable_only = [](const std::string& text) {
+    return std::none_of(text.begin(), text.end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  };
+  auto check = [&](const std::string& error, const std::string& names) {
+    INFO(error);
+    CHECK(printable_only(error));
+    CHECK_THAT(error, Contains("\\x1b[2J\\x07"));
+    CHECK_THAT(error, Contains(names));
+  };
+  SECTION("PBS") {
+    NodeFile nodes(me + "\nnode" + nasty + "\n");
+    check(usage_error({"train.py"}, {{"PBS_JOBID", "17"}, {"PBS_NODEFILE", nodes.path.string()}}),
+          "is not a host name");
+  }
+  SECTION("LSF") {
+    check(usage_error({"train.py"}, {{"LSB_JOBID", "5"}, {"LSB_MCPU_HOSTS", me + " 1" + nasty}}),
+          "LSB_MCPU_HOSTS");
+    check(usage_error({"train.py"}, {{"LSB_JOBID", "5"}, {"LSB_MCPU_HOSTS", me + " 1 b" + nasty}}),
+          "LSB_MCPU_HOSTS");
+  }
+  SECTION("Kubeflow") {
+    EnvMap env = pytorch_job_pod();
+    env["WORLD_SIZE"] = "3" + nasty;
+    check(usage_error({"train.py"}, env), "WORLD_SIZE=3");
+  }
+  SECTION("SkyPilot") {
+    EnvMap env = skypilot_node();
+    env["SKYPILOT_NODE_RANK"] = "1" + nasty;
+    check(usage_error({"train.py"}, env), "SKYPILOT_NODE_RANK=1");
+  }
+  SECTION("an MPI launcher") {
+    check(usage_error({"train.py"},
+                      {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2" + nasty}}),
+          "OMPI_COMM_WORLD_SIZE=2");
+  }
+  SECTION("Slurm") {
+    check(usage_error({"train.py"}, {{"SLURM_JOB_ID", "77" + nasty}}), "SLURM_JOB_ID=77");
+    EnvMap step = {{"SLURM_JOB_ID", "77"},
+                   {"SLURM_JOB_NUM_NODES", "2"},
+                   {"SLURM_NNODES", "2"},
+                   {"SLURM_STEP_ID", "0"},
+                   {"SLURM_STEP_NUM_NODES", "2"},
+                   {"SLURM_STEP_NODELIST", "n[1-2]" + nasty},
+                   {"SLURM_JOB_NODELIST", "n[1-2]"},
+                   {"SLURM_NODEID", "0"}};
+    check(usage_error({"train.py"}, step), "SLURM_STEP_NODELIST");
+  }
 }
