@@ -33,7 +33,7 @@ namespace gangrun::report {
 // "error": {"message", "traceback"|null, "timestamp"|null} as the worker wrote
 // it to its TORCHELASTIC_ERROR_FILE (the root cause only), or null.
 // "interpreter": the Python interpreter the workers ran, where it came from
-// ("--python", "PYTHON_EXEC", "PATH", "#!") and how, in words; null when
+// ("--python", "PYTHON_EXEC", "PATH", "#!", "program") and how, in words; null when
 // gangrun does not know it. "hint": when the worker could not import torch,
 // accelerate or deepspeed, what to do about the interpreter
 // (report/interpreter.hpp); else null.
