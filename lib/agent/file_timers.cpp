@@ -1,5 +1,7 @@
 #include "agent/file_timers.hpp"
 
+#include "util/strings.hpp"
+
 #include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -9,12 +11,30 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <set>
 
 namespace gangrun::agent {
 
 namespace {
+
+// The request's signal (0 when it has none), or nullopt when it is not a
+// whole number from 0 to SIGRTMAX. Read wide, so that a large number is
+// not narrowed into a real signal: 265 as an unsigned char was 9, SIGKILL.
+std::optional<int> signal_of(const nlohmann::json& request) {
+  auto found = request.find("signal");
+  if (found == request.end()) return 0;
+  if (found->is_number_unsigned()) {
+    auto number = found->get<std::uint64_t>();
+    if (number <= static_cast<std::uint64_t>(SIGRTMAX)) return static_cast<int>(number);
+  } else if (found->is_number_integer()) {
+    auto number = found->get<std::int64_t>();
+    if (number >= 0 && number <= SIGRTMAX) return static_cast<int>(number);
+  }
+  return std::nullopt;
+}
 
 double wall_seconds_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -76,15 +96,49 @@ void FileTimers::read_more() {
   reader_.async_read_some(boost::asio::buffer(buffer_),
                           [this](const boost::system::error_code& error, std::size_t got) {
                             if (error) return;  // closed: the agent is ending
-                            pending_.append(buffer_.data(), got);
-                            for (std::size_t end = pending_.find('\n'); end != std::string::npos;
-                                 end = pending_.find('\n')) {
-                              take_line(pending_.substr(0, end));
-                              pending_.erase(0, end + 1);
-                            }
+                            take_bytes(std::string_view(buffer_.data(), got));
                             check_expiry();
                             read_more();
                           });
+}
+
+void FileTimers::take_bytes(std::string_view bytes) {
+  // Each byte is looked at once: only the bytes just read are searched for
+  // the end of a line, and a line's bytes are kept until it ends, up to
+  // k_max_line_bytes. A longer one (no client of torch's writes one: its
+  // requests are a few hundred bytes) is dropped whole, and reading starts
+  // again after its newline.
+  while (!bytes.empty()) {
+    std::size_t end = bytes.find('\n');
+    std::string_view piece = bytes.substr(0, end);
+    if (!dropping_line_ && pending_.size() + piece.size() > k_max_line_bytes) {
+      dropping_line_ = true;
+      pending_.clear();
+      ++dropped_lines_;
+      warn_once_in_a_while("a line longer than " + std::to_string(k_max_line_bytes) +
+                           " bytes is dropped (FileTimerClient writes one short JSON line per "
+                           "request)");
+    }
+    if (!dropping_line_) pending_.append(piece);
+    if (end == std::string_view::npos) return;
+    if (!dropping_line_) take_line(pending_);
+    pending_.clear();
+    dropping_line_ = false;
+    bytes.remove_prefix(end + 1);
+  }
+}
+
+void FileTimers::warn_once_in_a_while(const std::string& what) {
+  // A broken client may write the same bad request in a loop: one warning
+  // a minute says so, and the rest go to the debug log.
+  constexpr auto k_quiet = std::chrono::minutes(1);
+  auto now = std::chrono::steady_clock::now();
+  if (last_warning_ && now - *last_warning_ < k_quiet) {
+    spdlog::debug("file timers ({}): {}", path_, what);
+    return;
+  }
+  last_warning_ = now;
+  spdlog::warn("file timers ({}): {}", path_, what);
 }
 
 void FileTimers::take_line(const std::string& line) {
@@ -94,16 +148,23 @@ void FileTimers::take_line(const std::string& line) {
     auto pid = request.at("pid").get<pid_t>();
     auto scope = request.at("scope_id").get<std::string>();
     auto expiration = request.at("expiration_time").get<double>();
-    int signal = request.value("signal", 0);
+    std::optional<int> signal = signal_of(request);
     last_request_[pid] = std::chrono::steady_clock::now();
     if (expiration < 0) {
       timers_.erase({pid, scope});
+    } else if (!signal) {
+      ++refused_requests_;
+      warn_once_in_a_while("pid " + std::to_string(pid) + " asked for a timer " +
+                           strings::quoted(strings::printable(scope)) + " with signal " +
+                           strings::printable(request.at("signal").dump()) +
+                           ", which is not a signal (0, not killed, or 1.." +
+                           std::to_string(SIGRTMAX) + "); the request is ignored");
     } else {
-      timers_[{pid, scope}] = {expiration, signal};
+      timers_[{pid, scope}] = {expiration, *signal};
     }
   } catch (const std::exception& error) {
     spdlog::debug("file timers: ignoring a request that does not read ({}): {}", error.what(),
-                  line);
+                  strings::printable(line));
   }
 }
 

@@ -32,6 +32,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace gangrun::agent {
@@ -60,11 +61,22 @@ class FileTimers {
   // Forgets every timer (a new round's workers are new processes).
   void clear();
 
+  // The longest request line kept; a longer one is dropped with a warning.
+  static constexpr std::size_t k_max_line_bytes = 64 * 1024;
+  // Bytes of a line not yet complete, at most k_max_line_bytes.
+  std::size_t buffered_bytes() const { return pending_.size(); }
+  // Lines dropped for their length, and requests ignored for a signal that
+  // is none (outside 0..SIGRTMAX), since the pipe was opened.
+  std::size_t dropped_lines() const { return dropped_lines_; }
+  std::size_t refused_requests() const { return refused_requests_; }
+
  private:
   FileTimers(boost::asio::io_context& io, std::string path, UniqueFd reader, UniqueFd writer,
              ExpiredHandler on_expired);
   void read_more();
+  void take_bytes(std::string_view bytes);
   void take_line(const std::string& line);
+  void warn_once_in_a_while(const std::string& what);
   void check_expiry();
 
   std::string path_;
@@ -72,7 +84,11 @@ class FileTimers {
   UniqueFd keep_open_;  // a writer of our own, so the pipe never reads EOF between clients
   boost::asio::steady_timer expiry_;
   ExpiredHandler on_expired_;
-  std::string pending_;  // bytes of a line not yet complete
+  std::string pending_;         // bytes of a line not yet complete
+  bool dropping_line_ = false;  // the line being read is too long: skip to its end
+  std::size_t dropped_lines_ = 0;
+  std::size_t refused_requests_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> last_warning_;
   std::array<char, 4096> buffer_{};
   std::map<std::pair<pid_t, std::string>, std::pair<double, int>> timers_;  // expiration, signal
   std::map<pid_t, std::chrono::steady_clock::time_point> last_request_;

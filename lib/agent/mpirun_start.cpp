@@ -30,7 +30,8 @@ constexpr int k_default_port = 29500;
 Expected<std::vector<std::string>> command_for(const Options& options,
                                                const std::vector<std::string>& arguments,
                                                const EnvMap& env, const std::string& mpirun,
-                                               const std::string& self) {
+                                               const std::string& self,
+                                               const std::optional<HostsRunId>& run_id) {
   std::error_code error;
   std::string cwd = std::filesystem::current_path(error).string();
   EnvMap exported = exported_variables(env, cwd);
@@ -39,7 +40,7 @@ Expected<std::vector<std::string>> command_for(const Options& options,
   GANGRUN_TRY_ASSIGN(from_files, config::read_deepspeed_env_files(env, cwd));
   for (auto& [name, value] : *from_files) exported[name] = value;
   return mpirun_command(options, mpirun, self, remote_arguments(arguments), cwd, exported,
-                        ::geteuid() == 0);
+                        ::geteuid() == 0, run_id ? std::optional(run_id->value) : std::nullopt);
 }
 
 }  // namespace
@@ -52,7 +53,7 @@ std::vector<std::string> mpirun_command(const Options& options, const std::strin
                                         const std::string& self,
                                         const std::vector<std::string>& remote_args,
                                         const std::string& cwd, const EnvMap& exported,
-                                        bool as_root) {
+                                        bool as_root, const std::optional<std::string>& run_id) {
   const std::vector<config::HostSlots>& hosts = options.hosts.hosts;
   std::string master_addr = options.user_origin(opt::master_addr) != nullptr && options.master_addr
                                 ? *options.master_addr
@@ -79,6 +80,9 @@ std::vector<std::string> mpirun_command(const Options& options, const std::strin
     command.insert(command.end(), {self, "--nproc_per_node", std::to_string(host.slots.size())});
     if (auto include = config::device_include(host, options.accelerator))
       command.insert(command.end(), {"--include", *include});
+    // On the command line, above the id each task would read from Open
+    // MPI's variables: the same on every host, and shown in the dry run.
+    if (run_id) command.insert(command.end(), {"--rdzv_id", *run_id});
     command.insert(command.end(), remote_args.begin(), remote_args.end());
   }
   return command;
@@ -88,13 +92,15 @@ Expected<std::string> mpirun_dry_run_for(const Options& options,
                                          const std::vector<std::string>& arguments,
                                          const EnvMap& env) {
   std::string self = path_of_self();
-  GANGRUN_TRY_ASSIGN(
-      command, command_for(options, arguments, env, "mpirun", self.empty() ? "gangrun" : self));
+  std::optional<HostsRunId> run_id = run_id_for_hosts(options);
+  GANGRUN_TRY_ASSIGN(command, command_for(options, arguments, env, "mpirun",
+                                          self.empty() ? "gangrun" : self, run_id));
   return "gangrun dry run: gangrun would start itself on " +
          std::to_string(options.hosts.hosts.size()) + " host(s) through mpirun, " +
          hosts_origin(options) + ", one task per host:\n  " + strings::shell_join(*command) +
          "\n(Each task reads its node rank from mpirun's variables; run with --dry-run under "
-         "mpirun, it prints its own node's dry run.)\n";
+         "mpirun, it prints its own node's dry run.)\n" +
+         fresh_run_id_note(run_id);
 }
 
 Expected<int> run_through_mpirun(const Options& options, const std::vector<std::string>& arguments,
@@ -103,7 +109,8 @@ Expected<int> run_through_mpirun(const Options& options, const std::vector<std::
   GANGRUN_TRY_ASSIGN(mpirun, launch::find_executable("mpirun", env, "Open MPI's mpirun"));
   std::string self = path_of_self();
   if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
-  GANGRUN_TRY_ASSIGN(command, command_for(options, arguments, env, *mpirun, self));
+  GANGRUN_TRY_ASSIGN(
+      command, command_for(options, arguments, env, *mpirun, self, run_id_for_hosts(options)));
   // mpirun exports the secret by name (-x) from this environment, which
   // only mpirun gets.
   EnvMap tool_env = env;

@@ -23,6 +23,7 @@
 #include "util/env.hpp"
 #include "util/error.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ bool starts_through_mpirun(const config::Options& options);
 // The mpirun command line, argv[0] = mpirun's path: `mpirun
 // [--allow-run-as-root] --wdir CWD LAUNCHER_ARGS` then, per host, `-np 1
 // --host HOST -x NAME[=VALUE]... self --nproc_per_node SLOTS [--include
-// localhost:IDS] REMOTE_ARGS`, the contexts joined by ':'. Exported to
+// localhost:IDS] [--rdzv_id RUN_ID] REMOTE_ARGS`, the contexts joined by
+// ':'; run_id is the same for every host (tool_start.hpp's
+// run_id_for_hosts). Exported to
 // every task: MASTER_ADDR (the first host, or the user's --master_addr),
 // MASTER_PORT (--master_port, else 29500), GANGRUN_JOB_SECRET by name only
 // (its value stays out of the command line), and `exported` (PATH,
@@ -45,7 +48,7 @@ std::vector<std::string> mpirun_command(const config::Options& options, const st
                                         const std::string& self,
                                         const std::vector<std::string>& remote_args,
                                         const std::string& cwd, const EnvMap& exported,
-                                        bool as_root);
+                                        bool as_root, const std::optional<std::string>& run_id);
 
 // "gangrun dry run: gangrun would start itself on N host(s) through
 // mpirun, one task per host:" and the quoted command. Errors: a

@@ -1,6 +1,7 @@
 #include "agent/rendezvous_setup.hpp"
 
 #include "agent/agent_store.hpp"
+#include "launch/network_interface.hpp"
 #include "rendezvous/keys.hpp"
 #include "store/client_common.hpp"
 #include "util/exit_codes.hpp"
@@ -8,6 +9,7 @@
 #include "util/signals.hpp"
 #include "util/strings.hpp"
 
+#include <boost/asio/ip/address.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -45,6 +47,35 @@ std::string listening_text(const store::Server& server) {
   return strings::join(server.endpoints(), ", ");
 }
 
+// The node that hosts the store listens on --local_addr when it has one,
+// and every agent, this one too, connects to --master_addr. When that is
+// another address of this same host (a loopback one, or one an interface
+// here holds), the connection reaches this host where nothing listens, and
+// the agent waited out the join timeout for its own store. Only literal
+// addresses are judged (no name is looked up), and a --master_addr no
+// interface here holds may be forwarded to --local_addr (a cloud's public
+// address), so it is left alone.
+Expected<void> check_store_reachable_here(const launch::LaunchPlan& plan) {
+  if (!plan.local_addr || *plan.local_addr == plan.master_addr) return {};
+  boost::system::error_code bad_listen;
+  boost::system::error_code bad_master;
+  auto listen = boost::asio::ip::make_address(*plan.local_addr, bad_listen);
+  auto master = boost::asio::ip::make_address(plan.master_addr, bad_master);
+  if (bad_listen || bad_master || listen.is_unspecified() || listen == master) return {};
+  bool master_is_here =
+      master.is_loopback() ||
+      launch::interface_holding(launch::list_network_interfaces(), master.to_string());
+  if (!master_is_here) return {};
+  std::string why = plan.c10d ? "--rdzv_conf is_host=true" : "node rank 0";
+  return fail_usage(
+      "this node hosts the rendezvous store (" + why + ") and listens on --local_addr " +
+      *plan.local_addr + ", but every node, this one too, connects to the store at " +
+      "--master_addr " + plan.master_addr + ", where it does not listen: give the address of " +
+      "this node that the others reach to both (--master_addr " + *plan.local_addr +
+      " on every node), or drop --local_addr on this node so that the store listens on " +
+      plan.master_addr);
+}
+
 }  // namespace
 
 Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_context& io,
@@ -54,6 +85,7 @@ Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_c
   if (is_host == false) return std::unique_ptr<store::Server>();
   std::string where = host::endpoint_text(plan.master_addr, store_port(plan));
   if (is_host == true) {
+    GANGRUN_TRY(check_store_reachable_here(plan));
     auto server = listen_on(io, plan, agent_store_bind_host(plan));
     if (!server) {
       return fail(ErrorCode::store,

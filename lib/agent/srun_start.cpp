@@ -51,7 +51,7 @@ Expected<bool> starts_through_srun(const Options& options) {
       return fail_usage(
           "--launcher slurm starts gangrun on every node through srun, but this gangrun already "
           "runs in an srun step (SLURM_STEP_ID=" +
-          job.step_id->value +
+          strings::printable(job.step_id->value) +
           "); drop --launcher slurm (inside a step gangrun reads the step's nodes itself)");
     }
     if (placed) {

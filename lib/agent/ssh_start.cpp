@@ -120,7 +120,8 @@ EnvMap exported_variables(const EnvMap& env, const std::string& cwd) {
 std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                                      const std::string& ssh, const std::string& self,
                                      const std::vector<std::string>& remote_args,
-                                     const std::string& cwd, const EnvMap& exported) {
+                                     const std::string& cwd, const EnvMap& exported,
+                                     const std::optional<std::string>& run_id) {
   const std::vector<config::HostSlots>& hosts = options.hosts.hosts;
   const config::HostSlots& host = hosts[index];
   std::string master_addr = options.user_origin(opt::master_addr) != nullptr && options.master_addr
@@ -134,11 +135,9 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                            "--nproc_per_node", std::to_string(host.slots.size())});
   if (auto include = config::device_include(host, options.accelerator))
     copy.insert(copy.end(), {"--include", *include});
-  // A job script's run id (PBS_JOBID, LSB_JOBID) names the run on every host;
-  // one the user gave travels in the remote arguments.
-  auto run_id = options.origins.find(std::string(opt::rdzv_id));
-  if (run_id != options.origins.end() && run_id->second.source == config::Source::scheduler)
-    copy.insert(copy.end(), {"--rdzv_id", options.rdzv_id});
+  // One run id names the run on every host (run_id_for_hosts); one the
+  // user's command line gave travels in the remote arguments.
+  if (run_id) copy.insert(copy.end(), {"--rdzv_id", *run_id});
   copy.insert(copy.end(), remote_args.begin(), remote_args.end());
 
   std::vector<std::string> command = {ssh, "-o", "BatchMode=yes"};
@@ -155,7 +154,7 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
 std::string hosts_origin(const Options& options) {
   const std::optional<schedulers::Job>& job = options.scheduler_job;
   if (options.hosts.hostfile || !job) return "-H/--hostfile " + options.hosts.hostfile.value_or("");
-  std::string id = job->job_id ? " " + job->job_id->value : "";
+  std::string id = job->job_id ? " " + strings::printable(job->job_id->value) : "";
   return "the hosts of " + job->system + " job" + id + " (" + job->hosts_origin + ")";
 }
 
@@ -174,7 +173,7 @@ namespace {
 
 Expected<std::vector<std::vector<std::string>>> every_command(
     const Options& options, const std::vector<std::string>& arguments, const EnvMap& env,
-    const std::string& ssh, const std::string& self) {
+    const std::string& ssh, const std::string& self, const std::optional<HostsRunId>& run_id) {
   std::error_code error;
   std::string cwd = std::filesystem::current_path(error).string();
   std::vector<std::string> remote_args = remote_arguments(arguments);
@@ -185,7 +184,8 @@ Expected<std::vector<std::vector<std::string>>> every_command(
   for (auto& [name, value] : *from_files) exported[name] = value;
   std::vector<std::vector<std::string>> commands;
   for (std::size_t i = 0; i < options.hosts.hosts.size(); ++i) {
-    commands.push_back(ssh_command(options, i, ssh, self, remote_args, cwd, exported));
+    commands.push_back(ssh_command(options, i, ssh, self, remote_args, cwd, exported,
+                                   run_id ? std::optional(run_id->value) : std::nullopt));
   }
   return commands;
 }
@@ -196,9 +196,10 @@ Expected<std::string> ssh_dry_run_for(const Options& options,
                                       const std::vector<std::string>& arguments,
                                       const EnvMap& env) {
   std::string self = path_of_self();
-  GANGRUN_TRY_ASSIGN(
-      commands, every_command(options, arguments, env, "ssh", self.empty() ? "gangrun" : self));
-  return ssh_dry_run_text(*commands, hosts_origin(options));
+  std::optional<HostsRunId> run_id = run_id_for_hosts(options);
+  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, "ssh",
+                                             self.empty() ? "gangrun" : self, run_id));
+  return ssh_dry_run_text(*commands, hosts_origin(options)) + fresh_run_id_note(run_id);
 }
 
 Expected<int> run_through_ssh(const Options& options, const std::vector<std::string>& arguments,
@@ -207,7 +208,8 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   GANGRUN_TRY_ASSIGN(ssh, launch::find_executable("ssh", env, "OpenSSH's ssh"));
   std::string self = path_of_self();
   if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
-  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, *ssh, self));
+  std::optional<HostsRunId> run_id = run_id_for_hosts(options);
+  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, *ssh, self, run_id));
   std::vector<std::string> names;
   for (const config::HostSlots& host : options.hosts.hosts) {
     names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");

@@ -16,6 +16,7 @@
 #include "util/env.hpp"
 #include "util/error.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,12 +45,14 @@ EnvMap exported_variables(const EnvMap& env, const std::string& cwd);
 // SCRIPT'`, where SCRIPT enters cwd and runs `env VARS self --launcher
 // local --nnodes N --node_rank I --master_addr FIRST_HOST --master_port P
 // --nproc_per_node SLOTS [--include localhost:IDS, for ids other than
-// 0..SLOTS-1 unless --accelerator cpu] REMOTE_ARGS` under the
-// stdin watch described above.
+// 0..SLOTS-1 unless --accelerator cpu] [--rdzv_id RUN_ID] REMOTE_ARGS`
+// under the stdin watch described above. run_id: the same for every host
+// (tool_start.hpp's run_id_for_hosts).
 std::vector<std::string> ssh_command(const config::Options& options, std::size_t index,
                                      const std::string& ssh, const std::string& self,
                                      const std::vector<std::string>& remote_args,
-                                     const std::string& cwd, const EnvMap& exported);
+                                     const std::string& cwd, const EnvMap& exported,
+                                     const std::optional<std::string>& run_id);
 
 // Where the hosts came from: "-H/--hostfile FILE", or "the hosts of PBS job
 // 17.pbs (PBS_NODEFILE=PATH)" when a scheduler's job script runs gangrun.

@@ -1,5 +1,6 @@
 #include "agent/tool_start.hpp"
 
+#include "config/option_names.hpp"
 #include "launch/job_secret.hpp"
 #include "rendezvous/signing.hpp"
 #include "supervise/shim_spawner.hpp"
@@ -7,13 +8,16 @@
 #include "util/signals.hpp"
 
 #include <boost/asio/signal_set.hpp>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
 
 #include <array>
 #include <csignal>
+#include <cstdint>
 #include <optional>
+#include <random>
 
 namespace gangrun::agent {
 
@@ -123,6 +127,31 @@ Expected<ToolsEnded> supervise_tools(const std::vector<ToolCommand>& commands, c
   io.run();
   if (!ended) return fail(ErrorCode::internal, "the tools' loop ended before the tools did");
   return std::move(*ended);
+}
+
+std::optional<HostsRunId> run_id_for_hosts(const config::Options& options) {
+  auto origin = options.origins.find(std::string(config::opt::rdzv_id));
+  if (origin != options.origins.end()) {
+    const config::Source source = origin->second.source;
+    if (source == config::Source::command_line) return std::nullopt;
+    // A config file or a variable of this host need not reach the others;
+    // nor does a job's (PBS_JOBID, a Slurm step's) where they run outside it.
+    if (source != config::Source::default_value) {
+      return HostsRunId{.value = options.rdzv_id, .fresh = false};
+    }
+  }
+  // torchrun's default, "none", would be every such job's: two on the same
+  // hosts would share run directories and a store's rounds.
+  std::random_device random;
+  std::uint64_t bits = (static_cast<std::uint64_t>(random()) << 32U) | random();
+  return HostsRunId{.value = fmt::format("run-{:016x}", bits), .fresh = true};
+}
+
+std::string fresh_run_id_note(const std::optional<HostsRunId>& run_id) {
+  if (!run_id || !run_id->fresh) return "";
+  return "(The run id " + run_id->value +
+         " was drawn for this dry run; each run draws its own, the same on every host. Give "
+         "--rdzv_id ID to choose it.)\n";
 }
 
 Expected<std::string> job_secret_for_hosts(const EnvMap& env) {

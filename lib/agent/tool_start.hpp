@@ -7,6 +7,7 @@
 // back. Shared by srun_start and ssh_start.
 #pragma once
 
+#include "config/options.hpp"
 #include "supervise/exit_status.hpp"
 #include "supervise/gang.hpp"
 #include "supervise/spawner.hpp"
@@ -16,6 +17,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -102,6 +104,22 @@ Expected<ToolsEnded> supervise_tools(const std::vector<ToolCommand>& commands, c
 // (launch/job_secret.hpp), else a new random one, so that a job gangrun
 // starts itself is always authenticated. Errors: the user's is unusable.
 Expected<std::string> job_secret_for_hosts(const EnvMap& env);
+
+// The run id (--rdzv_id, TORCHELASTIC_RUN_ID) that the command of every
+// host gangrun starts over ssh or through mpirun carries, so that all of
+// them share one that is this job's alone: nullopt when the user's command
+// line gives one (it travels in the arguments); the user's from a config
+// file or the environment, or the job's (PBS_JOBID, LSB_JOBID, Slurm's);
+// else a fresh random one ("run-" and 16 hex digits), drawn at each call:
+// call once per job. (srun's tasks need none: each derives the same one
+// from the step it runs in, slurm::run_id.)
+struct HostsRunId {
+  std::string value;
+  bool fresh = false;  // drawn here, not given
+};
+std::optional<HostsRunId> run_id_for_hosts(const config::Options& options);
+// A dry run's last line when run_id was drawn: it differs from run to run.
+std::string fresh_run_id_note(const std::optional<HostsRunId>& run_id);
 
 // This gangrun's own executable (/proc/self/exe); "" when unreadable.
 std::string path_of_self();

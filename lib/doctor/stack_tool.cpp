@@ -37,14 +37,20 @@ std::optional<std::string> find_stack_tool(const std::optional<std::string>& con
     auto beside = launch::find_executable(*interpreter_dir + "/" + k_tool_name, env, "stack tool");
     if (beside) return *beside;
   }
+  // An activated environment whose python the workers reach another way
+  // (a link to the system's, a wrapper script) still holds its own tools.
+  if (auto venv = env_lookup(env, "VIRTUAL_ENV"); venv && !venv->empty()) {
+    auto in_venv = launch::find_executable(*venv + "/bin/" + k_tool_name, env, "stack tool");
+    if (in_venv) return *in_venv;
+  }
   auto on_path = launch::find_executable(k_tool_name, env, "stack tool");
   return on_path ? std::optional<std::string>(*on_path) : std::nullopt;
 }
 
 std::string missing_tool_hint() {
   return "py-spy, which reads a Python process's stacks, was not found (next to the workers' "
-         "interpreter or on PATH); install it with `pip install py-spy` in the job's "
-         "environment";
+         "interpreter, in $VIRTUAL_ENV/bin or on PATH); install it with `pip install py-spy` in "
+         "the job's environment";
 }
 
 std::vector<std::string> dump_command(const std::string& tool, long pid, bool native,

@@ -18,7 +18,9 @@ namespace gangrun::doctor {
 
 // Where py-spy is, in this order: `configured` (an option; it must be an
 // executable file), next to the workers' interpreter (a virtual environment's
-// bin/ holds both), then PATH. nullopt when none has it.
+// bin/ holds both; the interpreter is the program itself when that is a
+// python, launch/program.hpp), in $VIRTUAL_ENV/bin, then PATH. nullopt when
+// none has it.
 std::optional<std::string> find_stack_tool(const std::optional<std::string>& configured,
                                            const std::optional<std::string>& interpreter_dir,
                                            const EnvMap& env);

@@ -97,6 +97,28 @@ std::optional<report::Interpreter> shebang_interpreter(const std::string& progra
   return std::nullopt;
 }
 
+// The program itself when it is a Python interpreter, as `gangrun
+// /venv/bin/python train.py` runs one: named python* as given, or once its
+// links are resolved (a venv's bin/py made by hand). The path keeps the
+// name given, whose directory is the environment's bin/ (py-spy is looked
+// for there, doctor::find_stack_tool).
+std::optional<report::Interpreter> program_as_interpreter(const std::string& named,
+                                                          const std::string& executable) {
+  std::error_code error;
+  std::filesystem::path resolved = std::filesystem::canonical(executable, error);
+  if (!names_python(executable) && (error || !names_python(resolved.string()))) {
+    return std::nullopt;
+  }
+  report::Interpreter interpreter;
+  interpreter.source = report::InterpreterSource::program;
+  interpreter.path = absolute_path(executable);
+  interpreter.origin = "the program, " + named;
+  if (named.find('/') == std::string::npos) {
+    interpreter.origin += ", found in " + directory_of(interpreter.path) + " on PATH";
+  }
+  return interpreter;
+}
+
 Expected<ResolvedProgram> through_python(const config::Options& options, const EnvMap& env,
                                          std::vector<std::string> python_args) {
   std::string python =
@@ -182,6 +204,7 @@ Expected<ResolvedProgram> resolve_program(const config::Options& options, const 
   program.argv = words;
   program.entrypoint = first;
   program.interpreter = shebang_interpreter(*executable, env);
+  if (!program.interpreter) program.interpreter = program_as_interpreter(first, *executable);
   return program;
 }
 

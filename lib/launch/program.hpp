@@ -18,9 +18,10 @@ struct ResolvedProgram {
   std::string entrypoint;         // what the user named (the script, module or program)
   bool uses_python = false;
   // The Python interpreter that runs it and where it came from, for the
-  // failure report's hint: gangrun's own choice when uses_python, else the
-  // one a program's #! line names (a python script run as it is); nullopt
-  // for anything else.
+  // failure report's hint and the stack tool's search: gangrun's own choice
+  // when uses_python, else the one a program's #! line names (a python
+  // script run as it is), else the program itself when it is a python
+  // (`gangrun /venv/bin/python train.py`); nullopt for anything else.
   std::optional<report::Interpreter> interpreter;
 };
 

@@ -56,6 +56,8 @@ std::string source_name(InterpreterSource source) {
       return "PATH";
     case InterpreterSource::shebang:
       return "#!";
+    case InterpreterSource::program:
+      return "program";
   }
   return "PATH";
 }
@@ -92,11 +94,19 @@ std::vector<std::string> launcher_packages_imported(std::string_view source) {
 
 std::string interpreter_hint(const Interpreter& interpreter, const std::string& module) {
   std::string package = top_level(module);
-  std::string choose_another =
-      interpreter.source == InterpreterSource::shebang
-          ? "or change that #! line, or run the script through gangrun's interpreter "
-            "(without --no_python, choosing it with --python PATH or PYTHON_EXEC)"
-          : "or choose an interpreter that has it with --python PATH or PYTHON_EXEC";
+  std::string choose_another;
+  switch (interpreter.source) {
+    case InterpreterSource::shebang:
+      choose_another =
+          "or change that #! line, or run the script through gangrun's interpreter "
+          "(without --no_python, choosing it with --python PATH or PYTHON_EXEC)";
+      break;
+    case InterpreterSource::program:
+      choose_another = "or name a Python interpreter that has it as the program";
+      break;
+    default:
+      choose_another = "or choose an interpreter that has it with --python PATH or PYTHON_EXEC";
+  }
   if (module == package) {
     return fmt::format(
         "{} is not installed for the Python interpreter that ran, {} (chosen by {}): install it "

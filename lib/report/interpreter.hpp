@@ -18,6 +18,7 @@ enum class InterpreterSource {
   python_exec,    // the PYTHON_EXEC environment variable
   path_search,    // python3 on PATH
   shebang,        // the #! line of a program run as it is (--no_python, an executable)
+  program,        // the program itself is a python ("gangrun /venv/bin/python train.py")
 };
 
 struct Interpreter {
@@ -31,7 +32,7 @@ struct Interpreter {
   std::string origin;
 };
 
-// "--python", "PYTHON_EXEC", "PATH" or "#!": the source's short name.
+// "--python", "PYTHON_EXEC", "PATH", "#!" or "program": the source's short name.
 std::string source_name(InterpreterSource source);
 
 // The module a worker failed to import, from the last

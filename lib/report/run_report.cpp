@@ -1,12 +1,18 @@
 #include "report/run_report.hpp"
 
 #include "report/worker_end.hpp"
+#include "util/fd.hpp"
 #include "util/signals.hpp"
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <ctime>
-#include <fstream>
+#include <string_view>
 
 namespace gangrun::report {
 namespace {
@@ -146,13 +152,70 @@ std::string json_text(const nlohmann::json& document, int indent) {
   return document.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-Expected<void> write_report(const std::string& path, const RunRecord& run) {
-  std::string text = json_text(to_json(run)) + "\n";
-  std::ofstream file(path, std::ios::trunc);
-  if (!file) return fail(ErrorCode::io, "cannot write report " + path + ": " + errno_text(errno));
-  file << text;
-  if (!file) return fail(ErrorCode::io, "cannot write report " + path + ": " + errno_text(errno));
+namespace {
+
+tl::unexpected<Error> cannot_write(const std::string& path, int error_number) {
+  return fail(ErrorCode::io, "cannot write the report " + path + ": " + errno_text(error_number));
+}
+
+// All of text to fd, through short writes and EINTR; errno on failure.
+bool write_whole(int fd, std::string_view text) {
+  while (!text.empty()) {
+    ssize_t wrote = ::write(fd, text.data(), text.size());
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      if (wrote == 0) errno = EIO;
+      return false;
+    }
+    text.remove_prefix(static_cast<std::size_t>(wrote));
+  }
+  return true;
+}
+
+// A path that is no regular file (/dev/stdout, a named pipe) is written as
+// it is: there is nothing to rename over it.
+Expected<void> write_in_place(const std::string& path, std::string_view text) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
+  if (!fd.valid()) return cannot_write(path, errno);
+  if (!write_whole(fd.get(), text)) return cannot_write(path, errno);
+  if (::close(fd.release()) != 0 && errno != EINTR) return cannot_write(path, errno);
   return {};
+}
+
+}  // namespace
+
+Expected<void> write_file_atomically(const std::string& path, std::string_view text) {
+  struct stat existing {};
+  bool exists = ::stat(path.c_str(), &existing) == 0;
+  if (exists && !S_ISREG(existing.st_mode)) return write_in_place(path, text);
+  // Beside the file, so that the rename stays on its filesystem. A full
+  // disk fails the write (or, where space is only taken at write-back, the
+  // fsync); the half-written copy is removed and any earlier report stays.
+  std::string temporary = path + ".tmp-" + std::to_string(::getpid());
+  UniqueFd fd(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+  if (!fd.valid()) return cannot_write(path, errno);
+  auto give_up = [&](int error_number) {
+    fd.reset();
+    ::unlink(temporary.c_str());
+    return cannot_write(path, error_number);
+  };
+  if (exists) (void)::fchmod(fd.get(), existing.st_mode & 07777);
+  if (!write_whole(fd.get(), text) || ::fsync(fd.get()) != 0) return give_up(errno);
+  if (::close(fd.release()) != 0 && errno != EINTR) {
+    int error_number = errno;
+    ::unlink(temporary.c_str());
+    return cannot_write(path, error_number);
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    int error_number = errno;
+    ::unlink(temporary.c_str());
+    return cannot_write(path, error_number);
+  }
+  return {};
+}
+
+Expected<void> write_report(const std::string& path, const RunRecord& run) {
+  return write_file_atomically(path, json_text(to_json(run)) + "\n");
 }
 
 }  // namespace gangrun::report

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace gangrun::report {
 
@@ -33,7 +34,7 @@ namespace gangrun::report {
 // "error": {"message", "traceback"|null, "timestamp"|null} as the worker wrote
 // it to its TORCHELASTIC_ERROR_FILE (the root cause only), or null.
 // "interpreter": the Python interpreter the workers ran, where it came from
-// ("--python", "PYTHON_EXEC", "PATH", "#!") and how, in words; null when
+// ("--python", "PYTHON_EXEC", "PATH", "#!", "program") and how, in words; null when
 // gangrun does not know it. "hint": when the worker could not import torch,
 // accelerate or deepspeed, what to do about the interpreter
 // (report/interpreter.hpp); else null.
@@ -48,6 +49,12 @@ nlohmann::json to_json(const RunRecord& run);
 // throws. The byte-exact text is in the console output and the log files.
 std::string json_text(const nlohmann::json& document, int indent = 2);
 
+// Writes the report to path whole or not at all: a temporary file beside
+// it, synced, then renamed over it (a path that is no regular file, such as
+// /dev/stdout, is written in place). Errors (io): the path and the reason,
+// "No space left on device" on a full disk; no partial file is left, and
+// an earlier report at path is kept.
 Expected<void> write_report(const std::string& path, const RunRecord& run);
+Expected<void> write_file_atomically(const std::string& path, std::string_view text);
 
 }  // namespace gangrun::report

@@ -4,6 +4,9 @@
 #include "util/strings.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <unordered_map>
 
 namespace gangrun::schedulers {
 
@@ -12,6 +15,9 @@ namespace {
 using slurm::Read;
 using slurm::text_of;
 using slurm::variable_text;
+
+// The most slots one host may have in all: gangrun starts a worker for each.
+constexpr std::uint64_t k_most_slots = 1'000'000;
 
 Job first_node_job(std::string system, Read<std::string> job_id, std::vector<Host> hosts,
                    std::string origin) {
@@ -48,7 +54,8 @@ Expected<void> check_names(const std::vector<Host>& hosts, const std::string& or
       return static_cast<unsigned char>(c) > 0x20 && c != 0x7f;
     });
     if (host.name.front() == '-' || !printable) {
-      return fail_usage(origin + ": " + strings::quoted(host.name) + " is not a host name");
+      return fail_usage(origin + ": " + strings::quoted(strings::printable(host.name)) +
+                        " is not a host name");
     }
   }
   return {};
@@ -86,19 +93,32 @@ Expected<std::optional<Job>> read_lsf_job(const EnvMap& env, const Context& cont
     if (list.size() % 2 != 0) {
       return fail_usage(origin + ": expected pairs of a host and its slot count");
     }
+    std::unordered_map<std::string_view, std::size_t> place;  // views into list
     for (std::size_t i = 0; i < list.size(); i += 2) {
+      const std::string& name = list[i];
       Expected<std::uint64_t> slots = slurm::unsigned_number(list[i + 1]);
-      if (!slots || *slots == 0 || *slots > 1'000'000) {
-        return fail_usage(origin + ": " + strings::quoted(list[i + 1]) + " after " + list[i] +
-                          " is not a slot count");
+      if (!slots || *slots == 0 || *slots > k_most_slots) {
+        return fail_usage(origin + ": " + strings::quoted(strings::printable(list[i + 1])) +
+                          " after " + strings::printable(name) + " is not a slot count (1.." +
+                          std::to_string(k_most_slots) + ")");
       }
-      auto same = std::find_if(hosts.begin(), hosts.end(),
-                               [&](const Host& host) { return host.name == list[i]; });
-      if (same != hosts.end()) {
-        same->slots += static_cast<int>(*slots);
-      } else {
-        hosts.push_back(Host{.name = list[i], .slots = static_cast<int>(*slots)});
+      auto [it, first_seen] = place.try_emplace(name, hosts.size());
+      if (first_seen) {
+        hosts.push_back(Host{.name = name, .slots = static_cast<int>(*slots)});
+        continue;
       }
+      // A host named again adds its slots; the sum is checked before it
+      // narrows to int, which it would wrap past (a negative count that
+      // dropped the host).
+      Host& host = hosts[it->second];
+      std::uint64_t sum = static_cast<std::uint64_t>(host.slots) + *slots;
+      if (sum > k_most_slots) {
+        return fail_usage(pairs->variable + ": the slot counts of " +
+                          strings::printable(host.name) + " add up to " + std::to_string(sum) +
+                          ", more than " + std::to_string(k_most_slots) +
+                          " (gangrun starts a worker per slot)");
+      }
+      host.slots = static_cast<int>(sum);
     }
   } else if (std::optional<Read<std::string>> names = text_of(env, {"LSB_HOSTS"})) {
     origin = variable_text(*names);

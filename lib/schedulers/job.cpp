@@ -2,8 +2,9 @@
 
 #include "schedulers/readers.hpp"
 
-#include <algorithm>
 #include <cctype>
+#include <string_view>
+#include <unordered_map>
 
 namespace gangrun::schedulers {
 
@@ -24,14 +25,16 @@ bool names_this_host(std::string_view listed, std::string_view host_name) {
 }  // namespace
 
 std::vector<Host> hosts_from_slots(const std::vector<std::string>& names) {
+  // A node file may hold a million lines (config's read limit is 16 MiB):
+  // each name is looked up once, not compared with every host before it.
   std::vector<Host> hosts;
+  std::unordered_map<std::string_view, std::size_t> place;  // views into names
   for (const std::string& name : names) {
-    auto it = std::find_if(hosts.begin(), hosts.end(),
-                           [&](const Host& host) { return host.name == name; });
-    if (it == hosts.end()) {
+    auto [it, first_seen] = place.try_emplace(name, hosts.size());
+    if (first_seen) {
       hosts.push_back(Host{.name = name, .slots = 1});
     } else {
-      ++it->slots;
+      ++hosts[it->second].slots;  // at most names.size(), far below INT_MAX
     }
   }
   return hosts;

@@ -1,5 +1,7 @@
 #include "slurm/hostlist.hpp"
 
+#include "util/strings.hpp"
+
 #include <charconv>
 #include <cstdint>
 #include <numeric>
@@ -23,7 +25,8 @@ bool is_separator(char c) { return c == ',' || c == ' ' || c == '\t' || c == '\n
 
 // The caller's error, saying which expression it is about.
 tl::unexpected<Error> invalid(std::string_view expression, std::string_view what) {
-  return fail_usage("invalid hostlist '" + std::string(expression) + "': " + std::string(what));
+  return fail_usage("invalid hostlist " + strings::quoted(strings::printable(expression)) + ": " +
+                    std::string(what));
 }
 
 tl::unexpected<Error> too_many_hosts(std::string_view expression) {
@@ -51,13 +54,14 @@ Expected<void> add_range(std::string_view expression, std::string_view range, Gr
   auto low = parse_bound(low_text);
   auto high = parse_bound(high_text);
   if (!low || !high) {
-    return invalid(expression, "range " + std::string(range) +
+    return invalid(expression, "range " + strings::printable(range) +
                                    " is not a number or two numbers joined by '-' "
                                    "(at most 20 digits each, below 2^64)");
   }
-  if (*low > *high) return invalid(expression, "range " + std::string(range) + " runs backwards");
+  if (*low > *high)
+    return invalid(expression, "range " + strings::printable(range) + " runs backwards");
   if (*high - *low >= k_max_hosts_per_range) {
-    return invalid(expression, "range " + std::string(range) + " has more than " +
+    return invalid(expression, "range " + strings::printable(range) + " has more than " +
                                    std::to_string(k_max_hosts_per_range) + " hosts");
   }
   for (std::uint64_t number = *low;; ++number) {

@@ -23,12 +23,11 @@ Expected<std::optional<Read<int>>> tasks_on_node(const EnvMap& env, int node_id)
   std::optional<Read<std::string>> list = text_of(env, {"SLURM_STEP_TASKS_PER_NODE"});
   if (!list) return std::nullopt;
   GANGRUN_TRY_ASSIGN(counts, expand_counts(list->value).map_error([&](const Error& error) {
-    return Error(ErrorCode::usage, list->variable + "=" + list->text + ": " + error.message());
+    return Error(ErrorCode::usage, variable_text(*list) + ": " + error.message());
   }));
   if (node_id >= static_cast<int>(counts->size())) {
-    return fail_usage(list->variable + "=" + list->text + " lists " +
-                      std::to_string(counts->size()) + " nodes, but SLURM_NODEID is " +
-                      std::to_string(node_id));
+    return fail_usage(variable_text(*list) + " lists " + std::to_string(counts->size()) +
+                      " nodes, but SLURM_NODEID is " + std::to_string(node_id));
   }
   return Read<int>{(*counts)[static_cast<std::size_t>(node_id)], list->variable, list->text};
 }
@@ -36,8 +35,8 @@ Expected<std::optional<Read<int>>> tasks_on_node(const EnvMap& env, int node_id)
 Expected<void> read_step(const EnvMap& env, Job& job) {
   GANGRUN_TRY_ASSIGN(node_id, required_count(env, {"SLURM_NODEID"}, "this node's index"));
   if (node_id->value >= job.num_nodes.value) {
-    return fail_usage("SLURM_NODEID=" + node_id->text + " is not a node of " +
-                      job.num_nodes.variable + "=" + job.num_nodes.text);
+    return fail_usage(variable_text(*node_id) + " is not a node of " +
+                      variable_text(job.num_nodes));
   }
   job.node_id = *node_id;
   GANGRUN_TRY_ASSIGN(procid, count_of(env, {"SLURM_PROCID"}));
@@ -57,7 +56,7 @@ Expected<std::optional<Job>> read_job(const EnvMap& env) {
   std::optional<Read<std::string>> job_id = text_of(env, {"SLURM_JOB_ID", "SLURM_JOBID"});
   if (!job_id) return std::nullopt;
   if (!unsigned_number(job_id->value)) {
-    return fail_usage(job_id->variable + "=" + job_id->text + ": expected a job number");
+    return fail_usage(variable_text(*job_id) + ": expected a job number");
   }
   Job job;
   job.job_id = *job_id;
@@ -81,7 +80,7 @@ Expected<std::optional<Job>> read_job(const EnvMap& env) {
     job.node_list = *list;
   }
   if (job.num_nodes.value < 1) {
-    return fail_usage(job.num_nodes.variable + "=" + job.num_nodes.text + ": expected 1 or more");
+    return fail_usage(variable_text(job.num_nodes) + ": expected 1 or more");
   }
   if (job.place == Place::step) GANGRUN_TRY(read_step(env, job));
 
@@ -101,17 +100,18 @@ Expected<std::vector<int>> expand_counts(std::string_view text) {
     std::uint64_t repeat = 1;
     if (std::size_t open = item.find('('); open != std::string_view::npos) {
       if (!item.ends_with(')') || item.substr(open, 2) != "(x") {
-        return fail_usage("'" + std::string(item) + "' is neither N nor N(xK)");
+        return fail_usage(strings::quoted(strings::printable(item)) + " is neither N nor N(xK)");
       }
       Expected<std::uint64_t> times =
           unsigned_number(item.substr(open + 2, item.size() - open - 3));
-      if (!times || *times == 0) return fail_usage("bad repeat in '" + std::string(item) + "'");
+      if (!times || *times == 0)
+        return fail_usage("bad repeat in " + strings::quoted(strings::printable(item)));
       repeat = *times;
       number = item.substr(0, open);
     }
     Expected<std::uint64_t> count = unsigned_number(number);
     if (!count || *count > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
-      return fail_usage("'" + std::string(item) + "' is not a count");
+      return fail_usage(strings::quoted(strings::printable(item)) + " is not a count");
     }
     // A job has at most a few hundred thousand nodes; more is a broken list.
     constexpr std::uint64_t k_most_nodes = 1U << 20U;
@@ -141,7 +141,7 @@ int store_port(const Job& job) {
 }
 
 std::string head_node_origin(const Job& job) {
-  return "the first host of " + job.node_list.variable + "=" + job.node_list.text;
+  return "the first host of " + variable_text(job.node_list);
 }
 
 std::string run_id(const Job& job) {

@@ -34,7 +34,7 @@ Expected<std::optional<Read<int>>> count_of(const EnvMap& env,
   if (!text) return std::nullopt;
   Expected<std::uint64_t> value = unsigned_number(text->value);
   if (!value || *value > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
-    return fail_usage(text->variable + "=" + text->text + ": expected a count");
+    return fail_usage(variable_text(*text) + ": expected a count");
   }
   return Read<int>{static_cast<int>(*value), text->variable, text->text};
 }

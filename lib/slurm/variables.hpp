@@ -6,6 +6,7 @@
 
 #include "util/env.hpp"
 #include "util/error.hpp"
+#include "util/strings.hpp"
 
 #include <cstdint>
 #include <initializer_list>
@@ -24,10 +25,12 @@ struct Read {
   bool operator==(const Read&) const = default;
 };
 
-// "SLURM_NNODES=3": how messages quote a value's origin.
+// "SLURM_NNODES=3": how messages quote a value's origin. The text is made
+// printable (strings::printable): a variable may hold escape sequences or
+// newlines, which a message must not pass to the terminal or the log.
 template <typename T>
 std::string variable_text(const Read<T>& read) {
-  return read.variable + "=" + read.text;
+  return read.variable + "=" + strings::printable(read.text);
 }
 
 // The first of `names` that is set and not empty, trimmed: schedulers keep

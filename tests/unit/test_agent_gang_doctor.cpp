@@ -16,9 +16,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <thread>
 
 using Catch::Matchers::Contains;
 using gangrun::agent::HangWatch;
@@ -203,6 +206,81 @@ TEST_CASE("torch's file timers: requests are signs of life, an expired timer is 
   std::string path = timers.path();
   opened->reset();
   CHECK_FALSE(std::filesystem::exists(path));  // the pipe goes with the server
+}
+
+TEST_CASE(
+    "torch's file timers: an over-long line is dropped and reading resumes at the next; a "
+    "signal that is none is refused",
+    "[doctor][agent]") {
+  using gangrun::agent::FileTimers;
+  TempDir dir;
+  boost::asio::io_context io;
+  std::vector<FileTimers::Expired> expired;
+  auto opened = FileTimers::open(io, dir / "timers",
+                                 [&](const FileTimers::Expired& e) { expired.push_back(e); });
+  REQUIRE(opened);
+  FileTimers& timers = **opened;
+  double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto request = [&](int pid, int signal) {
+    return R"({"version": 1, "pid": )" + std::to_string(pid) +
+           R"(, "scope_id": "step", "expiration_time": )" + std::to_string(now - 1) +
+           R"(, "signal": )" + std::to_string(signal) + "}";
+  };
+  // 43's request is valid JSON behind 4 MiB of spaces: read whole, it would
+  // count; too long, it is dropped. 45 asks for signal 265, which an
+  // unsigned char made 9 (SIGKILL). 44's request after them is read.
+  const std::string text = std::string(4 << 20, ' ') + request(43, 9) + "\n" + request(45, 265) +
+                           "\n" + request(44, 15) + "\n";
+  // The pipe holds 64 KiB: a thread writes while the loop reads.
+  std::thread writer([&] {
+    int fd = ::open(timers.path().c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    for (std::size_t at = 0; at < text.size();) {
+      ssize_t wrote = ::write(fd, text.data() + at, text.size() - at);
+      if (wrote <= 0) break;
+      at += static_cast<std::size_t>(wrote);
+    }
+    ::close(fd);
+  });
+  std::size_t most_buffered = 0;
+  run_until(io, [&] {
+    most_buffered = std::max(most_buffered, timers.buffered_bytes());
+    return !expired.empty();
+  });
+  writer.join();
+  io.restart();
+  io.poll();
+  CHECK(most_buffered <= FileTimers::k_max_line_bytes);
+  CHECK(timers.dropped_lines() == 1);
+  CHECK(timers.refused_requests() == 1);
+  REQUIRE(expired.size() == 1);
+  CHECK(expired[0].pid == 44);
+  CHECK(expired[0].signal == 15);
+  CHECK(timers.last_request_from(45));  // a refused request is still a sign of life
+  CHECK_FALSE(timers.last_request_from(43));
+
+  SECTION("signals are whole numbers from 0 to SIGRTMAX") {
+    expired.clear();
+    int fd = ::open(timers.path().c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    std::string more;
+    for (const char* signal : {"-9", "9.5", "\"9\"", "18446744073709551625", "65"}) {
+      more += R"({"version": 1, "pid": 46, "scope_id": "s", "expiration_time": 1, "signal": )" +
+              std::string(signal) + "}\n";
+    }
+    more += R"({"version": 1, "pid": 47, "scope_id": "s", "expiration_time": 1, "signal": )" +
+            std::to_string(SIGRTMAX) + "}\n";
+    REQUIRE(::write(fd, more.data(), more.size()) == static_cast<ssize_t>(more.size()));
+    ::close(fd);
+    run_until(io, [&] { return !expired.empty(); });
+    io.restart();
+    io.poll();
+    CHECK(timers.refused_requests() == 1 + 5);
+    REQUIRE(expired.size() == 1);
+    CHECK(expired[0].pid == 47);
+    CHECK(expired[0].signal == SIGRTMAX);
+  }
 }
 
 TEST_CASE(

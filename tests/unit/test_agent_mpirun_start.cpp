@@ -3,6 +3,7 @@
 // a task of its own, in hostfile order, with what the copies need.
 #include "agent/mpirun_start.hpp"
 #include "agent/ssh_start.hpp"
+#include "agent/tool_start.hpp"
 #include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -76,8 +77,9 @@ bool has_pair(const Words& words, const std::string& first, const std::string& s
 TEST_CASE("mpirun start: one app context per host, in hostfile order", "[mpirun]") {
   Options options = two_hosts();
   EnvMap exported = {{"PATH", "/usr/bin"}, {"PYTHONPATH", "/job"}};
-  Words command = mpirun_command(options, "/usr/bin/mpirun", "/opt/gangrun",
-                                 {"-v", "train.py", "--lr", "1"}, "/job", exported, false);
+  Words command =
+      mpirun_command(options, "/usr/bin/mpirun", "/opt/gangrun", {"-v", "train.py", "--lr", "1"},
+                     "/job", exported, false, std::nullopt);
   CHECK(command.front() == "/usr/bin/mpirun");
   CHECK(std::count(command.begin(), command.end(), ":") == 1);
   CHECK(std::find(command.begin(), command.end(), "--allow-run-as-root") == command.end());
@@ -106,14 +108,16 @@ TEST_CASE("mpirun start: one app context per host, in hostfile order", "[mpirun]
   CHECK(std::find(command.begin(), command.end(), "--node_rank") == command.end());
 
   SECTION("as root, Open MPI is told so") {
-    Words as_root = mpirun_command(options, "mpirun", "gangrun", {"t.py"}, "/job", {}, true);
+    Words as_root =
+        mpirun_command(options, "mpirun", "gangrun", {"t.py"}, "/job", {}, true, std::nullopt);
     CHECK(as_root[1] == "--allow-run-as-root");
   }
   SECTION("the user's --master_addr and --master_port") {
     options.master_addr = "10.0.0.9";
     options.master_port = 4000;
     options.origins["master_addr"] = {"10.0.0.9", gangrun::config::Source::command_line};
-    Words given = mpirun_command(options, "mpirun", "gangrun", {"t.py"}, "/job", {}, false);
+    Words given =
+        mpirun_command(options, "mpirun", "gangrun", {"t.py"}, "/job", {}, false, std::nullopt);
     CHECK(has_pair(given, "-x", "MASTER_ADDR=10.0.0.9"));
     CHECK(has_pair(given, "-x", "MASTER_PORT=4000"));
   }
@@ -153,5 +157,43 @@ TEST_CASE("mpirun start: chosen by --launcher openmpi and --mpirun_hostfile", "[
     std::string message = usage_error({"--launcher", "mvapich", "train.py"});
     CHECK_THAT(message, Contains("--launcher openmpi"));
     CHECK_THAT(message, Contains("PMI_RANK"));
+  }
+}
+
+TEST_CASE("mpirun start: without a run id every task gets one fresh id, the same for all",
+          "[mpirun]") {
+  Hostfile file("10.0.0.1 slots=2\n10.0.0.2 slots=2\n");
+  EnvMap env = {{"PATH", "/bin"}};
+  Words arguments = {"--launcher", "openmpi", "-H", file.path, "train.py"};
+  Options options = launch(arguments, env);
+  REQUIRE(starts_through_mpirun(options));
+  auto run_id = gangrun::agent::run_id_for_hosts(options);
+  REQUIRE(run_id);
+  CHECK(run_id->fresh);
+  CHECK(run_id->value != "none");
+  auto again = gangrun::agent::run_id_for_hosts(options);
+  REQUIRE(again);
+  CHECK(again->value != run_id->value);  // drawn anew for each job
+
+  Words command = mpirun_command(options, "mpirun", "gangrun", remote_arguments(arguments), "/job",
+                                 {}, false, run_id->value);
+  for (std::size_t host = 0; host < 2; ++host) {
+    Words words = context(command, host);
+    CHECK(has_pair(words, "--rdzv_id", run_id->value));
+    CHECK(std::count(words.begin(), words.end(), "--rdzv_id") == 1);
+  }
+  auto dry_run = gangrun::agent::mpirun_dry_run_for(options, arguments, env);
+  REQUIRE(dry_run);
+  CHECK_THAT(*dry_run, Contains("--rdzv_id run-"));
+  CHECK_THAT(*dry_run, Contains("was drawn for this dry run"));
+
+  SECTION("the user's on the command line travels in the arguments alone") {
+    Words given = {"--rdzv_id", "exp-7", "--launcher", "openmpi", "-H", file.path, "train.py"};
+    Options user = launch(given, env);
+    CHECK_FALSE(gangrun::agent::run_id_for_hosts(user));
+    Words kept = mpirun_command(user, "mpirun", "gangrun", remote_arguments(given), "/job", {},
+                                false, std::nullopt);
+    CHECK(has_pair(context(kept, 1), "--rdzv_id", "exp-7"));
+    CHECK(std::count(kept.begin(), kept.end(), "--rdzv_id") == 2);  // once per host
   }
 }

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 namespace {
 
 using Catch::Matchers::Contains;
@@ -92,4 +94,19 @@ TEST_CASE("the srun command: one task per node, then gangrun with its own words"
                                        "1"};
   CHECK(command == expected);
   CHECK_THAT(gangrun::agent::srun_dry_run_text(command), Contains("'x y'"));
+}
+
+TEST_CASE("the srun command adds no run id: every task derives the step's, and a user's is kept",
+          "[agent][slurm]") {
+  std::vector<std::string> arguments = {"train.py"};
+  std::vector<std::string> command =
+      srun_command(launch(arguments, allocation_env(2)), "srun", "gangrun", arguments);
+  CHECK(std::find(command.begin(), command.end(), "--rdzv_id") == command.end());
+  // Each task runs in the step srun made, whose job and step numbers name
+  // the run on every node alike, and differ from job to job.
+  CHECK(launch(arguments, step_env()).rdzv_id == "12.0");
+  std::vector<std::string> given = {"--rdzv_id", "exp-7", "train.py"};
+  command = srun_command(launch(given, allocation_env(2)), "srun", "gangrun", given);
+  CHECK(std::vector<std::string>(command.end() - 3, command.end()) == given);
+  CHECK(launch(given, step_env()).rdzv_id == "exp-7");
 }

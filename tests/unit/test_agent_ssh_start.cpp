@@ -1,8 +1,18 @@
 // The ssh start: what each host's copy is given, which options it is not
 // given again, what it exports, and the dry run.
 #include "agent/ssh_start.hpp"
+#include "agent/tool_start.hpp"
+#include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 
 namespace {
 
@@ -55,7 +65,7 @@ TEST_CASE("ssh start: deepspeed's exported variables, PYTHONPATH with the direct
 TEST_CASE("ssh start: one command per host, node rank and slots of that host", "[ssh]") {
   Options options = two_hosts();
   auto first = ssh_command(options, 0, "/usr/bin/ssh", "/opt/gangrun", {"prog", "a b"}, "/w d",
-                           {{"PATH", "/bin"}});
+                           {{"PATH", "/bin"}}, std::nullopt);
   REQUIRE(first.size() == 10);
   // "--": a host whose name starts with '-' is never an option of ssh.
   CHECK(std::vector<std::string>(first.begin(), first.begin() + 9) ==
@@ -72,11 +82,11 @@ TEST_CASE("ssh start: one command per host, node rank and slots of that host", "
   CHECK_THAT(script, Contains("PATH=/bin"));
   CHECK_THAT(script, Contains("cat <&3; kill -TERM $p"));
 
-  auto second = ssh_command(options, 1, "ssh", "/opt/gangrun", {"prog"}, "/w", {});
+  auto second = ssh_command(options, 1, "ssh", "/opt/gangrun", {"prog"}, "/w", {}, std::nullopt);
   CHECK_THAT(second.back(), Contains("--node_rank 1"));
   CHECK_THAT(second.back(), Contains("--nproc_per_node 2 --include localhost:1,3 prog"));
   options.accelerator = gangrun::config::Accelerator::cpu;
-  auto on_cpus = ssh_command(options, 1, "ssh", "/opt/gangrun", {"prog"}, "/w", {});
+  auto on_cpus = ssh_command(options, 1, "ssh", "/opt/gangrun", {"prog"}, "/w", {}, std::nullopt);
   CHECK_THAT(on_cpus.back(), !Contains("--include"));
 }
 
@@ -86,4 +96,89 @@ TEST_CASE("ssh start: the dry run lists every host's command", "[ssh]") {
   CHECK_THAT(text, Contains("2 host(s) over ssh, -H/--hostfile hosts, one command per host"));
   CHECK_THAT(text, Contains("  ssh node1 'x y'\n"));
   CHECK_THAT(text, Contains("  ssh node2\n"));
+}
+
+namespace {
+
+// A hostfile in a directory of its own, removed with the object.
+struct Hostfile {
+  std::filesystem::path dir;
+  std::string path;
+  explicit Hostfile(const std::string& text) {
+    static int counter = 0;
+    dir = std::filesystem::temp_directory_path() /
+          ("gangrun-ssh-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::create_directories(dir);
+    path = (dir / "hostfile").string();
+    std::ofstream(path) << text;
+  }
+  ~Hostfile() { std::filesystem::remove_all(dir); }
+  Hostfile(const Hostfile&) = delete;
+  Hostfile& operator=(const Hostfile&) = delete;
+};
+
+// Every "--rdzv_id ID" in the commands of a dry run (its lines that start
+// with two spaces), one per host's command.
+std::vector<std::string> run_ids_in(const std::string& text) {
+  std::vector<std::string> ids;
+  static const std::regex k_run_id("--rdzv_id ([A-Za-z0-9._-]+)");
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("  ")) continue;
+    for (std::sregex_iterator it(line.begin(), line.end(), k_run_id), end; it != end; ++it) {
+      ids.push_back((*it)[1].str());
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+TEST_CASE("ssh start: without a run id every host gets one fresh id, the same for all", "[ssh]") {
+  using gangrun::agent::ssh_dry_run_for;
+  using gangrun::config::test::launch;
+  Hostfile hosts("10.0.0.1 slots=2\n10.0.0.2 slots=2\n10.0.0.3 slots=2\n");
+  EnvMap env = {{"PATH", "/bin"}};
+  std::vector<std::string> arguments = {"-H", hosts.path, "train.py"};
+  Options options = launch(arguments, env);
+  REQUIRE(options.launcher == Options::Launcher::ssh);
+  REQUIRE(options.rdzv_id == "none");  // torchrun's default, every such job's
+
+  auto first = ssh_dry_run_for(options, arguments, env);
+  REQUIRE(first);
+  std::vector<std::string> ids = run_ids_in(*first);
+  REQUIRE(ids.size() == 3);
+  CHECK(std::set<std::string>(ids.begin(), ids.end()).size() == 1);  // shared
+  CHECK(ids[0] != "none");
+  CHECK_THAT(ids[0], StartsWith("run-"));
+  CHECK_THAT(*first, Contains("(The run id " + ids[0] + " was drawn for this dry run"));
+  auto second = ssh_dry_run_for(options, arguments, env);
+  REQUIRE(second);
+  REQUIRE(run_ids_in(*second).size() == 3);
+  CHECK(run_ids_in(*second)[0] != ids[0]);  // fresh for each job
+
+  SECTION("the user's on the command line travels in the arguments, once") {
+    std::vector<std::string> given = {"--rdzv_id", "exp-7", "-H", hosts.path, "train.py"};
+    auto text = ssh_dry_run_for(launch(given, env), given, env);
+    REQUIRE(text);
+    CHECK(run_ids_in(*text) == std::vector<std::string>(3, "exp-7"));
+    CHECK_THAT(*text, !Contains("was drawn"));
+  }
+  SECTION("the user's from this host's environment is passed on") {
+    EnvMap with_id = env;
+    with_id["GANGRUN_RDZV_ID"] = "exp-8";
+    auto text = ssh_dry_run_for(launch(arguments, with_id), arguments, with_id);
+    REQUIRE(text);
+    CHECK(run_ids_in(*text) == std::vector<std::string>(3, "exp-8"));
+  }
+  SECTION("a run id from the job script's scheduler is kept") {
+    Options pbs = options;
+    pbs.rdzv_id = "1742.pbs-server";
+    pbs.origins["rdzv_id"] = {"1742.pbs-server (PBS_JOBID=1742.pbs-server)",
+                              gangrun::config::Source::scheduler};
+    auto kept = gangrun::agent::run_id_for_hosts(pbs);
+    REQUIRE(kept);
+    CHECK(kept->value == "1742.pbs-server");
+    CHECK_FALSE(kept->fresh);
+  }
 }

@@ -10,6 +10,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -244,4 +245,116 @@ TEST_CASE("a list with a host per slot counts each host's slots in first-seen or
   CHECK(schedulers::check_this_host_listed({{"n1.x", 1}, {"n2", 1}}, "list", "n1", "PBS"));
   CHECK(schedulers::check_this_host_listed({{"10.0.0.1", 1}}, "list", "10.0.0.1", "PBS"));
   CHECK_FALSE(schedulers::check_this_host_listed({{"10.0.0.1", 1}}, "list", "10.0.0.2", "PBS"));
+}
+
+TEST_CASE("a node file of a million lines is read in one pass, hosts in first-seen order",
+          "[schedulers]") {
+  // 40,000 hosts with 25 slots each, listed round-robin: 16 MiB (config's
+  // read limit) holds about this many lines. Comparing each line with every
+  // host before it took minutes; a lookup per line takes well under a second.
+  constexpr int k_hosts = 40'000;
+  constexpr int k_slots = 25;
+  auto name = [](int i) { return "node-" + std::to_string(i) + ".cluster.example"; };
+  std::string text;
+  text.reserve(static_cast<std::size_t>(k_hosts) * k_slots * 28);
+  for (int slot = 0; slot < k_slots; ++slot) {
+    for (int i = 0; i < k_hosts; ++i) text += name(i) + "\n";
+  }
+  schedulers::Context context{
+      .read_file = [&](const std::string&) -> gangrun::Expected<std::string> { return text; },
+      .host_name = name(0)};
+  auto job = schedulers::read_pbs_job(
+      {{"PBS_JOBID", "1742.pbs-server"}, {"PBS_NODEFILE", "/var/spool/pbs/aux/1742"}}, context);
+  REQUIRE(job);
+  REQUIRE(*job);
+  const std::vector<schedulers::Host>& hosts = (*job)->hosts;
+  REQUIRE(hosts.size() == k_hosts);
+  bool in_order = true;
+  bool every_slot = true;
+  for (int i = 0; i < k_hosts; ++i) {
+    in_order = in_order && hosts[static_cast<std::size_t>(i)].name == name(i);
+    every_slot = every_slot && hosts[static_cast<std::size_t>(i)].slots == k_slots;
+  }
+  CHECK(in_order);
+  CHECK(every_slot);
+  CHECK((*job)->num_nodes.value == k_hosts);
+}
+
+TEST_CASE("LSB_MCPU_HOSTS: a host's slot counts that add up past the limit name the variable",
+          "[config][schedulers]") {
+  std::string me = gangrun::host::host_name();
+  // 2,148 times a million slots is more than INT_MAX: the sum wrapped to a
+  // negative count, and this host silently had no workers.
+  std::string pairs;
+  for (int i = 0; i < 2'148; ++i) pairs += me + " 1000000 ";
+  EnvMap env = {{"LSB_JOBID", "5511"}, {"LSB_MCPU_HOSTS", pairs + "gpu-b 4"}};
+  std::string error = usage_error({"train.py"}, env);
+  CHECK_THAT(error, Contains("LSB_MCPU_HOSTS: the slot counts of " + me + " add up to"));
+  CHECK_THAT(error, Contains("more than 1000000"));
+  // Two counts that fit alone but not together.
+  env["LSB_MCPU_HOSTS"] = me + " 600000 gpu-b 4 " + me + " 600000";
+  CHECK_THAT(usage_error({"train.py"}, env),
+             Contains("the slot counts of " + me + " add up to 1200000, more than 1000000"));
+  // A host named twice within the limit keeps one entry with the sum.
+  env["LSB_MCPU_HOSTS"] = me + " 2 gpu-b 4 " + me + " 3";
+  Options o = launch({"train.py"}, env);
+  REQUIRE(o.hosts.hosts.size() == 2);
+  CHECK(o.hosts.hosts[0].slots.size() == 5);
+}
+
+TEST_CASE(
+    "a scheduler's value quoted in an error is printable: no escape sequence reaches the "
+    "terminal",
+    "[config][schedulers]") {
+  std::string me = gangrun::host::host_name();
+  // An escape that would clear the screen, a bell, a newline that would forge a log line.
+  const std::string nasty = "\x1b[2J\x07\nFAKE";
+  auto printable_only = [](const std::string& text) {
+    return std::none_of(text.begin(), text.end(),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  };
+  auto check = [&](const std::string& error, const std::string& names) {
+    INFO(error);
+    CHECK(printable_only(error));
+    CHECK_THAT(error, Contains("\\x1b[2J\\x07"));
+    CHECK_THAT(error, Contains(names));
+  };
+  SECTION("PBS") {
+    NodeFile nodes(me + "\nnode" + nasty + "\n");
+    check(usage_error({"train.py"}, {{"PBS_JOBID", "17"}, {"PBS_NODEFILE", nodes.path.string()}}),
+          "is not a host name");
+  }
+  SECTION("LSF") {
+    check(usage_error({"train.py"}, {{"LSB_JOBID", "5"}, {"LSB_MCPU_HOSTS", me + " 1" + nasty}}),
+          "LSB_MCPU_HOSTS");
+    check(usage_error({"train.py"}, {{"LSB_JOBID", "5"}, {"LSB_MCPU_HOSTS", me + " 1 b" + nasty}}),
+          "LSB_MCPU_HOSTS");
+  }
+  SECTION("Kubeflow") {
+    EnvMap env = pytorch_job_pod();
+    env["WORLD_SIZE"] = "3" + nasty;
+    check(usage_error({"train.py"}, env), "WORLD_SIZE=3");
+  }
+  SECTION("SkyPilot") {
+    EnvMap env = skypilot_node();
+    env["SKYPILOT_NODE_RANK"] = "1" + nasty;
+    check(usage_error({"train.py"}, env), "SKYPILOT_NODE_RANK=1");
+  }
+  SECTION("an MPI launcher") {
+    check(usage_error({"train.py"},
+                      {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "2" + nasty}}),
+          "OMPI_COMM_WORLD_SIZE=2");
+  }
+  SECTION("Slurm") {
+    check(usage_error({"train.py"}, {{"SLURM_JOB_ID", "77" + nasty}}), "SLURM_JOB_ID=77");
+    EnvMap step = {{"SLURM_JOB_ID", "77"},
+                   {"SLURM_JOB_NUM_NODES", "2"},
+                   {"SLURM_NNODES", "2"},
+                   {"SLURM_STEP_ID", "0"},
+                   {"SLURM_STEP_NUM_NODES", "2"},
+                   {"SLURM_STEP_NODELIST", "n[1-2]" + nasty},
+                   {"SLURM_JOB_NODELIST", "n[1-2]"},
+                   {"SLURM_NODEID", "0"}};
+    check(usage_error({"train.py"}, step), "SLURM_STEP_NODELIST");
+  }
 }

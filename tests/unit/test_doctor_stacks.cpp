@@ -6,6 +6,7 @@
 #include "doctor/stack_groups.hpp"
 #include "doctor/stack_tool.hpp"
 #include "doctor/stacks.hpp"
+#include "launch/program.hpp"
 #include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -16,6 +17,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 using namespace gangrun::doctor;
@@ -145,6 +149,61 @@ TEST_CASE("the stack tool's command and where it is found", "[doctor]") {
   CHECK_FALSE(find_stack_tool((dir.path() / "missing").string(), std::nullopt, env));
   CHECK_FALSE(find_stack_tool(std::nullopt, std::nullopt, {{"PATH", dir.path().string()}}));
   CHECK_THAT(missing_tool_hint(), Contains("pip install py-spy"));
+}
+
+TEST_CASE("py-spy is found beside a python that is the program itself, or in $VIRTUAL_ENV/bin",
+          "[doctor][launch]") {
+  // `gangrun /venv/bin/python s.py`: the program is the interpreter, and
+  // its environment's bin/ holds py-spy; PATH does not.
+  TempDir dir;
+  fs::path python = dir.write("venv/bin/python", "#!/bin/sh\nexec sleep 1\n", true);
+  fs::path tool = dir.write("venv/bin/py-spy", "#!/bin/sh\n", true);
+  fs::path script = dir.write("s.py", "print(1)\n", false);
+  gangrun::EnvMap env = {{"PATH", (dir.path() / "bin").string()}};
+  // As the gang doctor asks: beside the plan's interpreter, if it has one.
+  auto found_for = [&](const std::vector<std::string>& words, const gangrun::EnvMap& with) {
+    gangrun::config::Options options;
+    options.program_and_args = words;
+    auto program = gangrun::launch::resolve_program(options, with);
+    REQUIRE(program);
+    std::optional<std::string> interpreter_dir;
+    if (program->interpreter) {
+      interpreter_dir = fs::path(program->interpreter->path).parent_path().string();
+    }
+    return find_stack_tool(std::nullopt, interpreter_dir, with);
+  };
+  CHECK(found_for({python.string(), script.string(), "--hang-timeout", "5"}, env) == tool.string());
+
+  SECTION("named through PATH") {
+    gangrun::EnvMap through_path = {{"PATH", (dir.path() / "venv/bin").string()}};
+    gangrun::config::Options options;
+    options.program_and_args = {"python", script.string()};
+    auto program = gangrun::launch::resolve_program(options, through_path);
+    REQUIRE(program);
+    REQUIRE(program->interpreter);
+    CHECK(program->interpreter->source == gangrun::report::InterpreterSource::program);
+    CHECK(program->interpreter->origin ==
+          "the program, python, found in " + (dir.path() / "venv/bin").string() + " on PATH");
+  }
+  SECTION("a link named otherwise that resolves to a python") {
+    fs::create_directories(dir.path() / "tools");
+    fs::create_symlink(python, dir.path() / "tools/py");
+    fs::path beside_link = dir.write("tools/py-spy", "#!/bin/sh\n", true);
+    CHECK(found_for({(dir.path() / "tools/py").string(), script.string()}, env) ==
+          beside_link.string());
+  }
+  SECTION("a program that is no python has no interpreter") {
+    fs::path other = dir.write("venv/bin/train", "#!/bin/sh\n", true);
+    CHECK_FALSE(found_for({other.string()}, env));
+  }
+  SECTION("an activated environment's bin/") {
+    fs::path system_python = dir.write("usr/bin/python3", "#!/bin/sh\n", true);
+    gangrun::EnvMap activated = env;
+    activated["VIRTUAL_ENV"] = (dir.path() / "venv").string();
+    CHECK(found_for({system_python.string(), script.string()}, activated) == tool.string());
+    CHECK_FALSE(found_for({system_python.string(), script.string()}, env));
+  }
+  CHECK_THAT(missing_tool_hint(), Contains("$VIRTUAL_ENV/bin"));
 }
 
 TEST_CASE("a failed capture says why and what to do", "[doctor]") {

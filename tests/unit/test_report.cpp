@@ -256,3 +256,37 @@ TEST_CASE("report::json_text and write_report never throw on bytes that are not 
   CHECK(nlohmann::json::parse(std::ifstream(out))["entrypoint"] == "prog\xef\xbf\xbd");
   fs::remove(out);
 }
+
+TEST_CASE("report::write_report on a full disk fails with the path and the reason", "[report]") {
+  // /dev/full fails every write with ENOSPC, as a full filesystem does. The
+  // report was written through a buffered stream whose error nobody read:
+  // gangrun said nothing, and a full disk kept a 0-byte report.
+  RunRecord run = failed_run();
+  auto written = write_report("/dev/full", run);
+  REQUIRE_FALSE(written);
+  CHECK(written.error().code() == gangrun::ErrorCode::io);
+  CHECK_THAT(
+      written.error().message(),
+      Catch::Matchers::Contains("cannot write the report /dev/full: No space left on device"));
+}
+
+TEST_CASE("report::write_report replaces a report whole and leaves nothing beside it", "[report]") {
+  fs::path dir = fs::temp_directory_path() / ("gangrun-report-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path out = dir / "report.json";
+  std::ofstream(out) << "an earlier report\n";
+  fs::permissions(out, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  RunRecord run = failed_run();
+  REQUIRE(write_report(out.string(), run));
+  CHECK(nlohmann::json::parse(std::ifstream(out))["exit_code"] == run.exit_code);
+  CHECK(fs::status(out).permissions() ==
+        (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
+  SECTION("a directory that cannot be written keeps the earlier report") {
+    auto missing = write_report((dir / "no/such/dir/report.json").string(), run);
+    REQUIRE_FALSE(missing);
+    CHECK_THAT(missing.error().message(),
+               Catch::Matchers::Contains("no/such/dir/report.json: No such file or directory"));
+  }
+  fs::remove_all(dir);
+}
