@@ -136,7 +136,8 @@ _gangrun_store()
             | --max-key-bytes | --max_key_bytes | --max-value-bytes | --max_value_bytes \
             | --max-keys-per-request | --max_keys_per_request | --max-store-bytes \
             | --max_store_bytes | --max-connections | --max_connections \
-            | --max-connections-per-address | --max_connections_per_address)
+            | --max-connections-per-address | --max_connections_per_address \
+            | --max-store-bytes-per-address | --max_store_bytes_per_address)
                 ((i + 1 == cword)) && value_of=${words[i]}
                 ((i++))
                 ;;
@@ -160,7 +161,8 @@ _gangrun_store()
             options='--host --port --port-file --port_file --max-key-bytes --max_key_bytes
             --max-value-bytes --max_value_bytes --max-keys-per-request --max_keys_per_request
             --max-store-bytes --max_store_bytes --max-connections --max_connections
-            --max-connections-per-address --max_connections_per_address --help -h'
+            --max-connections-per-address --max_connections_per_address
+            --max-store-bytes-per-address --max_store_bytes_per_address --help -h'
         else
             options='--endpoint --timeout --dialect --raw-keys --raw_keys --help -h'
         fi
@@ -212,6 +214,9 @@ _gangrun()
                     | --main-process-port | --rdzv_backend | --rdzv-backend | --rdzv_endpoint \
                     | --rdzv-endpoint | --rdzv_conf | --rdzv-conf | --local_addr \
                     | --local-addr | --rdzv_id | --rdzv-id | --max_restarts | --max-restarts \
+                    | --max_connections | --max-connections | --max_connections_per_address \
+                    | --max-connections-per-address | --max_store_bytes | --max-store-bytes \
+                    | --max_store_bytes_per_address | --max-store-bytes-per-address \
                     | --monitor_interval | --monitor-interval | --role | --launcher \
                     | --launcher_args | --launcher-args | --start_method | --start-method \
                     | --python | --log_dir | --log-dir | --redirects | -r | --tee | -t \
@@ -355,28 +360,31 @@ _gangrun()
                 --main_process_port --main-process-port --standalone --rdzv_backend
                 --rdzv-backend --rdzv_endpoint --rdzv-endpoint --rdzv_conf --rdzv-conf
                 --local_addr --local-addr --rdzv_id --rdzv-id --virtual_local_rank
-                --virtual-local-rank --max_restarts --max-restarts --monitor_interval
-                --monitor-interval --role --launcher --launcher_args --launcher-args
-                --worker_per_task --worker-per-task --start_method --start-method --run_path
-                --run-path --module -m --no_python --no-python --python --log_dir --log-dir
-                --redirects -r --tee -t --local_ranks_filter --local-ranks-filter
-                --duplicate_stdout_filters --duplicate-stdout-filters --duplicate_stderr_filters
-                --duplicate-stderr-filters --logs_specs --logs-specs --event_log_handler
-                --event-log-handler --log_prefix --log-prefix --output --term_timeout
-                --term-timeout --shutdown_timeout --shutdown-timeout --failure_window
-                --failure-window --hang_timeout --hang-timeout --on_hang --on-hang
-                --arrival_timeout --arrival-timeout --stack_tool --stack-tool --straggler_watch
-                --straggler-watch --flight_recorder --flight-recorder --no_stacks_at_failure
-                --no-stacks-at-failure --numa_binding --numa-binding --signals_to_handle
-                --signals-to-handle --preflight --preflight_timeout --preflight-timeout
-                --dry_run --dry-run --json --report --config_file --config-file --multi_gpu
-                --multi-gpu --use_deepspeed --use-deepspeed --use_fsdp --use-fsdp
-                --use_megatron_lm --use-megatron-lm --use_parallelism_config
-                --use-parallelism-config --cpu --use_cpu --use-cpu --mixed_precision
-                --mixed-precision --num_cpu_threads_per_process --num-cpu-threads-per-process
-                --enable_cpu_affinity --enable-cpu-affinity --dynamo_backend --dynamo-backend
-                --dynamo_mode --dynamo-mode --dynamo_use_fullgraph --dynamo-use-fullgraph
-                --dynamo_use_dynamic --dynamo-use-dynamic --dynamo_use_regional_compilation
+                --virtual-local-rank --max_restarts --max-restarts --max_connections
+                --max-connections --max_connections_per_address --max-connections-per-address
+                --max_store_bytes --max-store-bytes --max_store_bytes_per_address
+                --max-store-bytes-per-address --monitor_interval --monitor-interval --role
+                --launcher --launcher_args --launcher-args --worker_per_task --worker-per-task
+                --start_method --start-method --run_path --run-path --module -m --no_python
+                --no-python --python --log_dir --log-dir --redirects -r --tee -t
+                --local_ranks_filter --local-ranks-filter --duplicate_stdout_filters
+                --duplicate-stdout-filters --duplicate_stderr_filters --duplicate-stderr-filters
+                --logs_specs --logs-specs --event_log_handler --event-log-handler --log_prefix
+                --log-prefix --output --term_timeout --term-timeout --shutdown_timeout
+                --shutdown-timeout --failure_window --failure-window --hang_timeout
+                --hang-timeout --on_hang --on-hang --arrival_timeout --arrival-timeout
+                --stack_tool --stack-tool --straggler_watch --straggler-watch --flight_recorder
+                --flight-recorder --no_stacks_at_failure --no-stacks-at-failure --numa_binding
+                --numa-binding --signals_to_handle --signals-to-handle --preflight
+                --preflight_timeout --preflight-timeout --dry_run --dry-run --json --report
+                --config_file --config-file --multi_gpu --multi-gpu --use_deepspeed
+                --use-deepspeed --use_fsdp --use-fsdp --use_megatron_lm --use-megatron-lm
+                --use_parallelism_config --use-parallelism-config --cpu --use_cpu --use-cpu
+                --mixed_precision --mixed-precision --num_cpu_threads_per_process
+                --num-cpu-threads-per-process --enable_cpu_affinity --enable-cpu-affinity
+                --dynamo_backend --dynamo-backend --dynamo_mode --dynamo-mode
+                --dynamo_use_fullgraph --dynamo-use-fullgraph --dynamo_use_dynamic
+                --dynamo-use-dynamic --dynamo_use_regional_compilation
                 --dynamo-use-regional-compilation --same_network --same-network --debug
                 --main_training_function --main-training-function --downcast_bf16
                 --downcast-bf16 --tpu --tpu_cluster --tpu-cluster --tpu_use_cluster

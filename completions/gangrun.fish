@@ -53,6 +53,9 @@ function __gangrun_where
                         --main_process_port --main-process-port --rdzv_backend --rdzv-backend \
                         --rdzv_endpoint --rdzv-endpoint --rdzv_conf --rdzv-conf --local_addr \
                         --local-addr --rdzv_id --rdzv-id --max_restarts --max-restarts \
+                        --max_connections --max-connections --max_connections_per_address \
+                        --max-connections-per-address --max_store_bytes --max-store-bytes \
+                        --max_store_bytes_per_address --max-store-bytes-per-address \
                         --monitor_interval --monitor-interval --role --launcher \
                         --launcher_args --launcher-args --start_method --start-method --python \
                         --log_dir --log-dir --redirects -r --tee -t --local_ranks_filter \
@@ -189,7 +192,8 @@ function __gangrun_store_where
                 --port_file --max-key-bytes --max_key_bytes --max-value-bytes \
                 --max_value_bytes --max-keys-per-request --max_keys_per_request \
                 --max-store-bytes --max_store_bytes --max-connections --max_connections \
-                --max-connections-per-address --max_connections_per_address
+                --max-connections-per-address --max_connections_per_address \
+                --max-store-bytes-per-address --max_store_bytes_per_address
             set value_next 1
         else if not string match -q -- '-*' $word; and not set -q action[1]
             set action $word
@@ -267,6 +271,10 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l local_addr 
 complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_id -l rdzv-id -x -d 'job id, the same on every node (TORCHELASTIC_RUN_ID)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l virtual_local_rank -l virtual-local-rank -d 'torchrun\'s virtual local rank'
 complete -c gangrun -n '__gangrun_at first options value devices' -l max_restarts -l max-restarts -x -d 'times the whole gang is restarted after a worker fails'
+complete -c gangrun -n '__gangrun_at first options value devices' -l max_connections -l max-connections -x -d 'most client connections the store this node hosts keeps open'
+complete -c gangrun -n '__gangrun_at first options value devices' -l max_connections_per_address -l max-connections-per-address -x -d 'most silent connections (none of their requests served yet) from one address to the store this node hosts'
+complete -c gangrun -n '__gangrun_at first options value devices' -l max_store_bytes -l max-store-bytes -x -d 'most bytes of keys and values the workers may keep in the store this node hosts (the agents\' own keys have a reserve beyond it)'
+complete -c gangrun -n '__gangrun_at first options value devices' -l max_store_bytes_per_address -l max-store-bytes-per-address -x -d 'most bytes of keys and values that the clients of one address may keep in the store this node hosts'
 complete -c gangrun -n '__gangrun_at first options value devices' -l monitor_interval -l monitor-interval -x -d 'accepted for torchrun compatibility'
 complete -c gangrun -n '__gangrun_at first options value devices' -l role -x -d 'role of the workers (ROLE_NAME)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l launcher -x -a 'auto local slurm ssh pdsh openmpi' -d 'how gangrun reaches the other nodes'
@@ -446,5 +454,6 @@ complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-value-bytes
 complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-keys-per-request -l max_keys_per_request -x -d 'most keys in one CHECK, WAIT or MULTI_GET/SET'
 complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-store-bytes -l max_store_bytes -x -d 'most bytes of keys and values held in all'
 complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-connections -l max_connections -x -d 'most client connections open at once'
-complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-connections-per-address -l max_connections_per_address -x -d 'most client connections open at once from one address; 0 for no limit'
+complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-connections-per-address -l max_connections_per_address -x -d 'most silent client connections (none of their requests served yet) open at once from one address; 0 for no limit'
+complete -c gangrun -n '__gangrun_at store-serve store-value' -l max-store-bytes-per-address -l max_store_bytes_per_address -x -d 'most bytes of keys and values the clients of one address may hold; 0 for no limit'
 complete -c gangrun -n '__gangrun_at store-serve store-value' -l help -s h -d 'print help and exit'

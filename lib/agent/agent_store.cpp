@@ -26,6 +26,15 @@ Expected<std::unique_ptr<store::Server>> listen_for_workers(
     boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host,
     std::optional<store::KeepAlive> keep_alive, std::vector<std::string> publish_only_prefixes) {
   store::ServerSettings settings;
+  const launch::StoreLimits& limits = plan.store_limits;  // --max-connections and its neighbours
+  settings.limits.max_connections =
+      limits.max_connections.value_or(settings.limits.max_connections);
+  settings.limits.max_connections_per_address =
+      limits.max_connections_per_address.value_or(settings.limits.max_connections_per_address);
+  settings.limits.max_total_bytes =
+      limits.max_total_bytes.value_or(settings.limits.max_total_bytes);
+  settings.limits.max_bytes_per_address =
+      limits.max_bytes_per_address.value_or(settings.limits.max_bytes_per_address);
   settings.publish_only_prefixes = std::move(publish_only_prefixes);
   settings.host = host;
   settings.port = plan.master_port.value_or(0);

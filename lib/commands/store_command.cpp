@@ -34,6 +34,9 @@ store::Limits limits_for(const config::StoreServeOptions& options) {
   if (options.max_keys_per_request) limits.max_keys_per_request = *options.max_keys_per_request;
   if (options.max_store_bytes) limits.max_total_bytes = *options.max_store_bytes;
   if (options.max_connections) limits.max_connections = *options.max_connections;
+  if (options.max_store_bytes_per_address) {
+    limits.max_bytes_per_address = *options.max_store_bytes_per_address;
+  }
   if (options.max_connections_per_address) {
     limits.max_connections_per_address = *options.max_connections_per_address;
   }

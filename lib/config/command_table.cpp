@@ -161,7 +161,13 @@ const std::vector<StoreOptionWord>& store_option_words() {
       {.name = "max-connections-per-address",
        .metavar = "N",
        .serve = true,
-       .help = "Most client connections open at once from one address; 0 for no limit"},
+       .help = "Most silent client connections (none of their requests served yet) open at "
+               "once from one address; 0 for no limit"},
+      {.name = "max-store-bytes-per-address",
+       .metavar = "N",
+       .serve = true,
+       .help = "Most bytes of keys and values the clients of one address may hold; 0 for no "
+               "limit"},
   };
   return words;
 }

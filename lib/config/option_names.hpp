@@ -15,6 +15,8 @@
   X(exclude) X(visible_devices) X(devices_per_proc) X(mask_format) X(nnodes) X(node_rank) \
   X(master_addr) X(master_port) X(standalone) X(rdzv_backend) X(rdzv_endpoint) X(rdzv_conf) \
   X(local_addr) X(rdzv_id) X(virtual_local_rank) X(max_restarts) X(monitor_interval) X(role) \
+  X(max_connections) X(max_connections_per_address) X(max_store_bytes) \
+  X(max_store_bytes_per_address) \
   X(launcher) X(launcher_args) X(worker_per_task) X(start_method) X(run_path) X(module) \
   X(no_python) X(python) X(log_dir) X(redirects) X(tee) X(local_ranks_filter) \
   X(duplicate_stdout_filters) X(duplicate_stderr_filters) X(logs_specs) X(event_log_handler) \

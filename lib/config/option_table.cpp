@@ -208,6 +208,41 @@ std::vector<OptionSpec> make_table() {
        .default_text = "0",
        .help = "times the whole gang is restarted after a worker fails",
        .apply = into<&Options::max_restarts, parse_max_restarts>},
+      {.name = "max_connections",
+       .group = G::nodes,
+       .metavar = "N",
+       .default_text = "16384",
+       .help = "most client connections the store this node hosts keeps open; past it a "
+               "newcomer replaces the newest connection of the address holding the most (never "
+               "an agent's)",
+       .shown = Spelling::dash,
+       .apply = into<&Options::max_connections, parse_store_limit>},
+      {.name = "max_connections_per_address",
+       .group = G::nodes,
+       .metavar = "N",
+       .default_text = "2048",
+       .help = "most silent connections (none of their requests served yet) from one address to "
+               "the store this node hosts; past it a newcomer replaces the one silent the "
+               "longest; 0: no limit",
+       .shown = Spelling::dash,
+       .apply = into<&Options::max_connections_per_address, parse_store_limit_or_zero>},
+      {.name = "max_store_bytes",
+       .group = G::nodes,
+       .metavar = "N",
+       .default_text = "1073741824",
+       .help = "most bytes of keys and values the workers may keep in the store this node hosts "
+               "(the agents' own keys have a reserve beyond it); a write past it closes its "
+               "connection",
+       .shown = Spelling::dash,
+       .apply = into<&Options::max_store_bytes, parse_store_limit>},
+      {.name = "max_store_bytes_per_address",
+       .group = G::nodes,
+       .metavar = "N",
+       .default_text = "268435456",
+       .help = "most bytes of keys and values that the clients of one address may keep in the "
+               "store this node hosts; a write past it closes its connection; 0: no limit",
+       .shown = Spelling::dash,
+       .apply = into<&Options::max_store_bytes_per_address, parse_store_limit_or_zero>},
       {.name = "monitor_interval",
        .group = G::nodes,
        .metavar = "SECONDS",

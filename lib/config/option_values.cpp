@@ -84,6 +84,20 @@ Expected<int> parse_non_negative_int(std::string_view text) {
   return *number;
 }
 
+Expected<std::size_t> parse_store_limit(std::string_view text) {
+  std::optional<std::int64_t> number = strings::parse_int(strings::trim(text));
+  if (!number || *number < 1) return fail_usage(strings::quoted(text) + " is not an integer >= 1");
+  return static_cast<std::size_t>(*number);
+}
+
+Expected<std::size_t> parse_store_limit_or_zero(std::string_view text) {
+  std::optional<std::int64_t> number = strings::parse_int(strings::trim(text));
+  if (!number || *number < 0) {
+    return fail_usage(strings::quoted(text) + " is not an integer >= 0 (0: no limit)");
+  }
+  return static_cast<std::size_t>(*number);
+}
+
 Expected<int> parse_max_restarts(std::string_view text) {
   std::optional<int> number = int_in_range(text, 0, k_max_restarts);
   if (!number) {

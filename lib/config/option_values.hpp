@@ -31,6 +31,13 @@ Expected<int> parse_positive_int(std::string_view text);
 // An integer >= 0.
 Expected<int> parse_non_negative_int(std::string_view text);
 
+// A limit of the store the agent hosts (--max-connections, --max-store-bytes): a
+// whole number >= 1.
+Expected<std::size_t> parse_store_limit(std::string_view text);
+// The same where 0 means no limit (--max-connections-per-address,
+// --max-store-bytes-per-address).
+Expected<std::size_t> parse_store_limit_or_zero(std::string_view text);
+
 // --max_restarts: an integer from 0 to k_max_restarts. The bound keeps the
 // attempt counter (and TORCHELASTIC_RESTART_COUNT) from overflowing.
 inline constexpr int k_max_restarts = 1'000'000;

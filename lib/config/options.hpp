@@ -132,6 +132,11 @@ struct Options {
   int max_restarts = 0;                   // >= 0
   double monitor_interval = 0.1;          // accepted for compatibility; detection is event-driven
   std::string role = "default";           // ROLE_NAME
+  // The store the agent hosts (store/protocol.hpp's Limits); unset: its defaults.
+  std::optional<std::size_t> max_connections;              // >= 1
+  std::optional<std::size_t> max_connections_per_address;  // silent ones; 0: no cap
+  std::optional<std::size_t> max_store_bytes;              // >= 1
+  std::optional<std::size_t> max_store_bytes_per_address;  // 0: no quota
 
   // ---- Slurm and remote starts
   // --launcher: auto starts gangrun on every node through srun in an

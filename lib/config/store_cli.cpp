@@ -301,13 +301,14 @@ Expected<StoreServeOptions> serve_options(const Words& words, const Parsed& pars
     std::optional<std::size_t>* field;
     std::int64_t least;
   };
-  const std::array<LimitOption, 6> limits = {{
+  const std::array<LimitOption, 7> limits = {{
       {"max-key-bytes", &serve.max_key_bytes, 1},
       {"max-value-bytes", &serve.max_value_bytes, 1},
       {"max-keys-per-request", &serve.max_keys_per_request, 1},
       {"max-store-bytes", &serve.max_store_bytes, 1},
       {"max-connections", &serve.max_connections, 1},
       {"max-connections-per-address", &serve.max_connections_per_address, 0},
+      {"max-store-bytes-per-address", &serve.max_store_bytes_per_address, 0},
   }};
   for (const auto& [name, field, least] : limits) {
     const CLI::Option& option = *parsed.options.at(name);

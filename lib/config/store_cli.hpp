@@ -31,6 +31,7 @@ struct StoreServeOptions {
   std::optional<std::size_t> max_store_bytes;
   std::optional<std::size_t> max_connections;
   std::optional<std::size_t> max_connections_per_address;  // 0: no cap
+  std::optional<std::size_t> max_store_bytes_per_address;  // 0: no quota
 };
 
 // Every other subcommand is a client of a running store.

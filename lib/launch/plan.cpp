@@ -235,6 +235,10 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
         SrunTask{.local_id = task->local_rank->value, .tasks_on_node = task->tasks_on_node->value};
   }
   plan.local_addr = options.local_addr;
+  plan.store_limits = {.max_connections = options.max_connections,
+                       .max_connections_per_address = options.max_connections_per_address,
+                       .max_total_bytes = options.max_store_bytes,
+                       .max_bytes_per_address = options.max_store_bytes_per_address};
   plan.rendezvous = options.rdzv_conf;
   plan.max_restarts = options.max_restarts;
   plan.failure_window_s = options.failure_window;

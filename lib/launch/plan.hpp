@@ -43,6 +43,15 @@ struct SrunTask {
   int tasks_on_node = 1;
 };
 
+// Limits of the store the agent hosts (--max-connections and its
+// neighbours); nullopt: the store's own default (store/protocol.hpp's Limits).
+struct StoreLimits {
+  std::optional<std::size_t> max_connections;
+  std::optional<std::size_t> max_connections_per_address;
+  std::optional<std::size_t> max_total_bytes;
+  std::optional<std::size_t> max_bytes_per_address;
+};
+
 // The gang doctor's settings (agent/hang_watch.hpp, agent/stack_probe.hpp).
 struct DoctorPlan {
   std::optional<double> hang_timeout_s;  // --hang-timeout; nullopt: no hang watch
@@ -82,6 +91,7 @@ struct LaunchPlan {
   std::string master_addr_origin = "--master_addr";
   std::optional<std::string> local_addr;  // --local_addr: the address this node advertises
   config::RendezvousConf rendezvous;      // --rdzv_conf, torchrun's keys in seconds
+  StoreLimits store_limits;               // of the store this node hosts, if it hosts one
 
   // How the agent runs the gang.
   int max_restarts = 0;

@@ -52,7 +52,7 @@ StoreState* KeySpaces::space_for(const RoundMembership& membership, const Reques
 }
 
 void KeySpaces::handle(const RoundMembership& membership, ConnectionId from, Dialect dialect,
-                       const Request& request, Effects& effects) {
+                       const Request& request, Effects& effects, Writer writer) {
   if (request.op == Op::list_keys) return list_keys(membership, effects);
   StoreState* space = space_for(membership, request, effects);
   if (!space) return;
@@ -60,7 +60,8 @@ void KeySpaces::handle(const RoundMembership& membership, ConnectionId from, Dia
     StoreState& other = space == run_wide_.get() ? *membership.keys : *run_wide_;
     other.disconnect(from);
   }
-  space->handle(from, dialect, request, effects);
+  writer.reserve = writer.trusted && space == run_wide_.get() ? limits_.reserved_run_wide_bytes : 0;
+  space->handle(from, dialect, request, effects, writer);
 }
 
 void KeySpaces::list_keys(const RoundMembership& membership, Effects& effects) const {

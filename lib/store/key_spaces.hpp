@@ -17,8 +17,12 @@
 // which describes the connection's round; LIST_KEYS lists the round's keys
 // and the run-wide ones (an operator sees the rendezvous' state that way).
 //
-// max_total_bytes holds for all spaces together. Single-threaded, like the
-// server that owns it.
+// max_total_bytes holds for all spaces together, for every writer but the
+// node agents' run-wide keys: those written by a trusted writer (a protected
+// connection, Server::protect) may go reserved_run_wide_bytes past it, room
+// the workers' keys can never take. max_bytes_per_address holds for the
+// entries charged to one writer's account (store_state.hpp's Writer), in
+// every space together. Single-threaded, like the server that owns it.
 #pragma once
 
 #include "store/codec.hpp"
@@ -61,8 +65,10 @@ class KeySpaces {
   // one pending wait across spaces: whatever would cancel a wait in the space
   // it lives in (a legacy request, WAIT, BARRIER, CANCEL_WAIT) cancels it in
   // the other one too.
+  // writer: as StoreState::handle takes it; a trusted writer's run-wide keys
+  // get Limits::reserved_run_wide_bytes as their reserve here.
   void handle(const RoundMembership& membership, ConnectionId from, Dialect dialect,
-              const Request& request, Effects& effects);
+              const Request& request, Effects& effects, Writer writer = Writer{});
 
   // The connection is gone: forget its waits in every space.
   void disconnect(const RoundMembership& membership, ConnectionId connection);

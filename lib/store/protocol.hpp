@@ -69,14 +69,26 @@ inline constexpr std::uint8_t k_watch_callback_registered = 3;
 
 // Bounds that keep one misbehaving client from hurting the others. Breaking
 // a per-request bound closes that connection; the store-wide bounds refuse
-// the write that would cross them (and close its connection).
+// the write that would cross them (and close its connection), unless it
+// comes from a protected connection (server.hpp).
 struct Limits {
   std::size_t max_key_bytes = 8 * 1024;              // one key
   std::size_t max_value_bytes = 8 * 1024 * 1024;     // one value, expected or desired
   std::size_t max_keys_per_request = 128 * 1024;     // CHECK, WAIT, MULTI_GET, MULTI_SET
   std::size_t max_request_bytes = 64 * 1024 * 1024;  // one whole request as encoded
   std::size_t max_total_bytes = 1024 * 1024 * 1024;  // keys + values + queued items
-  std::size_t max_connections = 16 * 1024;           // open client connections
+  // Room past max_total_bytes that only the node agents' run-wide keys
+  // ("gangrun/run/...", written by connections marked with Server::protect)
+  // may use: a store that clients filled still takes every agent's writes.
+  // The rendezvous' keys of a whole run stay far below it.
+  std::size_t reserved_run_wide_bytes = 64 * 1024 * 1024;
+  // What the keys last written from one peer address may hold together
+  // (each key, value or queued item is charged whole to the address that
+  // wrote it last; protected connections' writes to none), so that one
+  // client cannot fill max_total_bytes alone. Every rank of a node writes
+  // from one address; a job's own keys stay far below this. 0: no quota.
+  std::size_t max_bytes_per_address = 256 * 1024 * 1024;
+  std::size_t max_connections = 16 * 1024;  // open client connections
   // Open client connections from one peer address, those marked with
   // Server::protect aside; a newcomer over it is refused. Every rank of a
   // node connects from one address, a few connections each: this stays far

@@ -55,10 +55,10 @@ using ReusePort = asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>
 // the kernel then drops connections, which retry a second later.
 constexpr unsigned k_reads_between_accepts = 64;
 
-// A newcomer at the connection limit looks at most this many connections of
-// the most crowded address for an idle one to replace; when none of them is
-// idle it replaces the first of them (heard from least recently), so a
-// newcomer's cost stays bounded however many connections wait.
+// A newcomer at the connection limit looks at most this many of the newest
+// connections of the most crowded address for an idle one to replace (when
+// none of that address is silent); when none of them is idle it replaces the
+// newest, so a newcomer's cost stays bounded however many connections wait.
 constexpr std::size_t k_reclaim_scan = 64;
 
 // A reply buffer larger than this is given back once its bytes are sent.
@@ -187,9 +187,13 @@ struct Connection;
 // the protected ones.
 struct AddressGroup {
   PeerAddress address{};
-  // The one heard from least recently first; its size is what the address
-  // holds against max_connections_per_address.
+  // All of them in the order they were accepted, the newest last; its size
+  // ranks the address at max_connections.
   std::list<Connection*> line;
+  // Those of line that are silent (no well-formed request served since they
+  // connected), the oldest first: what the address holds against
+  // max_connections_per_address.
+  std::list<Connection*> silent;
   // Its place in the list of the groups of its size (Server::Impl::groups_of_size).
   AddressGroup* previous_of_size = nullptr;
   AddressGroup* next_of_size = nullptr;
@@ -208,17 +212,27 @@ struct Connection {
   RequestDecoder decoder;
   RoundMembership membership;  // the round it was accepted in, for good
   std::string peer;
-  // Its peer address's group, where in_line places it; nullptr once it is
-  // protected (Server::protect): then it is in no line and is never reclaimed.
+  // Its peer address's group, where in_line (and in_silent while it is
+  // silent) place it; nullptr once it is protected (Server::protect): then it
+  // is in no line and is never reclaimed.
   AddressGroup* group = nullptr;
+  // A well-formed request of it was served: it no longer counts against
+  // max_connections_per_address.
+  bool spoke = false;
+  bool is_protected = false;  // Server::protect
+  PeerAddress address{};
+  // What its writes are charged to: its address's, shared with the other
+  // connections of that address; nullptr once it is protected.
+  std::shared_ptr<ByteAccount> account;
   // Small on purpose: it is held by every idle connection.
   std::array<char, 256> inbox{};
   std::string out;           // replies not yet written
   std::size_t out_sent = 0;  // bytes of out already written
   bool closed = false;       // set once; handlers that still hold it then do nothing
   SocketWatch::Interest watched{.read = true};  // what Server::Impl::watch waits for
-  Clock::time_point last_heard;                 // when it connected or last sent bytes
+  Clock::time_point connected_at;               // when it was accepted
   std::list<Connection*>::iterator in_line;     // its place in group->line
+  std::list<Connection*>::iterator in_silent;   // its place in group->silent, until it spoke
   std::size_t charged = 0;                      // its part of Server::Impl::buffered
 
   std::size_t pending_reply_bytes() const { return out.size() - out_sent; }
@@ -263,11 +277,16 @@ struct Server::Impl {
   ServerStats counters;
   std::optional<Clock::time_point> last_round_request;  // a worker's, for the hang watch
   RateLimitedLog refusal_log{io, "refused connections"};
-  RateLimitedLog address_refusal_log{io, "connections refused over the per-address limit"};
+  RateLimitedLog address_reclaim_log{io, "silent connections replaced over the per-address limit"};
   RateLimitedLog write_refusal_log{io, "refused writes"};
   RateLimitedLog accept_error_log{io, "failed accepts"};
   RateLimitedLog close_log{io, "closed bad connections"};
   RateLimitedLog reclaim_log{io, "reclaimed idle connections"};
+  RateLimitedLog overrun_log{io, "protected writes past a byte limit"};
+  // Each address's byte account (Limits::max_bytes_per_address), while its
+  // connections or the entries it wrote hold it.
+  std::unordered_map<PeerAddress, std::weak_ptr<ByteAccount>, PeerAddressHash> accounts;
+  std::size_t accounts_swept_at = 64;  // accounts' size when expired ones are next dropped
   // Shared with every handler: false once the server is gone, so a handler
   // that the io_context runs after the destructor touches nothing.
   std::shared_ptr<bool> alive = std::make_shared<bool>(true);
@@ -486,7 +505,7 @@ struct Server::Impl {
   // Never throws: a connection that cannot be set up is dropped.
   void admit(UniqueFd socket, std::string peer, const PeerAddress& address) noexcept {
     try {
-      if (over_address_limit(address, peer)) return;  // the socket closes here
+      make_room_in_address(address, peer);
       if (connections.size() >= settings.limits.max_connections && !reclaim(peer)) {
         ++counters.connections_refused;
         refusal_log.warn(
@@ -500,7 +519,9 @@ struct Server::Impl {
       auto connection = std::make_shared<Connection>(next_id++, std::move(socket), settings.limits,
                                                      spaces.join());
       connection->peer = std::move(peer);
-      connection->last_heard = Clock::now();
+      connection->connected_at = Clock::now();
+      connection->address = address;
+      connection->account = account_of(address);
       auto entry = connections.emplace(connection->id, connection).first;
       try {
         enter_group(*connection, address);
@@ -518,18 +539,26 @@ struct Server::Impl {
     }
   }
 
-  // True (and counted, and logged) when address holds its whole share.
-  bool over_address_limit(const PeerAddress& address, const std::string& peer) {
+  // An address holding max_connections_per_address silent connections gives
+  // up the one silent the longest for the newcomer: the newcomer may be a
+  // job's worker (it cannot have spoken yet), a socket that said nothing
+  // since it connected is worth the least, and the address's clients that
+  // spoke are never touched.
+  void make_room_in_address(const PeerAddress& address, const std::string& newcomer) {
     std::size_t limit = settings.limits.max_connections_per_address;
-    if (limit == 0) return false;
+    if (limit == 0) return;
     auto found = groups.find(address);
-    if (found == groups.end() || found->second.line.size() < limit) return false;
-    ++counters.connections_refused;
-    address_refusal_log.warn(
-        "store: refusing a connection from {}: {} connections are open from {} (limit {} per "
-        "address; raise it with --max-connections-per-address N, 0 for no limit)",
-        peer, found->second.line.size(), address_text(address), limit);
-    return true;
+    if (found == groups.end() || found->second.silent.size() < limit) return;
+    Connection* chosen = found->second.silent.front();
+    ++counters.connections_reclaimed;
+    ++counters.silent_connections_replaced;
+    double age = std::chrono::duration<double>(Clock::now() - chosen->connected_at).count();
+    address_reclaim_log.warn(
+        "store: {} silent connections are open from {} (limit {} per address; raise it with "
+        "--max-connections-per-address N, 0 for no limit): closing the one from {}, silent for "
+        "{:.1f} s, to admit {}",
+        found->second.silent.size(), address_text(address), limit, chosen->peer, age, newcomer);
+    close(*chosen, "");
   }
 
   // Idle: nothing pending either way. A PyTorch client blocked in wait()
@@ -540,36 +569,57 @@ struct Server::Impl {
            connection.decoder.buffered_bytes() == 0 && connection.pending_reply_bytes() == 0;
   }
 
+  // Whom a newcomer at max_connections replaces in group: its newest silent
+  // connection, else the newest idle one among its k_reclaim_scan newest,
+  // else its newest. A storm thus eats its own tail, and the connections an
+  // address opened first (an agent's, its workers') outlive the storm.
+  Connection* newest_reclaimable(const AddressGroup& group) const {
+    if (!group.silent.empty()) return group.silent.back();
+    std::size_t looked = 0;
+    for (auto it = group.line.rbegin(); it != group.line.rend() && looked < k_reclaim_scan;
+         ++it, ++looked) {
+      if (idle(**it)) return *it;
+    }
+    return group.line.back();
+  }
+
   // At the connection limit a newcomer takes the place of a connection of
-  // the address that holds the most: the first idle one among the
-  // k_reclaim_scan it heard from least recently, else the first of those,
-  // waiting or busy. An address that fills the table with silent or waiting
-  // sockets thus loses its own, and cannot lock others out. False when every
-  // open connection is protected.
+  // the address that holds the most (newest_reclaimable). An address that
+  // fills the table with silent or waiting sockets thus loses its own, and
+  // cannot lock others out. False when every open connection is protected.
   bool reclaim(const std::string& newcomer) {
     if (largest_group == 0) return false;
-    const std::list<Connection*>& line = groups_of_size[largest_group]->line;
-    Connection* chosen = line.front();
-    std::size_t looked = 0;
-    for (Connection* candidate : line) {
-      if (looked++ == k_reclaim_scan) break;
-      if (idle(*candidate)) {
-        chosen = candidate;
-        break;
-      }
-    }
+    const AddressGroup& group = *groups_of_size[largest_group];
+    Connection* chosen = newest_reclaimable(group);
     ++counters.connections_reclaimed;
-    double silent = std::chrono::duration<double>(Clock::now() - chosen->last_heard).count();
-    std::string_view state = idle(*chosen)                                       ? "idle"
+    double age = std::chrono::duration<double>(Clock::now() - chosen->connected_at).count();
+    std::string_view state = !chosen->spoke                                      ? "silent"
+                             : idle(*chosen)                                     ? "idle"
                              : spaces.is_waiting(chosen->membership, chosen->id) ? "waiting"
                                                                                  : "busy";
     reclaim_log.warn(
-        "store: {} connections are open (limit {}): closing the one from {}, {} for {:.1f} s, to "
-        "admit {} (its address holds the most, {})",
-        connections.size(), settings.limits.max_connections, chosen->peer, state, silent, newcomer,
-        line.size());
+        "store: {} connections are open (limit {}; raise it with --max-connections N): closing "
+        "the one from {}, {} for {:.1f} s since it connected, to admit {} (the newest of the "
+        "address that holds the most, {})",
+        connections.size(), settings.limits.max_connections, chosen->peer, state, age, newcomer,
+        group.line.size());
     close(*chosen, "");
     return true;
+  }
+
+  // The byte account of address, shared by its connections and entries.
+  std::shared_ptr<ByteAccount> account_of(const PeerAddress& address) {
+    if (accounts.size() >= 2 * accounts_swept_at) {
+      std::erase_if(accounts, [](const auto& entry) { return entry.second.expired(); });
+      accounts_swept_at = std::max<std::size_t>(64, accounts.size());
+    }
+    std::weak_ptr<ByteAccount>& slot = accounts[address];
+    std::shared_ptr<ByteAccount> account = slot.lock();
+    if (!account) {
+      account = std::make_shared<ByteAccount>();
+      slot = account;
+    }
+    return account;
   }
 
   // ---- connections by peer address ---------------------------------------------
@@ -581,6 +631,12 @@ struct Server::Impl {
     try {
       if (groups_of_size.size() <= size + 1) groups_of_size.resize(size + 2, nullptr);
       connection.in_line = group.line.insert(group.line.end(), &connection);
+      try {
+        connection.in_silent = group.silent.insert(group.silent.end(), &connection);
+      } catch (...) {
+        group.line.erase(connection.in_line);
+        throw;
+      }
     } catch (...) {
       if (created) groups.erase(found);
       throw;
@@ -597,6 +653,7 @@ struct Server::Impl {
     connection.group = nullptr;
     std::size_t size = group->line.size();
     group->line.erase(connection.in_line);
+    if (!connection.spoke) group->silent.erase(connection.in_silent);
     resized(*group, size);
     if (group->line.empty()) {
       PeerAddress address = group->address;  // not a reference into the node erased
@@ -633,7 +690,19 @@ struct Server::Impl {
   void protect(ConnectionId id) {
     auto found = connections.find(id);
     if (found == connections.end() || found->second->closed) return;
-    leave_group(*found->second);
+    Connection& connection = *found->second;
+    connection.is_protected = true;
+    leave_group(connection);
+    forget_account(connection);
+  }
+
+  // The connection no longer writes for its address (closed or protected);
+  // the entries it wrote stay charged to it.
+  void forget_account(Connection& connection) noexcept {
+    if (!connection.account) return;
+    bool last = connection.account.use_count() == 1;
+    connection.account.reset();
+    if (last) accounts.erase(connection.address);
   }
 
   // ---- reading and serving ---------------------------------------------------
@@ -655,7 +724,6 @@ struct Server::Impl {
     if (!receive(*connection, connection->inbox.data(), connection->inbox.size(), received)) {
       return;
     }
-    heard_from(*connection);
     guarded(*connection, [&] { read_ready(*connection, received); });
     if (++reads_since_accept >= k_reads_between_accepts) poll_listeners();
   }
@@ -688,11 +756,12 @@ struct Server::Impl {
     connection.watched = wanted;
   }
 
-  static void heard_from(Connection& connection) {
-    connection.last_heard = Clock::now();
-    if (AddressGroup* group = connection.group) {
-      group->line.splice(group->line.end(), group->line, connection.in_line);
-    }
+  // A well-formed request of connection was served: it is a client, and no
+  // longer counts against max_connections_per_address.
+  static void spoken(Connection& connection) noexcept {
+    if (connection.spoke) return;
+    connection.spoke = true;
+    if (AddressGroup* group = connection.group) group->silent.erase(connection.in_silent);
   }
 
   // Serving one connection must never end the event loop, and with it a
@@ -757,6 +826,7 @@ struct Server::Impl {
       }
       if (!*request) return true;
       ++counters.requests;
+      spoken(connection);
       if (names_a_round_key(**request)) last_round_request = Clock::now();
       if (const std::string* key = guarded_key(**request)) {
         refuse_write(connection, *key);
@@ -764,7 +834,16 @@ struct Server::Impl {
       }
       Effects effects;
       spaces.handle(connection.membership, connection.id, *connection.decoder.dialect(), **request,
-                    effects);
+                    effects,
+                    Writer{.account = connection.account, .trusted = connection.is_protected});
+      if (effects.refused_for_bytes) ++counters.writes_refused_for_bytes;
+      if (effects.overrun) {
+        ++counters.protected_overruns;
+        overrun_log.warn(
+            "store: a {} from the protected connection from {} was applied past a limit (it is "
+            "never refused): {}",
+            op_name((*request)->op), connection.peer, *effects.overrun);
+      }
       for (auto& [waiter_id, bytes] : effects.wakeups) send(waiter_id, bytes);
       if (events.run_key_set) tell_run_keys_set(connection.id, **request);
       if (!effects.reply.empty()) connection.out += effects.reply;
@@ -833,9 +912,15 @@ struct Server::Impl {
     if (!is_run_wide(key)) return;
     Effects effects;
     // Connection id 0 is never a client's: the wakeups go to real waiters.
+    // The coordinator's keys are an agent's: never refused for bytes.
     spaces.handle(spaces.join(), 0, Dialect::validated, make_request(Op::set, {key}, {value}),
-                  effects);
+                  effects, Writer{.account = nullptr, .trusted = true});
     for (auto& [waiter_id, bytes] : effects.wakeups) send(waiter_id, bytes);
+    if (effects.overrun) {
+      ++counters.protected_overruns;
+      overrun_log.warn("store: a key published by the coordinator was stored past a limit: {}",
+                       *effects.overrun);
+    }
   }
 
   bool backed_up(const Connection& connection) const {
@@ -947,6 +1032,7 @@ struct Server::Impl {
     buffered -= connection.charged;
     connection.charged = 0;
     leave_group(connection);
+    forget_account(connection);
     connections.erase(connection.id);  // handlers still hold it until they run
   }
 
@@ -956,6 +1042,7 @@ struct Server::Impl {
       connection->socket.reset();
     }
     connections.clear();
+    accounts.clear();
     groups.clear();
     groups_of_size.clear();
     largest_group = 0;

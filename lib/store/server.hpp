@@ -19,17 +19,42 @@
 // (std::bad_alloc) closes that connection; no handler of the server lets one
 // reach the io_context.
 //
-// Connections are counted by the peer's address (without the port; an IPv4
+// Connections are grouped by the peer's address (without the port; an IPv4
 // client and its IPv4-mapped IPv6 form are one address), so that one host
-// cannot take the whole table: a newcomer from an address that already holds
-// limits.max_connections_per_address is refused. At max_connections a
-// newcomer takes the place of a connection of the address that holds the
-// most: an idle one (nothing pending either way) among its
-// connections heard from least recently, else the one it heard from least
-// recently even with a WAIT or BARRIER pending, so that silent or waiting
-// sockets cannot lock clients out. It is refused only when every open
-// connection is protected (protect()): those are never reclaimed and count
-// against no per-address cap.
+// cannot take the whole table. Protected connections (protect()) belong to
+// no group: they are never closed to admit a newcomer, and count against no
+// per-address cap.
+//
+// Per address, limits.max_connections_per_address bounds the *silent*
+// connections: those of which no well-formed request (PyTorch's VALIDATE
+// handshake, a PING, any request the codec reads) has been served since they
+// connected. A connection that spoke once is a client and never counts
+// again, however long it then idles (a worker's TCPStore idles for hours
+// during training; a recency window would let a storm of fresh sockets push
+// it out). A newcomer from an address that holds the cap in silent
+// connections is admitted, and the address's connection silent the longest
+// is closed for it: the newcomer cannot have spoken yet and may be one of
+// the job's own workers (every rank of a node connects from one address), so
+// idle sockets from that address never lock the workers out, and the
+// address's clients that spoke are never touched. A client that spoke on
+// every socket escapes the cap, and is held by the next rule.
+//
+// At max_connections a newcomer takes the place of a connection of the
+// address that holds the most: its newest silent connection, else the
+// newest idle one (nothing pending either way) among its 64 newest, else its
+// newest even with a WAIT or BARRIER pending. A storm thus eats its own
+// tail: the connections an address opened before it (a node agent's long
+// wait, its workers') survive even unprotected. A newcomer is refused only
+// when every open connection is protected.
+//
+// Stored bytes (limits.max_total_bytes and its neighbours in protocol.hpp;
+// key_spaces.hpp says how they are counted): a write that would cross a
+// limit is refused and its connection closed with a warning naming the
+// limit and the option that raises it, unless the connection is protected:
+// a protected connection's writes are never refused or closed for bytes.
+// Its run-wide keys may use limits.reserved_run_wide_bytes on top of
+// max_total_bytes, which no other client can take, and a protected write
+// past even that is applied and logged (ServerStats::protected_overruns).
 //
 // Each address is listened on through enough SO_REUSEPORT queues, each with
 // the largest backlog the kernel allows, to hold twice max_connections, and
@@ -107,11 +132,18 @@ struct ServerStats {
   std::size_t stored_bytes = 0;    // against limits.max_total_bytes
   std::size_t buffered_bytes = 0;  // against limits.max_buffered_bytes
   std::uint64_t requests = 0;      // served since start
-  // Over max_connections with nothing to reclaim, or over the per-address cap.
+  // Over max_connections with nothing to reclaim.
   std::uint64_t connections_refused = 0;
   std::uint64_t connections_closed_for_errors = 0;  // a limit, bad bytes, a failure
-  std::uint64_t connections_reclaimed = 0;          // closed to admit a newcomer
-  std::uint64_t writes_refused = 0;                 // of publish_only_prefixes' keys
+  // Closed to admit a newcomer: at max_connections, or silent ones over
+  // max_connections_per_address (those are silent_connections_replaced too).
+  std::uint64_t connections_reclaimed = 0;
+  std::uint64_t silent_connections_replaced = 0;
+  std::uint64_t writes_refused = 0;  // of publish_only_prefixes' keys
+  // Over max_total_bytes or max_bytes_per_address (the writer was closed).
+  std::uint64_t writes_refused_for_bytes = 0;
+  // Protected connections' writes applied past those limits (and the reserve).
+  std::uint64_t protected_overruns = 0;
 };
 
 class Server {
@@ -154,15 +186,21 @@ class Server {
   void observe(ServerEvents events);
   // Stores a run-wide key as a client's SET would, waking whoever waits for
   // it; keys outside the run-wide space are ignored. publish_only_prefixes
-  // do not apply: this is how their keys are written.
+  // do not apply: this is how their keys are written. Written as a protected
+  // connection's would be: from the reserve, never refused for bytes.
   void publish(const std::string& key, const std::string& value);
 
-  // Marks connection `id` (a node agent's link, which the rendezvous'
-  // coordinator learns from ServerEvents::run_key_set when the agent joins)
-  // as one the server never closes to admit a newcomer, and which counts
-  // against no per-address cap (it still counts against max_connections,
-  // and is still closed for breaking a limit). Lasts until the connection
-  // closes; an unknown or closed id is ignored. Call on the server's thread.
+  // Marks connection `id` as a node agent's (the rendezvous' coordinator
+  // learns its agents' connections from ServerEvents::run_key_set): the
+  // server never closes it to admit a newcomer, it counts against no
+  // per-address cap, and its writes are never refused or closed for stored
+  // bytes (its run-wide keys draw on limits.reserved_run_wide_bytes; the
+  // keys it wrote count against no address's max_bytes_per_address). It
+  // still counts against max_connections, and is still closed for breaking
+  // a per-request limit (a key, a value, a request too large; bad bytes).
+  // Lasts until the connection closes; an unknown or closed id is ignored.
+  // Call on the server's thread, as soon as the connection is known: what it
+  // stored before is charged as any client's was.
   void protect(ConnectionId id);
 
   // Closes connection `id` as a limit would (a warning with reason; its

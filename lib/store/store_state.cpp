@@ -56,10 +56,10 @@ bool well_formed(const Request& request) {
 StoreState::StoreState(Limits limits, std::shared_ptr<StoredTotal> total)
     : limits_(limits), total_(total ? std::move(total) : std::make_shared<StoredTotal>()) {}
 
-StoreState::~StoreState() { total_->bytes -= stored_bytes_; }
+StoreState::~StoreState() { drop_keys(); }
 
 void StoreState::handle(ConnectionId from, Dialect dialect, const Request& request,
-                        Effects& effects) {
+                        Effects& effects, const Writer& writer) {
   if (dialect != Dialect::validated) cancel_wait(from);
   if (!well_formed(request)) {
     effects.close_reason = "malformed " + std::string(op_name(request.op)) + " request";
@@ -72,7 +72,7 @@ void StoreState::handle(ConnectionId from, Dialect dialect, const Request& reque
     case Op::multi_set:
     case Op::compare_set:
     case Op::delete_key:
-      return handle_write(request, effects);
+      return handle_write(request, writer, effects);
     case Op::get:
     case Op::multi_get:
     case Op::check:
@@ -81,11 +81,11 @@ void StoreState::handle(ConnectionId from, Dialect dialect, const Request& reque
       return handle_read(request, effects);
     case Op::add:
     case Op::barrier:
-      return handle_counter(from, request, effects);
+      return handle_counter(from, request, writer, effects);
     case Op::queue_push:
     case Op::queue_pop:
     case Op::queue_len:
-      return handle_queue(request, effects);
+      return handle_queue(request, writer, effects);
     case Op::wait:
     case Op::cancel_wait:
       return handle_wait(from, request, effects);
@@ -101,49 +101,54 @@ void StoreState::handle(ConnectionId from, Dialect dialect, const Request& reque
   }
 }
 
-void StoreState::handle_write(const Request& request, Effects& effects) {
+void StoreState::handle_write(const Request& request, const Writer& writer, Effects& effects) {
   const std::vector<std::string>& keys = request.keys;
   const std::vector<std::string>& values = request.values;
   switch (request.op) {
     case Op::set: {
-      auto it = values_.find(keys[0]);
-      std::size_t removed = it == values_.end() ? 0 : keys[0].size() + it->second.size();
-      if (!admit(stored_bytes_ - removed + keys[0].size() + values[0].size(), effects)) return;
-      put_value(keys[0], values[0]);
+      if (!admit(replacing(keys[0], values[0].size(), writer), writer, effects)) return;
+      put_value(keys[0], values[0], writer.account);
       return wake_all(keys[0], effects);
     }
     case Op::append: {
+      // The whole entry moves to its last writer, as a SET of the joined value would.
       auto it = values_.find(keys[0]);
-      std::size_t added = values[0].size() + (it == values_.end() ? keys[0].size() : 0);
-      if (!admit(stored_bytes_ + added, effects)) return;
       if (it == values_.end()) {
-        values_.emplace(keys[0], values[0]);
-      } else {
-        it->second.append(values[0]);
+        if (!admit(replacing(keys[0], values[0].size(), writer), writer, effects)) return;
+        put_value(keys[0], values[0], writer.account);
+        return wake_all(keys[0], effects);
       }
-      add_bytes(added);
+      Entry& entry = it->second;
+      std::size_t joined = entry.bytes.size() + values[0].size();
+      if (!admit(replacing(keys[0], joined, writer), writer, effects)) return;
+      remove_bytes(keys[0].size() + entry.bytes.size(), entry.owner);
+      entry.bytes.append(values[0]);
+      entry.owner = writer.account;
+      add_bytes(keys[0].size() + entry.bytes.size(), entry.owner);
       return wake_all(keys[0], effects);
     }
     case Op::multi_set: {
-      // All or nothing against the byte limit, so work out the final size
+      // All or nothing against the byte limits, so work out the final sizes
       // first; a key may repeat within one request, the last value winning.
-      std::size_t after = stored_bytes_;
+      Change change{.after = stored_bytes_};
       std::unordered_map<std::string_view, std::size_t> earlier;
       for (std::size_t i = 0; i < keys.size(); ++i) {
         std::size_t entry = keys[i].size() + values[i].size();
         auto [seen, first_time] = earlier.try_emplace(keys[i], entry);
         if (!first_time) {
-          after = after - seen->second + entry;
+          change.after = change.after - seen->second + entry;
+          change.gained = change.gained - seen->second + entry;
           seen->second = entry;
-        } else if (auto it = values_.find(keys[i]); it != values_.end()) {
-          after = after - (keys[i].size() + it->second.size()) + entry;
-        } else {
-          after += entry;
+          continue;
         }
+        Change one = replacing(keys[i], values[i].size(), writer);
+        change.after = change.after - stored_bytes_ + one.after;
+        change.gained += one.gained;
+        change.lost += one.lost;
       }
-      if (!admit(after, effects)) return;
+      if (!admit(change, writer, effects)) return;
       for (std::size_t i = 0; i < keys.size(); ++i) {
-        put_value(keys[i], values[i]);
+        put_value(keys[i], values[i], writer.account);
         wake_all(keys[i], effects);
       }
       return;
@@ -152,13 +157,12 @@ void StoreState::handle_write(const Request& request, Effects& effects) {
       const std::string& expected = values[0];
       const std::string& desired = values[1];
       auto it = values_.find(keys[0]);
-      bool matches = it == values_.end() ? expected.empty() : it->second == expected;
+      bool matches = it == values_.end() ? expected.empty() : it->second.bytes == expected;
       if (!matches) {
-        return put_bytes(effects.reply, it == values_.end() ? expected : it->second);
+        return put_bytes(effects.reply, it == values_.end() ? expected : it->second.bytes);
       }
-      std::size_t removed = it == values_.end() ? 0 : keys[0].size() + it->second.size();
-      if (!admit(stored_bytes_ - removed + keys[0].size() + desired.size(), effects)) return;
-      put_value(keys[0], desired);
+      if (!admit(replacing(keys[0], desired.size(), writer), writer, effects)) return;
+      put_value(keys[0], desired, writer.account);
       put_bytes(effects.reply, desired);
       // PyTorch's libuv server wakes here, its older server does not; waking
       // is the superset (a waiter only ever wants to know the key exists).
@@ -168,7 +172,7 @@ void StoreState::handle_write(const Request& request, Effects& effects) {
       // Pending waits on the key stay as they are, as in PyTorch.
       auto it = values_.find(keys[0]);
       if (it == values_.end()) return put_i64(effects.reply, 0);
-      remove_bytes(it->first.size() + it->second.size());
+      remove_bytes(it->first.size() + it->second.bytes.size(), it->second.owner);
       values_.erase(it);
       return put_i64(effects.reply, 1);
     }
@@ -183,7 +187,8 @@ void StoreState::handle_read(const Request& request, Effects& effects) {
       // PyTorch's older server drops the connection on a missing key and the
       // libuv one answers empty; clients always WAIT first, so either is safe.
       auto it = values_.find(request.keys[0]);
-      return put_bytes(effects.reply, it == values_.end() ? std::string_view() : it->second);
+      return put_bytes(effects.reply, it == values_.end() ? std::string_view()
+                                                          : std::string_view(it->second.bytes));
     }
     case Op::multi_get: {
       // Sized first: one key may be asked for many times, so a small request
@@ -193,7 +198,8 @@ void StoreState::handle_read(const Request& request, Effects& effects) {
       std::size_t size = 0;
       for (const std::string& key : request.keys) {
         auto it = values_.find(key);
-        found.push_back(it == values_.end() ? std::string_view() : it->second);
+        found.push_back(it == values_.end() ? std::string_view()
+                                            : std::string_view(it->second.bytes));
         size += sizeof(std::uint64_t) + found.back().size();
       }
       if (!reply_fits(limits_, request.op, size, effects)) return;
@@ -218,10 +224,11 @@ void StoreState::handle_read(const Request& request, Effects& effects) {
   }
 }
 
-void StoreState::handle_counter(ConnectionId from, const Request& request, Effects& effects) {
+void StoreState::handle_counter(ConnectionId from, const Request& request, const Writer& writer,
+                                Effects& effects) {
   const std::string& key = request.keys[0];
   if (request.op == Op::add) {
-    std::optional<std::int64_t> value = add_to_counter(key, request.number, effects);
+    std::optional<std::int64_t> value = add_to_counter(key, request.number, writer, effects);
     if (!value) return;
     put_i64(effects.reply, *value);
     return wake_all(key, effects);
@@ -235,7 +242,7 @@ void StoreState::handle_counter(ConnectionId from, const Request& request, Effec
   // nobody. So a later SET of the key releases barrier waiters too, and a
   // plain WAIT on the key ends only when the barrier completes.
   cancel_wait(from);  // a connection has at most one pending wait
-  std::optional<std::int64_t> count = add_to_counter(key, 1, effects);
+  std::optional<std::int64_t> count = add_to_counter(key, 1, writer, effects);
   if (!count) return;
   if (*count >= request.number) {
     put_u8(effects.reply, k_wait_stop_waiting);
@@ -244,15 +251,20 @@ void StoreState::handle_counter(ConnectionId from, const Request& request, Effec
   register_waiter(from, {key});
 }
 
-void StoreState::handle_queue(const Request& request, Effects& effects) {
+void StoreState::handle_queue(const Request& request, const Writer& writer, Effects& effects) {
   const std::string& key = request.keys[0];
   auto it = queues_.find(key);
   switch (request.op) {
     case Op::queue_push: {
       std::size_t added = request.values[0].size() + (it == queues_.end() ? key.size() : 0);
-      if (!admit(stored_bytes_ + added, effects)) return;
-      queues_[key].push_back(request.values[0]);
-      add_bytes(added);
+      if (!admit({.after = stored_bytes_ + added, .gained = added}, writer, effects)) return;
+      Queue& queue = queues_[key];
+      if (it == queues_.end()) {
+        queue.key_owner = writer.account;
+        add_bytes(key.size(), writer.account);
+      }
+      queue.items.push_back({request.values[0], writer.account});
+      add_bytes(request.values[0].size(), writer.account);
       // One item for one popper: a blocked pop is a WAIT on the key followed
       // by QUEUE_POP, so waking them all would only make the rest find the
       // queue empty again.
@@ -260,20 +272,20 @@ void StoreState::handle_queue(const Request& request, Effects& effects) {
     }
     case Op::queue_pop: {
       if (it == queues_.end()) return put_i64(effects.reply, 0);
-      std::deque<std::string>& queue = it->second;
-      put_i64(effects.reply, static_cast<std::int64_t>(queue.size()));
-      put_bytes(effects.reply, queue.front());
-      remove_bytes(queue.front().size());
-      queue.pop_front();
-      if (queue.empty()) {
-        remove_bytes(it->first.size());
+      std::deque<Entry>& items = it->second.items;
+      put_i64(effects.reply, static_cast<std::int64_t>(items.size()));
+      put_bytes(effects.reply, items.front().bytes);
+      remove_bytes(items.front().bytes.size(), items.front().owner);
+      items.pop_front();
+      if (items.empty()) {
+        remove_bytes(it->first.size(), it->second.key_owner);
         queues_.erase(it);
       }
       return;
     }
     case Op::queue_len:
       return put_i64(effects.reply,
-                     it == queues_.end() ? 0 : static_cast<std::int64_t>(it->second.size()));
+                     it == queues_.end() ? 0 : static_cast<std::int64_t>(it->second.items.size()));
     default:
       return;
   }
@@ -308,9 +320,21 @@ void StoreState::clear() {
 }
 
 void StoreState::drop_keys() {
+  // Each entry's account outlives it (its connections may hold it), so
+  // every one is given back its bytes.
+  for (const auto& [key, entry] : values_) {
+    if (entry.owner) entry.owner->bytes -= key.size() + entry.bytes.size();
+  }
+  for (const auto& [key, queue] : queues_) {
+    if (queue.key_owner) queue.key_owner->bytes -= key.size();
+    for (const Entry& item : queue.items) {
+      if (item.owner) item.owner->bytes -= item.bytes.size();
+    }
+  }
   values_.clear();
   queues_.clear();
-  remove_bytes(stored_bytes_);
+  total_->bytes -= stored_bytes_;
+  stored_bytes_ = 0;
 }
 
 std::size_t StoreState::key_count() const { return values_.size(); }
@@ -328,7 +352,7 @@ void StoreState::append_key_names(std::vector<std::string_view>& names) const {
 std::optional<std::string> StoreState::value_of(const std::string& key) const {
   auto found = values_.find(key);
   if (found == values_.end()) return std::nullopt;
-  return found->second;
+  return found->second.bytes;
 }
 
 bool StoreState::exists(const std::string& key) const {
@@ -353,45 +377,82 @@ bool reply_fits(const Limits& limits, Op op, std::size_t bytes, Effects& effects
   return false;
 }
 
-bool StoreState::admit(std::size_t after, Effects& effects) const {
-  // Every state sharing the tally counts: after - stored_bytes_ is this
-  // write's change, which may be negative.
-  if (total_->bytes - stored_bytes_ + after <= limits_.max_total_bytes) return true;
-  effects.close_reason = "the store is full: " + std::to_string(total_->bytes) + " of " +
-                         std::to_string(limits_.max_total_bytes) +
-                         " bytes used (--max-store-bytes)";
+StoreState::Change StoreState::replacing(const std::string& key, std::size_t value_size,
+                                         const Writer& writer) const {
+  Change change{.after = stored_bytes_ + key.size() + value_size,
+                .gained = key.size() + value_size};
+  auto it = values_.find(key);
+  if (it == values_.end()) return change;
+  std::size_t old = key.size() + it->second.bytes.size();
+  change.after -= old;
+  if (writer.account && it->second.owner == writer.account) change.lost = old;
+  return change;
+}
+
+bool StoreState::admit(const Change& change, const Writer& writer, Effects& effects) const {
+  // Every state sharing the tally counts: change.after - stored_bytes_ is
+  // this write's change, which may be negative. A change that does not grow
+  // what a limit counts is let through even over it: a trusted writer may
+  // have taken the store past max_total_bytes into its reserve.
+  std::size_t total_after = total_->bytes - stored_bytes_ + change.after;
+  std::size_t store_limit = limits_.max_total_bytes + writer.reserve;
+  std::string reason;
+  if (change.after > stored_bytes_ && total_after > store_limit) {
+    reason = "the store is full: " + std::to_string(total_->bytes) + " of " +
+             std::to_string(limits_.max_total_bytes) + " bytes used";
+    if (writer.reserve > 0) {
+      reason += ", and " + std::to_string(writer.reserve) + " more reserved for the agents' keys";
+    }
+    reason += "; this write would need " + std::to_string(total_after - total_->bytes) +
+              " more (raise the limit with --max-store-bytes N)";
+  } else if (writer.account && limits_.max_bytes_per_address > 0 && change.gained > change.lost &&
+             writer.account->bytes + change.gained - change.lost > limits_.max_bytes_per_address) {
+    reason = "the keys written from its address would hold " +
+             std::to_string(writer.account->bytes + change.gained - change.lost) +
+             " bytes, over the " + std::to_string(limits_.max_bytes_per_address) +
+             "-byte limit per address (raise it with --max-store-bytes-per-address N, 0 for no "
+             "limit)";
+  } else {
+    return true;
+  }
+  if (writer.trusted) {
+    effects.overrun = std::move(reason);
+    return true;
+  }
+  effects.close_reason = std::move(reason);
+  effects.refused_for_bytes = true;
   return false;
 }
 
-void StoreState::add_bytes(std::size_t bytes) {
+void StoreState::add_bytes(std::size_t bytes, const std::shared_ptr<ByteAccount>& owner) {
   stored_bytes_ += bytes;
   total_->bytes += bytes;
+  if (owner) owner->bytes += bytes;
 }
 
-void StoreState::remove_bytes(std::size_t bytes) {
+void StoreState::remove_bytes(std::size_t bytes, const std::shared_ptr<ByteAccount>& owner) {
   stored_bytes_ -= bytes;
   total_->bytes -= bytes;
+  if (owner) owner->bytes -= bytes;
 }
 
-void StoreState::put_value(const std::string& key, std::string_view value) {
+void StoreState::put_value(const std::string& key, std::string value,
+                           const std::shared_ptr<ByteAccount>& owner) {
   auto [it, inserted] = values_.try_emplace(key);
-  if (inserted) {
-    add_bytes(key.size());
-  } else {
-    remove_bytes(it->second.size());
-  }
-  it->second.assign(value);
-  add_bytes(value.size());
+  if (!inserted) remove_bytes(key.size() + it->second.bytes.size(), it->second.owner);
+  it->second.bytes = std::move(value);
+  it->second.owner = owner;
+  add_bytes(key.size() + it->second.bytes.size(), owner);
 }
 
 std::optional<std::int64_t> StoreState::add_to_counter(const std::string& key, std::int64_t delta,
-                                                       Effects& effects) {
+                                                       const Writer& writer, Effects& effects) {
   // PyTorch's server keeps counters as decimal text and throws (dropping the
   // connection) when std::stoll cannot read the stored value.
   std::int64_t current = 0;
   auto it = values_.find(key);
   if (it != values_.end()) {
-    std::optional<std::int64_t> parsed = strings::parse_int(it->second);
+    std::optional<std::int64_t> parsed = strings::parse_int(it->second.bytes);
     if (!parsed) {
       effects.close_reason =
           "cannot add to key " + printable(key) + ": its value is not a decimal integer";
@@ -406,9 +467,8 @@ std::optional<std::int64_t> StoreState::add_to_counter(const std::string& key, s
     return std::nullopt;
   }
   std::string text = std::to_string(next);
-  std::size_t removed = it == values_.end() ? 0 : key.size() + it->second.size();
-  if (!admit(stored_bytes_ - removed + key.size() + text.size(), effects)) return std::nullopt;
-  put_value(key, text);
+  if (!admit(replacing(key, text.size(), writer), writer, effects)) return std::nullopt;
+  put_value(key, std::move(text), writer.account);
   return next;
 }
 

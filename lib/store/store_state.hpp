@@ -38,6 +38,33 @@ struct Effects {
   // number, the store's byte limit, a reply over the reply limit): the
   // reason is logged and the connection closed after sending what is above.
   std::optional<std::string> close_reason;
+  // Set with close_reason when a write was refused for stored bytes.
+  bool refused_for_bytes = false;
+  // A trusted writer's write crossed a byte limit and was applied anyway
+  // (Writer::trusted): why, for the log.
+  std::optional<std::string> overrun;
+};
+
+// Bytes held by the keys that one client address wrote last, against
+// Limits::max_bytes_per_address. Shared by that address's connections and
+// by the stored entries charged to it, so it lives while either does.
+struct ByteAccount {
+  std::size_t bytes = 0;
+};
+
+// Who writes, for the byte limits; the server makes one per connection.
+struct Writer {
+  // Charged with each entry this writer stores, whole (an APPEND or a SET
+  // moves the entry's whole size to its last writer), until it is
+  // overwritten, deleted, popped or dropped with its round. nullptr: no one.
+  std::shared_ptr<ByteAccount> account;
+  // A protected connection's (Server::protect): its writes are never
+  // refused for bytes; one past every limit is applied, and Effects::overrun
+  // says which limit it crossed.
+  bool trusted = false;
+  // How far past max_total_bytes this write may take the store (KeySpaces:
+  // Limits::reserved_run_wide_bytes for a trusted writer's run-wide key).
+  std::size_t reserve = 0;
 };
 
 // Bytes stored by several StoreStates that share one max_total_bytes (the
@@ -69,7 +96,10 @@ class StoreState {
   // sends one after its wait timed out on its side (it never sends
   // CANCEL_WAIT), and the late STOP_WAITING would be misread as the reply to
   // its next request.
-  void handle(ConnectionId from, Dialect dialect, const Request& request, Effects& effects);
+  // writer: whom the bytes it stores are charged to, and which byte limits
+  // hold for it (the default: no account, no reserve, refused at the limit).
+  void handle(ConnectionId from, Dialect dialect, const Request& request, Effects& effects,
+              const Writer& writer = Writer{});
 
   // The connection is gone: forget every wait it had registered.
   void disconnect(ConnectionId connection);
@@ -110,27 +140,53 @@ class StoreState {
     std::vector<std::string> keys;  // distinct keys it is registered under
   };
 
+  // A stored value or queued item, and the account it is charged to.
+  struct Entry {
+    std::string bytes;
+    std::shared_ptr<ByteAccount> owner;
+  };
+  struct Queue {
+    std::deque<Entry> items;
+    std::shared_ptr<ByteAccount> key_owner;  // charged with the key's bytes
+  };
+  // What a write changes: this state's bytes once it is done, and what the
+  // writer's account gains and loses by it (entries it takes over, entries
+  // of its own it replaces).
+  struct Change {
+    std::size_t after = 0;
+    std::size_t gained = 0;
+    std::size_t lost = 0;
+  };
+
   // One handler per operation family; each appends to effects.
-  void handle_write(const Request& request, Effects& effects);
+  void handle_write(const Request& request, const Writer& writer, Effects& effects);
   void handle_read(const Request& request, Effects& effects);
-  void handle_counter(ConnectionId from, const Request& request, Effects& effects);
-  void handle_queue(const Request& request, Effects& effects);
+  void handle_counter(ConnectionId from, const Request& request, const Writer& writer,
+                      Effects& effects);
+  void handle_queue(const Request& request, const Writer& writer, Effects& effects);
   void handle_wait(ConnectionId from, const Request& request, Effects& effects);
 
   bool exists(const std::string& key) const;
-  // True when `after` (stored_bytes_ once the write is done) keeps the
-  // shared tally within max_total_bytes; otherwise sets effects.close_reason.
-  bool admit(std::size_t after, Effects& effects) const;
-  // Keep stored_bytes_ and the shared tally in step.
-  void add_bytes(std::size_t bytes);
-  void remove_bytes(std::size_t bytes);
-  // Stores value at key, keeping stored_bytes_ exact; no limit check, no wakeups.
-  void put_value(const std::string& key, std::string_view value);
+  // The change of replacing key's value with one of value_size bytes.
+  Change replacing(const std::string& key, std::size_t value_size, const Writer& writer) const;
+  // True when the change keeps the shared tally within max_total_bytes (plus
+  // the writer's reserve) and the writer's account within
+  // max_bytes_per_address, or only shrinks what crosses them. Otherwise a
+  // trusted writer's change is let through with effects.overrun set, and any
+  // other's refused with effects.close_reason naming the limit and its option.
+  bool admit(const Change& change, const Writer& writer, Effects& effects) const;
+  // Keep stored_bytes_, the shared tally and the entries' accounts in step.
+  void add_bytes(std::size_t bytes, const std::shared_ptr<ByteAccount>& owner);
+  void remove_bytes(std::size_t bytes, const std::shared_ptr<ByteAccount>& owner);
+  // Stores value at key charged to owner, keeping every tally exact; no
+  // limit check, no wakeups.
+  void put_value(const std::string& key, std::string value,
+                 const std::shared_ptr<ByteAccount>& owner);
   // The counter at key plus delta, stored as decimal text (ADD, BARRIER);
   // nullopt with close_reason set when the value is not a number, the sum
   // overflows, or the store is full.
   std::optional<std::int64_t> add_to_counter(const std::string& key, std::int64_t delta,
-                                             Effects& effects);
+                                             const Writer& writer, Effects& effects);
 
   void register_waiter(ConnectionId connection, std::vector<std::string> keys);
   void cancel_wait(ConnectionId connection);
@@ -141,9 +197,9 @@ class StoreState {
   void drop_stale(std::unordered_map<std::string, KeyWaiters>::iterator key_waiters);
 
   Limits limits_;
-  std::unordered_map<std::string, std::string> values_;
+  std::unordered_map<std::string, Entry> values_;
   // Only non-empty queues are kept, so "a queue exists" means it has items.
-  std::unordered_map<std::string, std::deque<std::string>> queues_;
+  std::unordered_map<std::string, Queue> queues_;
   std::unordered_map<std::string, KeyWaiters> waiters_by_key_;
   std::unordered_map<ConnectionId, Waiter> waiters_;
   std::uint64_t next_ticket_ = 0;

@@ -1,7 +1,9 @@
 """The store's connection table cannot be taken over (security audit: eviction by idle
 connections). Against `gangrun store serve` with a small --max-connections: pending WAITs
 and silent connections opened from several loopback addresses give way to a fresh client
-instead of locking it out, and no address holds more than --max-connections-per-address.
+instead of locking it out (the newest of the most crowded address first), and no address
+holds more than --max-connections-per-address silent connections (its oldest silent one
+gives way to a newcomer; clients that spoke do not count).
 
 Every connection is made from an address of 127.0.0.0/8 (all loopback on Linux), bound
 before connecting; every wait is bounded by harness.EVENT_TIMEOUT."""
@@ -105,60 +107,59 @@ class Eviction(GangrunTestCase):
             self.assertIn("waiting for", store.log())
             self.assertNotIn("refusing", store.log())
 
-    def test_silent_connections_and_waits_cannot_lock_out_or_pass_the_cap(self):
-        """Three addresses each try twice their share, silent and waiting connections mixed:
-        each is held to --max-connections-per-address (36 of the 40 places), and fresh clients,
-        kept open, get the rest and then the attackers' places."""
-        attackers = ATTACKERS[:3]
+    def test_silent_connections_over_the_cap_give_way_and_waits_do_not_count(self):
+        """One address opens 12 waiting connections (they spoke: not counted), then 17 silent
+        ones: the 5 oldest silent ones give way, so it holds 24 of the 40 places. Fresh
+        clients, kept open, get the 16 others, then the attacker's newest silent places."""
         with self.serve() as store:
-            held = {source: [] for source in attackers}
-            fresh = []
+            waiting, silent, fresh = [], [], []
             try:
-                for round_ in range(2 * PER_ADDRESS):
-                    for source in attackers:
-                        try:
-                            if round_ % 2:
-                                held[source].append(waiting_from(source, store.port, round_))
-                            else:
-                                held[source].append(connect_from(source, store.port))
-                        except (OSError, AssertionError):
-                            pass  # refused: it may be closed before its handshake ends
-                for source, conns in held.items():
-                    harness.wait_for(lambda: sum(map(is_open, conns)) == PER_ADDRESS,
-                                     harness.EVENT_TIMEOUT, f"{source} to be held to its cap")
-                for _ in range(MAX_CONNECTIONS - len(attackers) * PER_ADDRESS + 4):
+                for i in range(PER_ADDRESS):
+                    waiting.append(waiting_from("127.0.0.2", store.port, i))
+                for _ in range(PER_ADDRESS + 5):
+                    silent.append(connect_from("127.0.0.2", store.port))
+                for i, c in enumerate(silent[:5]):
+                    self.assertTrue(c.closed_within(harness.EVENT_TIMEOUT),
+                                    f"silent connection {i} did not give way")
+                harness.wait_for(lambda: sum(map(is_open, silent)) == PER_ADDRESS,
+                                 harness.EVENT_TIMEOUT, "127.0.0.2 to hold its cap of silent ones")
+                self.assertTrue(all(map(is_open, waiting)), "a waiting connection was closed")
+                for _ in range(MAX_CONNECTIONS - 2 * PER_ADDRESS + 4):
                     fresh.append(fresh_client(store.port))
-                harness.wait_for(lambda: sum(sum(map(is_open, conns)) for conns in held.values())
-                                 == len(attackers) * PER_ADDRESS - 4,
-                                 harness.EVENT_TIMEOUT, "four attackers' places to be taken")
+                for i, c in enumerate(silent[-4:]):
+                    self.assertTrue(c.closed_within(harness.EVENT_TIMEOUT),
+                                    f"the attacker's newest silent connection {i} did not give way")
+                self.assertTrue(all(map(is_open, silent[5:-4])), "an older silent one was closed")
+                self.assertTrue(all(map(is_open, waiting)), "a waiting connection was closed")
                 self.assertTrue(all(map(is_open, fresh)), "a fresh client was closed")
             finally:
-                for c in fresh + [c for conns in held.values() for c in conns]:
+                for c in waiting + silent + fresh:
                     c.close()
             log = store.log()
             self.assertIn(f"limit {PER_ADDRESS} per address", log)
-            self.assertIn("idle for", log)  # the silent ones went first
+            self.assertIn("silent for", log)
+            self.assertNotIn("refusing", log)
 
-    def test_one_address_holds_at_most_its_cap(self):
-        """Below --max-connections (nothing is reclaimed): the connections over the cap are
-        refused at once, the others stay, and another address still gets in."""
+    def test_one_address_holds_at_most_its_cap_of_silent_connections(self):
+        """Below --max-connections: each silent connection over the cap takes the place of
+        the address's oldest silent one, and another address still gets in."""
         with self.serve() as store:
             conns = []
             try:
                 for _ in range(PER_ADDRESS + 5):
                     conns.append(connect_from("127.0.0.2", store.port))
-                for i, c in enumerate(conns[PER_ADDRESS:]):
+                for i, c in enumerate(conns[:5]):
                     self.assertTrue(c.closed_within(harness.EVENT_TIMEOUT),
-                                    f"connection {PER_ADDRESS + i + 1} of 127.0.0.2 was let in")
+                                    f"connection {i + 1} of 127.0.0.2 did not give way")
                 other = connect_from("127.0.0.3", store.port, Validated)
                 other.close()
                 self.assertTrue(served(store.port))
-                self.assertTrue(all(map(is_open, conns[:PER_ADDRESS])), "a connection within the cap was closed")
+                self.assertTrue(all(map(is_open, conns[5:])), "a newer connection was closed")
             finally:
                 for c in conns:
                     c.close()
             log = store.log()
-            self.assertIn("refusing a connection from 127.0.0.2:", log)
+            self.assertIn("silent connections are open from 127.0.0.2", log)
             self.assertIn(f"limit {PER_ADDRESS} per address", log)
             self.assertIn("--max-connections-per-address", log)
 

@@ -165,7 +165,7 @@ class Robustness(GangrunTestCase):
 
     def test_connection_limit(self):
         """At the limit, with every connection waiting (none idle), a newcomer takes the place
-        of the waiter heard from least recently: pending waits cannot lock clients out."""
+        of the newest waiter: pending waits cannot lock clients out, and the oldest stay."""
         with store_wire.ServedStore(self, "--max-connections", 3) as store:
             held = [Validated(store.port) for _ in range(3)]
             try:
@@ -175,9 +175,9 @@ class Robustness(GangrunTestCase):
                     self.assertEqual(c.ping(i), i)  # answered after the WAIT was registered
                 with Validated(store.port) as extra:
                     self.assertEqual(extra.ping(9), 9, "a fourth connection should be served")
-                    self.assertTrue(held[0].closed_within(5), "the oldest waiter should give way")
-                    for c in held[1:]:
-                        self.assertTrue(c.nothing_within(0.05), "a newer waiting connection was closed")
+                    self.assertTrue(held[-1].closed_within(5), "the newest waiter should give way")
+                    for c in held[:-1]:
+                        self.assertTrue(c.nothing_within(0.05), "an older waiting connection was closed")
             finally:
                 for c in held:
                     c.close()

@@ -1,8 +1,12 @@
 // Who may hold the store's connections and write its keys (server.hpp): the
 // connections Server::protect marks survive a storm past max_connections,
-// waiting connections give way to newcomers instead of locking them out, one
-// address holds at most max_connections_per_address, and keys under
-// publish_only_prefixes are written by publish() alone. The real server runs
+// which eats its own tail (the newest connection of the most crowded address
+// goes), waiting connections give way to newcomers instead of locking them
+// out, one address holds at most max_connections_per_address silent
+// connections (clients that spoke do not count), the stored bytes are held
+// to max_total_bytes and max_bytes_per_address except for protected
+// connections, and keys under publish_only_prefixes are written by
+// publish() alone. The real server runs
 // on this thread's loop; clients are raw sockets speaking the validated
 // dialect, so each test waits for what the server did, never for a time.
 #include "expected_checks.hpp"
@@ -90,7 +94,9 @@ class LoopServer {
 // 127.0.0.0/8 is loopback on Linux), in the validated dialect.
 class RawClient {
  public:
-  RawClient(int port, const char* from = "127.0.0.1")
+  // handshake: send VALIDATE at once, as PyTorch's client does; without
+  // it the connection stays silent.
+  RawClient(int port, const char* from = "127.0.0.1", bool handshake = true)
       : socket_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
     REQUIRE(socket_.get() >= 0);
     sockaddr_in local{};
@@ -103,7 +109,7 @@ class RawClient {
     REQUIRE(::inet_pton(AF_INET, "127.0.0.1", &server.sin_addr) == 1);
     // Completes once the kernel queued it: the server accepts it when its loop runs.
     REQUIRE(::connect(socket_.get(), reinterpret_cast<sockaddr*>(&server), sizeof server) == 0);
-    send(make_request(Op::validate, {}, {}, 0, gangrun::store::k_validate_magic));
+    if (handshake) send(make_request(Op::validate, {}, {}, 0, gangrun::store::k_validate_magic));
   }
 
   void send(const Request& request) {
@@ -129,6 +135,8 @@ class RawClient {
     closed();
     return received_.size() >= bytes;
   }
+  // Closes it from this end (the client left).
+  void close_now() { socket_.reset(); }
   // Bytes received and not yet taken.
   ReplyReader reply() const { return ReplyReader(received_); }
   void take(std::size_t bytes) { received_.erase(0, bytes); }
@@ -166,11 +174,12 @@ std::string read_key(LoopServer& server, const std::string& key) {
 // Opens count silent connections, each admitted (or let in by a reclaim)
 // before the next: accepted_before + count connections reached the server.
 std::vector<std::unique_ptr<RawClient>> storm(LoopServer& server, std::size_t count,
-                                              const char* from = "127.0.0.1") {
+                                              const char* from = "127.0.0.1",
+                                              bool handshake = true) {
   std::vector<std::unique_ptr<RawClient>> clients;
   for (std::size_t i = 0; i < count; ++i) {
     ServerStats before = server.stats();
-    clients.push_back(std::make_unique<RawClient>(server.port(), from));
+    clients.push_back(std::make_unique<RawClient>(server.port(), from, handshake));
     server.until(
         [&] {
           ServerStats now = server.stats();
@@ -182,6 +191,12 @@ std::vector<std::unique_ptr<RawClient>> storm(LoopServer& server, std::size_t co
   return clients;
 }
 
+// Protects the connection of client, found by the run-wide key it writes.
+void protect(LoopServer& server, RawClient& client, const std::string& key) {
+  client.send(make_request(Op::set, {key}, {"agent"}));
+  server.server().protect(server.writer_of(key));
+}
+
 ServerSettings with_limits(std::size_t max_connections, std::size_t per_address) {
   ServerSettings settings;
   settings.limits.max_connections = max_connections;
@@ -191,21 +206,31 @@ ServerSettings with_limits(std::size_t max_connections, std::size_t per_address)
 
 }  // namespace
 
-TEST_CASE("store limits: a protected connection survives a storm past max_connections",
-          "[store][limits]") {
+TEST_CASE("store limits: a storm past max_connections eats its own tail", "[store][limits]") {
   LoopServer server(with_limits(8, 0));
   RawClient agent(server.port());
-  agent.send(make_request(Op::set, {"gangrun/run/rdzv/join/0"}, {"agent 0"}));
-  server.server().protect(server.writer_of("gangrun/run/rdzv/join/0"));
+  protect(server, agent, "gangrun/run/rdzv/join/0");
   server.server().protect(9999);  // unknown: ignored
+  // Unprotected, and connected before the storm: a node agent's long wait.
   RawClient bystander(server.port());
-  ping(server, bystander);  // heard from after the agent, and not protected
+  bystander.send(make_request(Op::wait, {"gangrun/run/never"}));
+  ping(server, bystander);
 
-  auto silent = storm(server, 30);
+  auto silent = storm(server, 30, "127.0.0.1", false);
   CHECK(server.stats().connections == 8);
   CHECK(server.stats().connections_reclaimed == 30 - 6);
-  server.until([&] { return bystander.closed(); }, "the unprotected bystander to be reclaimed");
-  CHECK_FALSE(agent.closed());
+  CHECK(server.stats().connections_refused == 0);
+  // The six that got in first stay, the rest gave way one after another.
+  for (std::size_t i = 0; i < silent.size(); ++i) {
+    INFO("storm connection " << i);
+    if (i < 5) {
+      CHECK_FALSE(silent[i]->closed());
+    } else if (i < 29) {
+      server.until([&] { return silent[i]->closed(); }, "a newer storm connection to give way");
+    }
+  }
+  CHECK_FALSE(silent.back()->closed());
+  ping(server, bystander);
   ping(server, agent);
 }
 
@@ -235,62 +260,151 @@ TEST_CASE("store limits: waiting connections give way to newcomers instead of lo
     waiters.back()->send(make_request(Op::wait, {"/never"}));
     ping(server, *waiters.back());  // answered once the WAIT is registered
   }
-  // A silent connection arrives after them: it is the one idle, so it goes first.
+  // Every connection waits: the newest gives way.
   RawClient newcomer(server.port());
   ping(server, newcomer);
   CHECK(server.stats().connections_reclaimed == 1);
-  server.until([&] { return waiters.front()->closed(); },
-               "the waiter heard from least recently to be reclaimed");
-  for (std::size_t i = 1; i < waiters.size(); ++i) CHECK_FALSE(waiters[i]->closed());
+  server.until([&] { return waiters.back()->closed(); }, "the newest waiter to be reclaimed");
+  for (std::size_t i = 0; i + 1 < waiters.size(); ++i) CHECK_FALSE(waiters[i]->closed());
 
-  // Now every other connection waits too, and the newcomer that was idle
-  // goes before them; then the waiter heard from least recently.
+  // Now the newcomer is the one idle, and newest: it goes before the waiters.
   RawClient second(server.port());
   ping(server, second);
   server.until([&] { return newcomer.closed(); }, "the idle newcomer to be reclaimed first");
-  CHECK_FALSE(waiters[1]->closed());
+  CHECK_FALSE(waiters[2]->closed());
   CHECK(server.stats().connections_refused == 0);
 }
 
-TEST_CASE("store limits: one address holds at most max_connections_per_address",
+TEST_CASE("store limits: silent connections over max_connections_per_address give way",
           "[store][limits]") {
   LoopServer server(with_limits(100, 3));
-  auto first = storm(server, 3);
-  RawClient over(server.port());
-  server.until([&] { return over.closed(); }, "the fourth connection of 127.0.0.1 to be refused");
-  CHECK(server.stats().connections_refused == 1);
-  CHECK(server.stats().connections == 3);
+  // Clients that spoke (the job's workers) do not count against the cap.
+  std::vector<std::unique_ptr<RawClient>> workers;
+  for (int i = 0; i < 5; ++i) {
+    workers.push_back(std::make_unique<RawClient>(server.port()));
+    ping(server, *workers.back());
+  }
+  auto idle = storm(server, 3, "127.0.0.1", false);
+  CHECK(server.stats().connections == 8);
+  CHECK(server.stats().connections_reclaimed == 0);
 
-  RawClient elsewhere(server.port(), "127.0.0.2");
-  ping(server, elsewhere);
+  // A newcomer from the same address gets in: the one silent the longest goes.
+  RawClient newcomer(server.port());
+  ping(server, newcomer);
+  server.until([&] { return idle.front()->closed(); }, "the oldest silent connection to go");
+  CHECK_FALSE(idle[1]->closed());
+  CHECK_FALSE(idle[2]->closed());
+  for (auto& worker : workers) ping(server, *worker);
+  ServerStats stats = server.stats();
+  CHECK(stats.silent_connections_replaced == 1);
+  CHECK(stats.connections_refused == 0);
+  CHECK(stats.connections == 8);
 
-  // A protected connection counts against no address: its place is free again.
-  first.front()->send(make_request(Op::set, {"gangrun/run/rdzv/join/0"}, {"agent"}));
-  server.server().protect(server.writer_of("gangrun/run/rdzv/join/0"));
-  RawClient another(server.port());
-  ping(server, another);
-  CHECK(server.stats().connections == 5);
+  // Another address has a cap of its own.
+  auto elsewhere = storm(server, 3, "127.0.0.2", false);
+  ping(server, newcomer);
+  for (auto& conn : elsewhere) CHECK_FALSE(conn->closed());
+  CHECK(server.stats().silent_connections_replaced == 1);
 }
 
-TEST_CASE("store limits: at max_connections the most crowded address gives way",
+TEST_CASE("store limits: a reclaim takes the most crowded address's newest, never a protected one",
           "[store][limits]") {
-  LoopServer server(with_limits(6, 0));
+  LoopServer server(with_limits(7, 0));
   RawClient quiet(server.port(), "127.0.0.2");
-  ping(server, quiet);  // heard from least recently of all
-  auto crowd = storm(server, 5, "127.0.0.3");
+  ping(server, quiet);
+  std::vector<std::unique_ptr<RawClient>> crowd;
+  for (int i = 0; i < 5; ++i) {
+    crowd.push_back(std::make_unique<RawClient>(server.port(), "127.0.0.3"));
+    ping(server, *crowd.back());
+  }
+  // The newest of the crowd is an agent's.
+  protect(server, *crowd.back(), "gangrun/run/rdzv/join/1");
+  RawClient first(server.port(), "127.0.0.4");
+  ping(server, first);  // the seventh: nothing to reclaim yet
+  CHECK(server.stats().connections_reclaimed == 0);
+
   RawClient newcomer(server.port(), "127.0.0.4");
   ping(server, newcomer);
-  // Which of the crowd goes depends on the order its bytes were read in.
-  server.until(
-      [&] {
-        for (auto& member : crowd) {
-          if (member->closed()) return true;
-        }
-        return false;
-      },
-      "one of the crowd to be reclaimed");
+  server.until([&] { return crowd[3]->closed(); }, "the crowd's newest unprotected to go");
   CHECK(server.stats().connections_reclaimed == 1);
-  CHECK_FALSE(quiet.closed());
+  for (int i = 0; i < 3; ++i) CHECK_FALSE(crowd[static_cast<std::size_t>(i)]->closed());
+  ping(server, *crowd.back());
+  ping(server, quiet);
+  ping(server, first);
+}
+
+TEST_CASE("store limits: a full store closes the writer, never a protected connection",
+          "[store][limits][bytes]") {
+  ServerSettings settings;
+  settings.limits.max_total_bytes = 1000;
+  settings.limits.reserved_run_wide_bytes = 500;
+  settings.limits.max_bytes_per_address = 0;
+  LoopServer server(settings);
+  RawClient agent(server.port());
+  protect(server, agent, "gangrun/run/agents/0");
+  RawClient bystander(server.port());
+  ping(server, bystander);
+  RawClient filler(server.port(), "127.0.0.2");
+  filler.send(make_request(Op::set, {"/fill/0"}, {std::string(900, 'x')}));
+  ping(server, filler);
+  filler.send(make_request(Op::set, {"/fill/1"}, {std::string(200, 'x')}));
+  server.until([&] { return filler.closed(); }, "the filler to be closed");
+  CHECK(server.stats().writes_refused_for_bytes == 1);
+  CHECK(read_key(server, "/fill/1").empty());
+
+  // The agent's run-wide keys go into the reserve.
+  agent.send(make_request(Op::set, {"gangrun/run/agents/1"}, {std::string(300, 'a')}));
+  ping(server, agent);
+  CHECK(read_key(server, "gangrun/run/agents/1") == std::string(300, 'a'));
+  CHECK(server.stats().protected_overruns == 0);
+  // Past even the reserve: applied, logged, and the agent stays.
+  agent.send(make_request(Op::set, {"gangrun/run/agents/2"}, {std::string(400, 'b')}));
+  ping(server, agent);
+  CHECK(read_key(server, "gangrun/run/agents/2") == std::string(400, 'b'));
+  CHECK(server.stats().protected_overruns == 1);
+  CHECK(server.stats().stored_bytes > 1500);
+
+  // Any other client's write that grows the store is refused, and only it is closed.
+  bystander.send(make_request(Op::set, {"gangrun/run/x"}, {"1"}));
+  server.until([&] { return bystander.closed(); }, "the bystander's write to be refused");
+  CHECK(server.stats().writes_refused_for_bytes == 2);
+  ping(server, agent);
+}
+
+TEST_CASE("store limits: one address's keys hold at most max_bytes_per_address",
+          "[store][limits][bytes]") {
+  ServerSettings settings;
+  settings.limits.max_bytes_per_address = 1000;
+  LoopServer server(settings);
+  RawClient first(server.port(), "127.0.0.2");
+  first.send(make_request(Op::set, {"/a"}, {std::string(600, 'x')}));
+  ping(server, first);
+  first.close_now();
+  // The address still holds its keys once that connection is gone.
+  RawClient second(server.port(), "127.0.0.2");
+  second.send(make_request(Op::set, {"/b"}, {std::string(500, 'x')}));
+  server.until([&] { return second.closed(); }, "the write past the quota to be refused");
+  CHECK(server.stats().writes_refused_for_bytes == 1);
+  CHECK(read_key(server, "/b").empty());
+
+  // Another address has its own quota, and a protected connection none.
+  RawClient other(server.port(), "127.0.0.3");
+  other.send(make_request(Op::set, {"/c"}, {std::string(900, 'x')}));
+  ping(server, other);
+  RawClient agent(server.port(), "127.0.0.2");
+  protect(server, agent, "gangrun/run/agents/0");
+  agent.send(make_request(Op::set, {"gangrun/run/agents/1"}, {std::string(900, 'x')}));
+  ping(server, agent);
+  // Once its key is deleted, the address may write again.
+  RawClient third(server.port(), "127.0.0.2");
+  third.send(make_request(Op::delete_key, {"/a"}));
+  server.until([&] { return third.has(8); }, "the DELETE answer");
+  CHECK(third.reply().read_i64() == 1);
+  third.take(8);
+  third.send(make_request(Op::set, {"/b"}, {std::string(900, 'x')}));
+  ping(server, third);
+  CHECK(server.stats().writes_refused_for_bytes == 1);
+  CHECK(server.stats().protected_overruns == 0);
 }
 
 TEST_CASE("store limits: keys under publish_only_prefixes change only through publish",

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace {
 
+using gangrun::store::ByteAccount;
 using gangrun::store::ConnectionId;
 using gangrun::store::Dialect;
 using gangrun::store::Effects;
@@ -19,6 +21,7 @@ using gangrun::store::Op;
 using gangrun::store::ReplyReader;
 using gangrun::store::Request;
 using gangrun::store::StoreState;
+using gangrun::store::Writer;
 
 constexpr std::uint8_t k_ready = gangrun::store::k_check_ready;
 constexpr std::uint8_t k_not_ready = gangrun::store::k_check_not_ready;
@@ -60,12 +63,16 @@ std::uint8_t as_u8(const std::string& reply) {
 struct Store {
   explicit Store(Limits limits = {}) : state(limits) {}
 
-  Effects& send(ConnectionId from, Request r, Dialect dialect = Dialect::validated) {
+  Effects& send(ConnectionId from, Request r, Dialect dialect = Dialect::validated,
+                const Writer& writer = Writer{}) {
     last = Effects{};
-    state.handle(from, dialect, r, last);
+    state.handle(from, dialect, r, last, writer);
     for (const auto& [connection, bytes] : last.wakeups) received[connection] += bytes;
     received[from] += last.reply;
     return last;
+  }
+  Effects& as(const Writer& writer, Request r) {
+    return send(7, std::move(r), Dialect::validated, writer);
   }
   Effects& legacy(ConnectionId from, Request r) {
     return send(from, std::move(r), Dialect::legacy);
@@ -486,7 +493,10 @@ TEST_CASE("store state: the store-wide byte limit", "[store][state]") {
 
   Effects& e = s.send(1, make_request(Op::set, {"/b"}, {"0123456789"}));
   REQUIRE(e.close_reason);
-  CHECK(*e.close_reason == "the store is full: 12 of 20 bytes used (--max-store-bytes)");
+  CHECK(*e.close_reason ==
+        "the store is full: 12 of 20 bytes used; this write would need 12 more (raise the limit "
+        "with --max-store-bytes N)");
+  CHECK(e.refused_for_bytes);
   CHECK(s.state.key_count() == 1);
   CHECK(s.state.stored_bytes() == 12);
 
@@ -516,6 +526,99 @@ TEST_CASE("store state: the store-wide byte limit", "[store][state]") {
       s.send(1, make_request(Op::multi_set, {"/b", "/b"}, {"0123456789", "1234"})).close_reason);
   CHECK(s.get("/b") == "1234");
   CHECK(s.state.stored_bytes() == 19);
+}
+
+TEST_CASE("store state: each entry is charged whole to the account that wrote it last",
+          "[store][state][bytes]") {
+  Limits limits;
+  limits.max_bytes_per_address = 0;  // counted, not limited
+  Store s(limits);
+  auto a = std::make_shared<ByteAccount>();
+  auto b = std::make_shared<ByteAccount>();
+  Writer by_a{.account = a};
+  Writer by_b{.account = b};
+  CHECK_FALSE(s.as(by_a, make_request(Op::set, {"/k"}, {"0123456789"})).close_reason);
+  CHECK(a->bytes == 12);
+  CHECK_FALSE(s.as(by_a, make_request(Op::set, {"/k"}, {"0123"})).close_reason);
+  CHECK(a->bytes == 6);
+  // b appends: the whole entry moves to b.
+  CHECK_FALSE(s.as(by_b, make_request(Op::append, {"/k"}, {"45"})).close_reason);
+  CHECK(a->bytes == 0);
+  CHECK(b->bytes == 8);
+  CHECK_FALSE(s.as(by_a, make_request(Op::add, {"/n"}, {}, 42)).close_reason);
+  CHECK(a->bytes == 4);
+  CHECK_FALSE(s.as(by_a, make_request(Op::queue_push, {"/q"}, {"xyz"})).close_reason);
+  CHECK_FALSE(s.as(by_b, make_request(Op::queue_push, {"/q"}, {"uv"})).close_reason);
+  CHECK(a->bytes == 4 + 2 + 3);  // the queue's key and its first item
+  CHECK(b->bytes == 8 + 2);
+  CHECK_FALSE(
+      s.as(by_a, make_request(Op::multi_set, {"/m", "/m", "/k"}, {"1", "22", "3"})).close_reason);
+  CHECK(a->bytes == 9 + 4 + 3);
+  CHECK(b->bytes == 2);
+  // A writer without an account (publish(), a protected connection) takes
+  // the entry off its old account.
+  CHECK_FALSE(s.send(1, make_request(Op::set, {"/m"}, {"x"})).close_reason);
+  CHECK(a->bytes == 9 + 3);
+  CHECK(as_i64(s.send(1, make_request(Op::delete_key, {"/k"})).reply) == 1);
+  CHECK(a->bytes == 9);
+  s.send(1, make_request(Op::queue_pop, {"/q"}));
+  CHECK(a->bytes == 6);  // its item popped, the queue's key stays charged while it has items
+  s.state.drop_keys();
+  CHECK(a->bytes == 0);
+  CHECK(b->bytes == 0);
+  CHECK(s.state.stored_bytes() == 0);
+}
+
+TEST_CASE("store state: one account holds at most max_bytes_per_address", "[store][state][bytes]") {
+  Limits limits;
+  limits.max_bytes_per_address = 30;
+  Store s(limits);
+  auto a = std::make_shared<ByteAccount>();
+  auto b = std::make_shared<ByteAccount>();
+  Writer by_a{.account = a};
+  CHECK_FALSE(s.as(by_a, make_request(Op::set, {"/a"}, {std::string(18, 'x')})).close_reason);
+  Effects& refused = s.as(by_a, make_request(Op::set, {"/b"}, {std::string(18, 'x')}));
+  REQUIRE(refused.close_reason);
+  CHECK(refused.refused_for_bytes);
+  CHECK_THAT(*refused.close_reason, Catch::Contains("--max-store-bytes-per-address"));
+  CHECK(s.state.key_count() == 1);
+  CHECK(a->bytes == 20);
+  // Another account has its own quota; an overwrite of one's own entry counts the difference.
+  CHECK_FALSE(s.as(Writer{.account = b}, make_request(Op::set, {"/b"}, {std::string(18, 'x')}))
+                  .close_reason);
+  CHECK_FALSE(s.as(by_a, make_request(Op::set, {"/a"}, {std::string(28, 'x')})).close_reason);
+  CHECK(a->bytes == 30);
+  CHECK(s.as(by_a, make_request(Op::append, {"/a"}, {"y"})).close_reason);
+  // Taking over b's entry charges it whole.
+  CHECK(s.as(by_a, make_request(Op::set, {"/b"}, {""})).close_reason);
+  // Shrinking is always let through.
+  CHECK_FALSE(s.as(by_a, make_request(Op::set, {"/a"}, {"z"})).close_reason);
+  CHECK(a->bytes == 3);
+}
+
+TEST_CASE("store state: a trusted writer is never refused for bytes", "[store][state][bytes]") {
+  Limits limits;
+  limits.max_total_bytes = 20;
+  Store s(limits);
+  s.set(1, "/a", "0123456789");  // 12 bytes
+  Writer agent{.account = nullptr, .trusted = true, .reserve = 10};
+  // Within the limit and its reserve: no word of it.
+  Effects& within = s.as(agent, make_request(Op::set, {"/r"}, {"0123456789012345"}));
+  CHECK_FALSE(within.close_reason);
+  CHECK_FALSE(within.overrun);
+  CHECK(s.state.stored_bytes() == 30);
+  // The others are refused now, even a byte, but may shrink what they hold.
+  CHECK(s.send(1, make_request(Op::set, {"/b"}, {""})).close_reason);
+  CHECK_FALSE(s.send(1, make_request(Op::set, {"/a"}, {"0"})).close_reason);
+  CHECK(s.state.stored_bytes() == 21);
+  // Past the reserve too: applied, and said.
+  Effects& past = s.as(agent, make_request(Op::set, {"/s"}, {"0123456789"}));
+  CHECK_FALSE(past.close_reason);
+  CHECK_FALSE(past.refused_for_bytes);
+  REQUIRE(past.overrun);
+  CHECK_THAT(*past.overrun, Catch::Contains("the store is full"));
+  CHECK(s.get("/s") == "0123456789");
+  CHECK(s.state.stored_bytes() == 33);
 }
 
 TEST_CASE("store state: replies over the reply limit are refused before they are built",
