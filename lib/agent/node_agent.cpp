@@ -519,6 +519,9 @@ class NodeAgent {
     if (plan_.report_path) {
       if (auto written = report::write_report(*plan_.report_path, record_); !written) {
         spdlog::error("{}", written.error().describe());
+        // A report asked for and not written is no success, though the workers' was: a
+        // job's own failure keeps its code.
+        if (result_.exit_code == 0) result_.exit_code = exit_codes::k_system_failure;
       }
     }
   }

@@ -41,6 +41,8 @@ class ReportOnAFullDisk(GangrunTestCase):
         self.assertEqual(left, ["fill"], "a partial report (or its temporary) was left on the disk" + result.describe())
         self.assertIn(f"gangrun: error: cannot write the report {report}: No space left on device", result.stderr,
                       result.describe())
+        # The workers succeeded, the report asked for did not: no success.
+        self.assertExit(result, 4)
 
 
 if __name__ == "__main__":
