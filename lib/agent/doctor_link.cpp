@@ -4,6 +4,7 @@
 #include "rendezvous/participant.hpp"
 #include "util/strings.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace gangrun::agent {
@@ -45,6 +46,7 @@ void DoctorLink::round_started(std::uint64_t round, std::vector<std::string> mem
   members_ = std::move(members);
   next_request_ = 1;
   silence_in_flight_ = false;
+  last_silence_told_.clear();
   wait_for_request(++generation_);
 }
 
@@ -98,10 +100,25 @@ void DoctorLink::publish_silence(std::chrono::milliseconds silent_for) {
   silence_in_flight_ = true;
   std::string key = doctor::node_keys::silence(*round_, settings_.agent_id);
   writes_.set(
-      key, signer_.seal(key, std::to_string(silent_for.count())), [](const Expected<void>&) {},
-      k_short);
+      key, signer_.seal(key, fmt::format("{} {}", ++silences_told_, silent_for.count())),
+      [](const Expected<void>&) {}, k_short);
   writes_.check(
       {key}, [this](const Expected<bool>&) { silence_in_flight_ = false; }, k_short);
+}
+
+// "<count> <ms>": a node's count of the silences it told goes up, so one
+// written again later (a replay) says nothing.
+std::optional<std::chrono::milliseconds> DoctorLink::believed_silence(const std::string& agent,
+                                                                      const std::string& text) {
+  std::size_t space = text.find(' ');
+  if (space == std::string::npos) return std::nullopt;
+  auto count = strings::parse_int(text.substr(0, space));
+  auto ms = strings::parse_int(text.substr(space + 1));
+  if (!count || !ms || *ms < 0 || *count <= 0) return std::nullopt;
+  std::int64_t& last = last_silence_told_[agent];
+  if (*count < last) return std::nullopt;
+  last = *count;
+  return std::chrono::milliseconds(*ms);
 }
 
 std::vector<std::string> DoctorLink::others() const {
@@ -142,16 +159,12 @@ void DoctorLink::read_silences(std::function<void(ByAgent<std::chrono::milliseco
   std::vector<std::string> ids = others();
   for (const std::string& id : ids) keys->push_back(doctor::node_keys::silence(*round_, id));
   auto found = std::make_shared<std::map<std::string, std::string>>();
-  read_existing(signer_, keys, 0, found, [keys, ids, found, done = std::move(done)] {
+  read_existing(signer_, keys, 0, found, [this, keys, ids, found, done = std::move(done)] {
     ByAgent<std::chrono::milliseconds> silences;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       auto value = found->find((*keys)[i]);
-      std::optional<std::chrono::milliseconds> silence;
-      if (value != found->end()) {
-        auto ms = strings::parse_int(value->second);
-        if (ms && *ms >= 0) silence = std::chrono::milliseconds(*ms);
-      }
-      silences[ids[i]] = silence;
+      silences[ids[i]] =
+          value == found->end() ? std::nullopt : believed_silence(ids[i], value->second);
     }
     done(std::move(silences));
   });

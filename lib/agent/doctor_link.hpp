@@ -66,6 +66,10 @@ class DoctorLink {
 
  private:
   void wait_for_request(std::uint64_t generation);
+  // A silence as stored, if it is believed: well formed and not older than
+  // the last one read from that agent.
+  std::optional<std::chrono::milliseconds> believed_silence(const std::string& agent,
+                                                            const std::string& text);
   void wait_again_later(std::uint64_t generation);
   // Reads keys[i..] that exist into found, one after another.
   void read_existing(const rendezvous::Signer& signer,
@@ -84,8 +88,11 @@ class DoctorLink {
   std::vector<std::string> members_;
   std::int64_t next_request_ = 1;
   std::uint64_t generation_ = 0;
-  bool claimed_ = false;  // both connections are the agent's protected ones  // one request loop
-                          // per round: an older loop stops
+  bool claimed_ = false;            // both connections are the agent's protected ones
+  std::int64_t silences_told_ = 0;  // this node's, to the lead
+  std::map<std::string, std::int64_t>
+      last_silence_told_;  // the lead's view, per round  // one request loop
+                           // per round: an older loop stops
   bool silence_in_flight_ = false;
 };
 

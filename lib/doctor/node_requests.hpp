@@ -3,9 +3,11 @@
 // job's store, in its run-wide space (store/key_spaces.hpp: workers never
 // reach it), so that nothing new listens:
 //
-//   gangrun/run/doctor/silence/<round>/<agent>         how long this node's ranks have been
-//                                                     silent, in ms: an age, not a time, since
-//                                                     the nodes' clocks need not agree
+//   gangrun/run/doctor/silence/<round>/<agent>         "<count> <ms>": how long this node's
+//                                                     ranks have been silent, an age, not a
+//                                                     time, since the nodes' clocks need not
+//                                                     agree; count goes up with every one told,
+//                                                     so an older one written again is ignored
 //   gangrun/run/doctor/answer/<round>/<n>/<agent>      a node's reading of request n, in the
 //                                                     report's form
 //
