@@ -99,6 +99,32 @@ class Strangers(StrangerCase):
         self.assertNotEqual(self.finish(head).returncode, 0)
 
 
+class Seats(StrangerCase):
+    def test_a_node_whose_seat_a_stranger_holds_is_told_and_does_not_exit_0(self):
+        # Without a secret anyone may take a free seat: here node 1's, with a result of success.
+        # Heartbeats slow enough that the fake, which sends none, keeps its seat meanwhile.
+        slow = ("--rdzv_conf", "keep_alive_interval=10,keep_alive_max_attempt=6")
+        head = self.agent(0, self.worker(), secret=None, extra=slow)
+        harness.wait_for(self.listening, EVENT_TIMEOUT, "the head to listen")
+        fake = {"id": "fake1", "host": "fakehost", "address": "fakehost", "node_rank": 1,
+                "local_world_size": 1, "run_id": "none"}
+        with self.stranger() as wire:
+            wire.set(RDZV + "join/fake1", json.dumps(fake))
+            wait_get(wire, RDZV + "round/0")
+            wire.set(RDZV + "result/0/fake1", json.dumps({
+                "agent": "fake1", "host": "fakehost", "succeeded": True, "rank": None, "exit_code": 0,
+                "what": "", "stop_signal": None, "stopped_for_round_end": False, "stopped_for_hang": False,
+                "ended": []}))
+            wait_get(wire, RDZV + "round/1")  # the job's outcome, while the fake still holds its seat
+            real = self.finish(self.agent(1, self.worker(), secret=None, extra=slow))
+        # The real node 1 ran nothing and says why; the head's console names both.
+        self.assertExit(real, 2)
+        self.assertIn("two agents claim node rank 1: the agent on fakehost holds it", real.stderr)
+        head_result = self.finish(head)
+        self.assertIn("two agents claim node rank 1", head_result.stderr)
+        self.assertEqual(len(self.recorded_pids()), 1, "node 1's worker ran after all")
+
+
 class DoctorKeys(ControlPlaneCase):
     def test_one_write_to_the_doctors_keys_stops_nothing_without_a_secret(self):
         head, other = self.two_nodes(self.worker("--wait-file", self.path("go"), 300), secret=None,
