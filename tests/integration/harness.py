@@ -274,6 +274,18 @@ _LAUNCHER_NAMES = set(WORKER_VARIABLES) | {
 TEST_JOB_SECRET = "gangrun-test-job-secret-0123456789abcdef"
 
 
+def private_tmpfs_mount(test, directory, label):
+    """The shell command that mounts a 64 KiB tmpfs (a disk that fills at once) on $1, in the
+    private mount namespace of an `unshare -m --propagation private sh -c COMMAND sh DIRECTORY`;
+    skips TEST where this machine cannot."""
+    mount = f'mount -t tmpfs -o size=64k {label} "$1"'
+    probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh", directory],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=EVENT_TIMEOUT)
+    if probe.returncode != 0:
+        test.skipTest(f"cannot mount a tmpfs in a private mount namespace: {probe.stderr.decode()[-300:]!r}")
+    return mount
+
+
 def clean_env(**extra):
     """os.environ without anything a launcher would read or set, plus EXTRA."""
     env = {k: v for k, v in os.environ.items()

@@ -159,6 +159,18 @@ class Legacy(Wire):
     OPCODES = LEGACY
 
 
+def open_sockets(pid):
+    """How many sockets process PID holds open."""
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                count += 1
+        except OSError:
+            pass
+    return count
+
+
 def vm_rss_kib(pid, field="VmRSS"):
     """VmRSS (or another field of /proc/PID/status given in kB, such as VmHWM) in KiB."""
     with open(f"/proc/{pid}/status") as f:

@@ -183,11 +183,7 @@ class FullLogDisk(GangrunTestCase):
         log_dir = self.path("logs")
         copy = self.path("copy")  # the tmpfs goes with the namespace; its files are copied out
         os.mkdir(log_dir)
-        mount = 'mount -t tmpfs -o size=64k gangrun-test-logs "$1"'
-        probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh", log_dir],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=harness.EVENT_TIMEOUT)
-        if probe.returncode != 0:
-            self.skipTest(f"cannot mount a tmpfs in a private mount namespace: {probe.stderr.decode()[-300:]!r}")
+        mount = harness.private_tmpfs_mount(self, log_dir, "gangrun-test-logs")
 
         script = (f'{mount} || exit 99; logs=$1; copy=$2; shift 2; "$@"; status=$?; '
                   'cp -r "$logs" "$copy" || exit 98; exit $status')

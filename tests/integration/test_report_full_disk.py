@@ -15,11 +15,7 @@ class ReportOnAFullDisk(GangrunTestCase):
         disk = self.path("disk")
         listing = self.path("listing")  # the tmpfs goes with the namespace; its listing is copied out
         os.mkdir(disk)
-        mount = 'mount -t tmpfs -o size=64k gangrun-test-report "$1"'
-        probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", mount, "sh", disk],
-                               stdin=subprocess.DEVNULL, capture_output=True, timeout=harness.EVENT_TIMEOUT)
-        if probe.returncode != 0:
-            self.skipTest(f"cannot mount a tmpfs in a private mount namespace: {probe.stderr.decode()[-300:]!r}")
+        mount = harness.private_tmpfs_mount(self, disk, "gangrun-test-report")
 
         # Fill the disk (dd ends with ENOSPC), then run; list what is left on it.
         script = (f'{mount} || exit 99; disk=$1; listing=$2; shift 2; '

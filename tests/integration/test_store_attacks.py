@@ -100,17 +100,6 @@ def is_closed(sock):
         sock.settimeout(EVENT_TIMEOUT)
 
 
-def open_sockets(pid):
-    count = 0
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
-                count += 1
-        except OSError:
-            pass
-    return count
-
-
 def close_all(socks):
     for sock in socks:
         sock.close()
@@ -207,9 +196,9 @@ class StoreAttacks(MultiNodeCase):
         self.wait_ready(2)  # the store listens, and no worker has connected yet
         idle = []
         try:
-            base = open_sockets(agent.pid)
+            base = store_wire.open_sockets(agent.pid)
             open_storm(LOOPBACK, port, PER_ADDRESS, idle, payload=b"")
-            harness.wait_for(lambda: open_sockets(agent.pid) >= base + PER_ADDRESS, EVENT_TIMEOUT,
+            harness.wait_for(lambda: store_wire.open_sockets(agent.pid) >= base + PER_ADDRESS, EVENT_TIMEOUT,
                              f"the store to hold {PER_ADDRESS} idle connections")
             self.let_finish()
             harness.wait_for(lambda: all(os.path.exists(self.path(f"connected.{rank}"))

@@ -83,7 +83,7 @@ class Robustness(GangrunTestCase):
                 try:
                     for _ in range(wanted):
                         sockets.append(socket.create_connection(("127.0.0.1", store.port), timeout=30))
-                    harness.wait_for(lambda: self.open_sockets(store.pid) >= wanted, 60,
+                    harness.wait_for(lambda: store_wire.open_sockets(store.pid) >= wanted, 60,
                                      f"the server to hold {wanted} connections")
                     self.assertTrue(served(store))
                     rss = store_wire.vm_rss_kib(store.pid)
@@ -93,22 +93,10 @@ class Robustness(GangrunTestCase):
                 finally:
                     for s in sockets:
                         s.close()
-                harness.wait_for(lambda: self.open_sockets(store.pid) < 10, 60, "the server to let go")
+                harness.wait_for(lambda: store_wire.open_sockets(store.pid) < 10, 60, "the server to let go")
                 self.assertTrue(served(store))
         finally:
             resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-
-    @staticmethod
-    def open_sockets(pid):
-        import os
-        count = 0
-        for fd in os.listdir(f"/proc/{pid}/fd"):
-            try:
-                if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
-                    count += 1
-            except OSError:
-                pass
-        return count
 
     def test_a_client_that_stops_reading_replies(self):
         value = b"v" * (1 << 20)

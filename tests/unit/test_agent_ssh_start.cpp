@@ -3,6 +3,7 @@
 #include "agent/ssh_start.hpp"
 #include "agent/tool_start.hpp"
 #include "config_test_support.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -100,23 +101,6 @@ TEST_CASE("ssh start: the dry run lists every host's command", "[ssh]") {
 
 namespace {
 
-// A hostfile in a directory of its own, removed with the object.
-struct Hostfile {
-  std::filesystem::path dir;
-  std::string path;
-  explicit Hostfile(const std::string& text) {
-    static int counter = 0;
-    dir = std::filesystem::temp_directory_path() /
-          ("gangrun-ssh-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::create_directories(dir);
-    path = (dir / "hostfile").string();
-    std::ofstream(path) << text;
-  }
-  ~Hostfile() { std::filesystem::remove_all(dir); }
-  Hostfile(const Hostfile&) = delete;
-  Hostfile& operator=(const Hostfile&) = delete;
-};
-
 // Every "--rdzv_id ID" in the commands of a dry run (its lines that start
 // with two spaces), one per host's command.
 std::vector<std::string> run_ids_in(const std::string& text) {
@@ -137,9 +121,11 @@ std::vector<std::string> run_ids_in(const std::string& text) {
 TEST_CASE("ssh start: without a run id every host gets one fresh id, the same for all", "[ssh]") {
   using gangrun::agent::ssh_dry_run_for;
   using gangrun::config::test::launch;
-  Hostfile hosts("10.0.0.1 slots=2\n10.0.0.2 slots=2\n10.0.0.3 slots=2\n");
+  gangrun::test::TempDir dir;
+  std::string hostfile =
+      dir.write("hostfile", "10.0.0.1 slots=2\n10.0.0.2 slots=2\n10.0.0.3 slots=2\n");
   EnvMap env = {{"PATH", "/bin"}};
-  std::vector<std::string> arguments = {"-H", hosts.path, "train.py"};
+  std::vector<std::string> arguments = {"-H", hostfile, "train.py"};
   Options options = launch(arguments, env);
   REQUIRE(options.launcher == Options::Launcher::ssh);
   REQUIRE(options.rdzv_id == "none");  // torchrun's default, every such job's
@@ -158,7 +144,7 @@ TEST_CASE("ssh start: without a run id every host gets one fresh id, the same fo
   CHECK(run_ids_in(*second)[0] != ids[0]);  // fresh for each job
 
   SECTION("the user's on the command line travels in the arguments, once") {
-    std::vector<std::string> given = {"--rdzv_id", "exp-7", "-H", hosts.path, "train.py"};
+    std::vector<std::string> given = {"--rdzv_id", "exp-7", "-H", hostfile, "train.py"};
     auto text = ssh_dry_run_for(launch(given, env), given, env);
     REQUIRE(text);
     CHECK(run_ids_in(*text) == std::vector<std::string>(3, "exp-7"));
