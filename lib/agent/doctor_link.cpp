@@ -36,10 +36,9 @@ void DoctorLink::round_started(std::uint64_t round, std::vector<std::string> mem
                                const std::string& job_nonce) {
   signer_.bind_to_job(job_nonce);
   answers_.bind_to_job(job_nonce);
-  if (!claimed_) {
+  if (!waits_claimed_) {
     // Protected from now on, like the participant's connections.
-    claimed_ = true;
-    rendezvous::claim_connection(writes_, signer_, settings_.agent_id);
+    waits_claimed_ = true;
     rendezvous::claim_connection(waits_, signer_, settings_.agent_id);
   }
   round_ = round;
@@ -99,10 +98,10 @@ void DoctorLink::publish_silence(std::chrono::milliseconds silent_for) {
   if (!round_ || silence_in_flight_) return;
   silence_in_flight_ = true;
   std::string key = doctor::node_keys::silence(*round_, settings_.agent_id);
-  writes_.set(
+  writer().set(
       key, signer_.seal(key, fmt::format("{} {}", ++silences_told_, silent_for.count())),
       [](const Expected<void>&) {}, k_short);
-  writes_.check(
+  writer().check(
       {key}, [this](const Expected<bool>&) { silence_in_flight_ = false; }, k_short);
 }
 
@@ -121,6 +120,16 @@ std::optional<std::chrono::milliseconds> DoctorLink::believed_silence(const std:
   return std::chrono::milliseconds(*ms);
 }
 
+// Made only when first used (a job without --hang-timeout that nobody asks
+// for stacks never opens it), and then protected at once.
+store::AsyncClient& DoctorLink::writer() {
+  if (!writes_claimed_) {
+    writes_claimed_ = true;
+    rendezvous::claim_connection(writes_, signer_, settings_.agent_id);
+  }
+  return writes_;
+}
+
 std::vector<std::string> DoctorLink::others() const {
   std::vector<std::string> ids;
   for (const std::string& id : members_) {
@@ -135,11 +144,11 @@ void DoctorLink::read_existing(const rendezvous::Signer& signer,
                                const std::function<void()>& done) {
   if (i == keys->size()) return done();
   const std::string key = (*keys)[i];
-  writes_.check(
+  writer().check(
       {key},
       [this, &signer, keys, i, found, done, key](Expected<bool> exists) {
         if (!exists || !*exists) return read_existing(signer, keys, i + 1, found, done);
-        writes_.get(
+        writer().get(
             key,
             [this, &signer, keys, i, found, done, key](Expected<std::string> value) {
               if (value) {
@@ -174,7 +183,7 @@ std::string DoctorLink::ask(doctor::NodeRequest request) {
   if (!round_) return "";
   request.ask_id = rendezvous::new_job_nonce();
   std::string key = rendezvous::keys::doctor_ask(*round_, request.ask_id);
-  writes_.set(
+  writer().set(
       key, signer_.seal(key, doctor::to_json(request)),
       [](const Expected<void>& written) {
         if (!written) {
@@ -189,7 +198,7 @@ std::string DoctorLink::ask(doctor::NodeRequest request) {
 void DoctorLink::answer(std::int64_t number, const doctor::NodeAnswer& answer) {
   if (!round_) return;
   std::string key = doctor::node_keys::answer(*round_, number, settings_.agent_id);
-  writes_.set(
+  writer().set(
       key, answers_.seal(key, doctor::to_json(answer)), [](const Expected<void>&) {}, k_short);
 }
 
@@ -201,7 +210,7 @@ void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
     keys->push_back(doctor::node_keys::answer(*round_, number, id));
   }
   // All of them, or what has come when the limit is reached.
-  writes_.wait(
+  writer().wait(
       *keys,
       [this, keys, done = std::move(done), members = members_](const Expected<void>&) mutable {
         auto found = std::make_shared<std::map<std::string, std::string>>();

@@ -65,6 +65,7 @@ class DoctorLink {
   std::vector<std::string> others() const;
 
  private:
+  store::AsyncClient& writer();
   void wait_for_request(std::uint64_t generation);
   // A silence as stored, if it is believed: well formed and not older than
   // the last one read from that agent.
@@ -88,7 +89,10 @@ class DoctorLink {
   std::vector<std::string> members_;
   std::int64_t next_request_ = 1;
   std::uint64_t generation_ = 0;
-  bool claimed_ = false;            // both connections are the agent's protected ones
+  // Each connection claims itself as the agent's (rendezvous::claim_connection)
+  // before its first use.
+  bool waits_claimed_ = false;
+  bool writes_claimed_ = false;
   std::int64_t silences_told_ = 0;  // this node's, to the lead
   std::map<std::string, std::int64_t>
       last_silence_told_;  // the lead's view, per round  // one request loop
