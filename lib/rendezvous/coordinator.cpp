@@ -305,13 +305,15 @@ struct Coordinator::Impl {
     std::string agent(rest.substr(0, slash));
     auto message = signer.open(key, value);
     if (!message) return reject(from, message.error().message());
-    if (!connection_tokens.insert(key).second) {
-      return reject(from, key + " was written before, by another connection");
-    }
     if (!agents.contains(agent)) return reject(from, key + ": no agent " + agent + " has joined");
+    // Counted before a token is kept, so that a flood of claims keeps at
+    // most k_max_connections_per_agent tokens an agent.
     int& count = protected_connections[agent];
     if (count >= k_max_connections_per_agent || agent_of_link.contains(from)) {
       return reject(from, key + ": the agent's connections are protected already");
+    }
+    if (!connection_tokens.insert(key).second) {
+      return reject(from, key + " was written before, by another connection");
     }
     ++count;
     server.protect(from);
@@ -357,9 +359,22 @@ struct Coordinator::Impl {
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; })) {
       return reject(from, "a stack request's key is not ask/<round>/<letters and digits>");
     }
+    // The coordinator publishes what it takes in its own name, into its
+    // reserve of the store: without a secret, anyone's ask, so each is bounded
+    // (a request is a few dozen bytes) and so is their number in a round.
+    constexpr std::size_t k_max_ask_bytes = 1024;
+    constexpr std::int64_t k_max_requests_per_round = 10000;
+    if (value.size() > k_max_ask_bytes) {
+      return reject(from, fmt::format("a stack request of {} bytes (at most {})", value.size(),
+                                      k_max_ask_bytes));
+    }
     auto message = signer.open(key, value);
     if (!message && stacks_signer) message = stacks_signer->open(key, value);
     if (!message) return reject(from, message.error().message());
+    if (doctor_requests >= k_max_requests_per_round) {
+      return reject(
+          from, fmt::format("a stack request past the {} of this round", k_max_requests_per_round));
+    }
     if (!round || round->end || round->plan.round != where->round) {
       return reject(
           from, fmt::format("a stack request for round {}, which is not running", where->round));

@@ -2,6 +2,7 @@
 
 #include "rendezvous/keys.hpp"
 #include "rendezvous/signing.hpp"
+#include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <boost/asio/steady_timer.hpp>
@@ -92,7 +93,7 @@ struct Participant::Impl {
   }
 
   std::string store_text() const {
-    return fmt::format("{}:{}", settings.store.host, settings.store.port);
+    return host::endpoint_text(settings.store.host, settings.store.port);
   }
 
   // The job's nonce comes first (signing.hpp): the join and everything after

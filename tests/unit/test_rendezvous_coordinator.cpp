@@ -728,12 +728,18 @@ TEST_CASE(
   CHECK(*signer.open(keys::doctor_asked("mine"), cluster.read(keys::doctor_asked("mine"))) == "1");
   CHECK(*signer.open(keys::doctor_request(0, 1), cluster.read(keys::doctor_request(0, 1))) ==
         request);
+  // A request is a few dozen bytes: a sealed ask of kilobytes is not published.
+  std::string padded =
+      R"({"why":"asked","silent_for_s":0,"ask":"big","pad":")" + std::string(2000, 'x') + R"("})";
+  CHECK(cluster.write(*stranger, keys::doctor_ask(0, "big"),
+                      signer.seal(keys::doctor_ask(0, "big"), padded)));
   // The stacks key (what `gangrun stacks` holds) may ask too.
   Signer stacks(derived_key(k_secret, k_stacks_purpose, "job"), "job");
   stacks.bind_to_job(signer.nonce());
   std::string again = R"({"why":"asked","silent_for_s":0,"ask":"cli"})";
   CHECK(cluster.write(*stranger, keys::doctor_ask(0, "cli"),
                       stacks.seal(keys::doctor_ask(0, "cli"), again)));
+  // Number 2: the padded ask before it was not taken.
   CHECK(*signer.open(keys::doctor_asked("cli"), cluster.read(keys::doctor_asked("cli"))) == "2");
   a.finish_round(true);
   cluster.run_until([&] { return a.outcome.has_value(); });
