@@ -6,6 +6,9 @@ contributors) speak of gangrun, not of how it is built or tested.
   (test_*.py), a C or C++ source or header, a CMake module under cmake/, or the contributors'
   notes (ARCHITECTURE.md, PROTOCOL.md). A user cannot act on them; what a test shows is said as
   a fact about gangrun instead.
+- Every figure in the README's "Why gangrun" table (a number with ms, s or MiB) is one that
+  docs/benchmarks.md reports, to the README's rounding: the README cannot drift from the
+  measurements, and a figure without its benchmark fails.
 - Every link from one of these pages to a heading (`page.md#anchor`, or `#anchor` on the same
   page) names a heading that exists, by GitHub's anchor rules: lower case, punctuation dropped,
   spaces as hyphens, a repeated heading numbered -1, -2, ...
@@ -29,6 +32,7 @@ INTERNAL_NAME = re.compile(
 INLINE_LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^ {0,3}(```|~~~)")
+FIGURE = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)?)\s?(ms|s|MiB)\b")
 
 
 def user_pages():
@@ -102,6 +106,24 @@ class UserPages(unittest.TestCase):
                     if anchor not in cache[linked]:
                         broken.append(f"{page}:{number}: {target}")
         self.assertEqual(broken, [], "links to headings that do not exist")
+
+    def test_the_readmes_figures_are_the_benchmarks(self):
+        readme = read("README.md")
+        table = readme[readme.index("## Why gangrun"):]
+        table = table[:table.index("\n## ", 1)]
+        figures = [m for line in table.splitlines() if line.startswith("|") for m in FIGURE.findall(line)]
+        self.assertGreater(len(figures), 10, "the README's table of figures was not found")
+        measured = {}
+        for value, unit in FIGURE.findall(read("docs/benchmarks.md")):
+            measured.setdefault(unit, []).append(float(value.replace(",", ".")))
+        unsupported = []
+        for value, unit in figures:
+            shown = float(value.replace(",", "."))
+            decimals = len(value.split(".")[1]) if "." in value else 0
+            half_step = 0.5 * 10 ** -decimals
+            if not any(abs(m - shown) <= half_step + 1e-9 for m in measured.get(unit, [])):
+                unsupported.append(f"{value} {unit}")
+        self.assertEqual(unsupported, [], "README figures that docs/benchmarks.md does not report")
 
     def test_the_anchor_rule_is_githubs(self):
         self.assertEqual(github_anchor("2. A failure, and its report"), "2-a-failure-and-its-report")
