@@ -120,6 +120,7 @@ def affinity(out_dir):
 
 
 def init_nccl():
+    say("imports torch")
     import torch  # noqa: PLC0415
     import torch.distributed as dist  # noqa: PLC0415
 
