@@ -74,6 +74,11 @@ class GpuCheck(harness.GangrunTestCase):
         self.assertEqual(result.stdout.splitlines(),
                          ["gpu-check: no NVIDIA GPU here (nvidia-smi not found): nothing to check"])
 
+    def test_no_gpu_where_some_were_expected_fails(self):
+        result = self.kit("--nvidia-smi", self.path("absent", "nvidia-smi"), "--expect-gpus", "8", code=1)
+        self.assertEqual(result.stdout.splitlines(),
+                         ["gpu-check FAILED: expected 8 GPU(s), found none (nvidia-smi not found)"])
+
     def test_an_nvidia_smi_without_a_driver_is_no_gpu_too(self):
         smi = self.write_program("nvidia-smi", "#!/bin/sh\necho \"NVIDIA-SMI has failed because it couldn't "
                                  "communicate with the NVIDIA driver.\"\nexit 9\n")
