@@ -9,8 +9,8 @@ contributors) speak of gangrun, not of how it is built or tested.
 - Every figure in the README's "Why gangrun" table (a number with ms, s or MiB) is one that
   docs/benchmarks.md reports, to the README's rounding: the README cannot drift from the
   measurements, and a figure without its benchmark fails.
-- Every link from one of these pages to a heading (`page.md#anchor`, or `#anchor` on the same
-  page) names a heading that exists, by GitHub's anchor rules: lower case, punctuation dropped,
+- Every link from one of these pages, docs/building.md, CONTRIBUTING.md and the changelog to a
+  heading (`page.md#anchor`, or `#anchor` on the same page) names a heading that exists, by GitHub's anchor rules: lower case, punctuation dropped,
   spaces as hyphens, a repeated heading numbered -1, -2, ...
 
 It reads files only: no build, no gangrun binary, well under a second.
@@ -92,7 +92,7 @@ class UserPages(unittest.TestCase):
     def test_every_link_to_a_heading_finds_it(self):
         broken = []
         cache = {}
-        for page in user_pages():
+        for page in user_pages() + sorted(CONTRIBUTOR_PAGES) + ["CONTRIBUTING.md", "CHANGELOG.md"]:
             for number, line in prose_lines(read(page)):
                 for target in INLINE_LINK.findall(line):
                     if re.match(r"^[A-Za-z][\w+.-]*:", target) or "#" not in target:
