@@ -10,8 +10,9 @@ contributors) speak of gangrun, not of how it is built or tested.
   docs/benchmarks.md reports, to the README's rounding: the README cannot drift from the
   measurements, and a figure without its benchmark fails.
 - Every link from one of these pages, docs/building.md, CONTRIBUTING.md and the changelog to a
-  heading (`page.md#anchor`, or `#anchor` on the same page) names a heading that exists, by GitHub's anchor rules: lower case, punctuation dropped,
-  spaces as hyphens, a repeated heading numbered -1, -2, ...
+  heading (`page.md#anchor`, or `#anchor` on the same page) names a heading that exists, by
+  GitHub's anchor rules: lower case, punctuation dropped, spaces as hyphens, a repeated heading
+  numbered -1, -2, ...
 
 It reads files only: no build, no gangrun binary, well under a second.
 """
