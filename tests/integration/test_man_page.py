@@ -138,7 +138,8 @@ class ManPage(unittest.TestCase):
                           if line.startswith("gangrun [OPTIONS] [--] PROGRAM")), None)
             self.assertIsNotNone(start, f"{path} has no command list")
             end = lines.index("```", start)
-            listed = {line.split()[1] for line in lines[start + 1:end] if line.startswith("gangrun ")}
+            listed = {line.split()[1] for line in lines[start + 1:end]
+                      if line.startswith("gangrun ")}
             for subcommand in subcommands:
                 with self.subTest(page=os.path.relpath(path, harness.REPO), subcommand=subcommand):
                     self.assertIn(subcommand, listed)
