@@ -30,9 +30,10 @@ constexpr std::string_view k_description[] = {
     "gangrun starts PROGRAM as a gang of worker processes on this node, gives each torchrun's "
     "rank environment and its accelerator visibility mask, hosts the TCP store the workers "
     "rendezvous through (wire-compatible with PyTorch's TCPStore), streams their output line by "
-    "line behind a rank prefix, and supervises them as one: when one worker fails, the others "
-    "are stopped, everything the job started is cleaned up, the root cause is reported, and its "
-    "exit code is gangrun's.",
+    "line behind a rank prefix, and supervises them as one: when one worker fails, the others may "
+    "end by themselves for a short failure window (--failure-window) and are then stopped, "
+    "everything the job started is cleaned up, the root cause is reported, and the first "
+    "failure's exit code is gangrun's.",
     "It accepts the spellings of torchrun, accelerate launch and deepspeed. Every long option "
     "may be written --snake_case or --dash-case, with its value as '--opt V' or '--opt=V'. "
     "Everything from PROGRAM on is passed to it untouched; -- ends the options, so "
@@ -43,11 +44,16 @@ constexpr std::string_view k_description[] = {
     "PYTHON is --python, else $PYTHON_EXEC, else python3 on PATH. ${local_rank} in ARGS becomes "
     "each worker's local rank. All of it is resolved, and every option checked, before any "
     "process starts.",
-    "Each worker runs in a session of its own and dies with gangrun. The first worker to exit "
-    "non-zero or by a signal is the root cause: every other worker's process group gets SIGTERM, "
-    "then SIGKILL after --term-timeout seconds, and with --max_restarts left the gang starts "
-    "again. The signals of --signals_to_handle sent to gangrun are forwarded to every worker and "
-    "stop the gang; SIGUSR1 and SIGUSR2 are forwarded and the job goes on.",
+    "Each worker runs in a session of its own and dies with gangrun. When a worker exits non-zero "
+    "or by a signal, the others may go on for the failure window, --failure-window seconds "
+    "(default 1), and end by themselves; the window closes as soon as every worker has ended, and "
+    "--failure-window 0 stops the others at once. Then every worker still running gets SIGTERM to "
+    "its process group, and SIGKILL after --term-timeout seconds. The root cause is the rank the "
+    "failed ones were waiting for when gangrun can tell (one still running when two or more others "
+    "failed, or one that exited 0 before anyone failed), else the first to fail; the exit code is "
+    "the first failure's. With --max_restarts left the whole gang starts again. The signals of "
+    "--signals_to_handle sent to gangrun are forwarded to every worker and stop the gang; SIGUSR1 "
+    "and SIGUSR2 are forwarded and the job goes on.",
 };
 
 constexpr std::string_view k_layers =
@@ -110,11 +116,12 @@ constexpr Item k_worker_variables[] = {
      "worker its own mask."},
 };
 
+// As docs/store.md's table says them (tests/integration/test_man_page.py compares the two).
 constexpr Item k_store_exit_statuses[] = {
-    {"0", "Done."},
-    {"1", "check: a key is missing; delete: there was no such key."},
-    {"2", "Usage error."},
-    {"3", "The store could not be reached, a wait or operation timed out, or the store failed."},
+    {"0", "done"},
+    {"1", "check: a key is missing; delete: there was no such key"},
+    {"2", "usage error"},
+    {"3", "the store could not be reached, a wait or operation timed out, or the store failed"},
 };
 
 constexpr Item k_examples[] = {
@@ -298,24 +305,11 @@ void append_options(std::string& out) {
   }
 }
 
+// The launch's codes from the one table docs/supervision.md shows too.
 void append_exit_status(std::string& out) {
-  using namespace exit_codes;
-  const std::string signal_base = std::to_string(k_signal_base);
-  const std::string launch_codes[][2] = {
-      {std::to_string(k_success), "Every worker exited 0."},
-      {"N", "The root-cause worker exited with N."},
-      {signal_base + "+S",
-       "The root-cause worker was killed by signal S, or gangrun was stopped by signal S (it "
-       "re-raises S after the teardown)."},
-      {std::to_string(k_usage), "Usage or configuration error; nothing was started."},
-      {std::to_string(k_store),
-       "Store, rendezvous or network failure (for example --master_port already in use)."},
-      {std::to_string(k_not_executable), "The program or interpreter is not executable."},
-      {std::to_string(k_not_found), "The program or interpreter was not found."},
-  };
   out += ".SH \"EXIT STATUS\"\nA launch exits with:\n";
-  for (const auto& [code, meaning] : launch_codes) {
-    out += ".TP\n" + bold(code) + "\n" + prose(meaning) + "\n";
+  for (const exit_codes::Outcome& outcome : exit_codes::k_outcomes) {
+    out += ".TP\n" + bold(outcome.code) + "\n" + prose(outcome.meaning) + "\n";
   }
   out += ".PP\n" + bold("gangrun store") + " clients exit with:\n";
   append_items(out, std::begin(k_store_exit_statuses), std::end(k_store_exit_statuses));
@@ -388,12 +382,14 @@ std::string man_page(std::string_view version) {
   append_items(out, std::begin(k_worker_variables), std::end(k_worker_variables));
   append_exit_status(out);
   append_examples(out);
-  out += ".SH \"SEE ALSO\"\n.BR torchrun (1)\n.PP\n" +
+  out += ".SH \"SEE ALSO\"\n.BR srun (1),\n.BR ssh (1),\n.BR mpirun (1)\n.PP\n" +
          prose(
-             "/usr/share/doc/gangrun/README.md.gz and the reference pages in "
-             "/usr/share/doc/gangrun/docs/ (flags, environment, devices, multi-node, Slurm, "
-             "ssh, the store, supervision, benchmarks), or README.md and docs/ in the source "
-             "tree.") +
+             "gangrun starts itself on other nodes through srun, ssh or Open MPI's mpirun "
+             "(--launcher). The full reference (flags, environment, devices, many nodes, Slurm, "
+             "ssh, the store, supervision, hangs, preflight) is README.md and the pages in docs/ "
+             "of gangrun's source. The Debian package installs them, compressed, in "
+             "/usr/share/doc/gangrun/; cmake --install puts them in share/doc/gangrun/ under its "
+             "prefix.") +
          "\n";
   return out;
 }

@@ -2,22 +2,12 @@
 """The flag table (docs/flags.md, "Every flag of torchrun, accelerate launch and deepspeed"):
 each row's claim is run, and the table is checked to name every flag the real tools define.
 
-A row is `| TOOL | FLAGS | GANGRUN | CHECK |`: TOOL is torchrun, accelerate or deepspeed; FLAGS
-the tool's spellings of one option, each in backticks; GANGRUN starts with what gangrun does
-with it (same, mapped, accepted, refused) and says how in words; CHECK is a gangrun command
-line in backticks, then `→` and what it shows, separated by `;`:
-  workers N           the dry run starts N workers on this node
-  world N             ... of a world of N
-  NAME=VALUE          rank 0's environment has NAME=VALUE
-  NAME unset          rank 0's environment lacks NAME
-  argv ends A         rank 0's argv ends with A
-  option NAME=VALUE   the dry run shows the option NAME with VALUE
-  exit N              gangrun exits with N (2: usage error) naming the flag on stderr
-  run by FILE         FILE (an integration test) runs the flag for real; the dry run succeeds
-  stdout has TEXT     what gangrun prints holds TEXT (for --help, which prints no JSON)
-Each command line runs as `gangrun --dry-run --json ARGS` in a directory that holds train.py,
-except rows whose CHECK starts with `exit`, which run without --dry-run only when they pass it
-(a refused flag fails before anything starts either way).
+A row of the table is `| TOOL | FLAGS | GANGRUN |`: TOOL is torchrun, accelerate or deepspeed;
+FLAGS the tool's spellings of one option, each in backticks; GANGRUN starts with what gangrun
+does with it (same, mapped, accepted, refused) and says how in words. What is run to check the
+row lives beside this test, in flag_table_checks.txt (its header says the language), keyed by
+TOOL and FLAGS: a row without a check, or a check without its row, fails here, so the two cannot
+drift apart.
 """
 import json
 import os
@@ -31,6 +21,8 @@ import harness
 
 TABLE_FILE = "docs/flags.md"
 TABLE_PATH = os.path.join(harness.REPO, TABLE_FILE)
+CHECKS_FILE = "tests/integration/flag_table_checks.txt"
+CHECKS_PATH = os.path.join(harness.REPO, CHECKS_FILE)
 TABLE_HEADING = "## Every flag of torchrun, accelerate launch and deepspeed"
 TOOLS = ("torchrun", "accelerate", "deepspeed")
 VERDICTS = ("same", "mapped", "accepted", "refused")
@@ -70,7 +62,7 @@ def split_row(line):
 
 
 def read_table():
-    """[(line_number, tool, [flags], verdict, args, [expectations])] of the table in TABLE_FILE."""
+    """[(line_number, tool, [flags], verdict)] of the table in TABLE_FILE."""
     with open(TABLE_PATH, encoding="utf-8") as f:
         lines = f.read().splitlines()
     start = lines.index(TABLE_HEADING)
@@ -87,21 +79,40 @@ def read_table():
         cells = split_row(line)
         if cells[0] in ("Tool", "---") or set(cells[0]) <= {"-", " "}:
             continue
-        assert len(cells) == 4, f"{TABLE_FILE}:{number}: {len(cells)} cells, want 4: {line}"
-        tool, flags_cell, gangrun_cell, check_cell = cells
+        assert len(cells) == 3, f"{TABLE_FILE}:{number}: {len(cells)} cells, want 3: {line}"
+        tool, flags_cell, gangrun_cell = cells
         flags = re.findall(r"`([^`]+)`", flags_cell)
         verdict = gangrun_cell.split(":")[0].split()[0].strip("*").lower() if gangrun_cell else ""
-        match = re.fullmatch(r"`([^`]*)`\s*→\s*(.+)", check_cell)
-        assert match, f"{TABLE_FILE}:{number}: the check cell is not `ARGS` → WHAT: {check_cell!r}"
-        expectations = [part.strip() for part in match.group(2).split(";") if part.strip()]
-        rows.append((number, tool, flags, verdict, match.group(1), expectations))
+        rows.append((number, tool, flags, verdict))
     return rows
+
+
+def read_checks():
+    """{(tool, (flags...)): (line_number, args, [expectations])} of CHECKS_FILE."""
+    checks = {}
+    with open(CHECKS_PATH, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            where = f"{CHECKS_FILE}:{number}"
+            key, sep, check = line.partition(" | ")
+            assert sep, f"{where}: no ' | ' between the flags and the check: {line}"
+            tool, _, flags = key.partition(" ")
+            match = re.fullmatch(r"(.*?)\s*→\s*(.+)", check)
+            assert match, f"{where}: the check is not ARGS → WHAT: {check!r}"
+            expectations = [part.strip() for part in match.group(2).split(";") if part.strip()]
+            flags = tuple(flag.strip() for flag in flags.split(","))
+            assert (tool, flags) not in checks, f"{where}: {tool} {flags} is checked twice"
+            checks[(tool, flags)] = (number, match.group(1), expectations)
+    return checks
 
 
 class FlagTable(harness.GangrunTestCase):
     @classmethod
     def setUpClass(cls):
         cls.rows = read_table()
+        cls.checks = read_checks()
         cls.workdir = tempfile.mkdtemp(prefix="gangrun-flag-table-")
         with open(os.path.join(cls.workdir, "train.py"), "w") as f:
             f.write("print('train')\n")
@@ -117,10 +128,18 @@ class FlagTable(harness.GangrunTestCase):
     def tearDownClass(cls):
         subprocess.run(["rm", "-rf", cls.workdir], check=False)
 
+    def checked_rows(self):
+        """(where, tool, flags, verdict, args, expectations) of every row that has a check."""
+        for number, tool, flags, verdict in self.rows:
+            if (check := self.checks.get((tool, tuple(flags)))) is not None:
+                check_number, args, expectations = check
+                where = f"{TABLE_FILE}:{number}, {CHECKS_FILE}:{check_number}"
+                yield where, tool, flags, verdict, args, expectations
+
     def test_rows_are_well_formed(self):
         self.assertGreater(len(self.rows), 100, "the table is missing or cut short")
         seen = set()
-        for number, tool, flags, verdict, args, expectations in self.rows:
+        for number, tool, flags, verdict in self.rows:
             where = f"{TABLE_FILE}:{number}"
             self.assertIn(tool, TOOLS, where)
             self.assertTrue(flags, f"{where}: no flag in backticks")
@@ -128,8 +147,20 @@ class FlagTable(harness.GangrunTestCase):
             for flag in flags:
                 self.assertNotIn((tool, flag), seen, f"{where}: {tool} {flag} is listed twice")
                 seen.add((tool, flag))
+        for where, tool, flags, verdict, args, expectations in self.checked_rows():
             if verdict == "refused":
                 self.assertEqual(expectations, ["exit 2"], f"{where}: a refused flag exits 2")
+
+    def test_every_row_has_a_check_and_every_check_a_row(self):
+        documented = {(tool, tuple(flags)): number for number, tool, flags, _ in self.rows}
+        unchecked = [f"{TABLE_FILE}:{number}: {tool} {', '.join(flags)}"
+                     for (tool, flags), number in documented.items()
+                     if (tool, flags) not in self.checks]
+        self.assertEqual(unchecked, [], f"rows of the table without a line in {CHECKS_FILE}")
+        orphans = [f"{CHECKS_FILE}:{number}: {tool} {', '.join(flags)}"
+                   for (tool, flags), (number, _, _) in self.checks.items()
+                   if (tool, flags) not in documented]
+        self.assertEqual(orphans, [], f"checks of flags that have no row in {TABLE_FILE}'s table")
 
     def run_row(self, args, refused):
         argv = [harness.GANGRUN] + ([] if refused else ["--dry-run", "--json"]) + args.split()
@@ -183,16 +214,16 @@ class FlagTable(harness.GangrunTestCase):
             self.fail(f"{where}: unknown expectation {expectation!r}")
 
     def test_each_row_holds(self):
-        for number, tool, flags, verdict, args, expectations in self.rows:
-            where = f"{TABLE_FILE}:{number} ({tool} {flags[0] if flags else '?'}: `{args}`)"
-            with self.subTest(row=number):
+        for where, tool, flags, verdict, args, expectations in self.checked_rows():
+            where = f"{where} ({tool} {flags[0] if flags else '?'}: `{args}`)"
+            with self.subTest(row=where):
                 refused = expectations and expectations[0].startswith("exit")
                 result = self.run_row(args, refused)
                 for expectation in expectations:
                     self.check_expectation(where, flags, expectation, result)
 
     def test_every_flag_of_the_real_tools_is_listed(self):
-        listed = {(tool, flag) for _, tool, flags, *_ in self.rows for flag in flags}
+        listed = {(tool, flag) for _, tool, flags, _ in self.rows for flag in flags}
         for tool in TOOLS:
             harness.peer_tool(tool)  # skips the whole test when a peer is missing
         for tool in TOOLS:

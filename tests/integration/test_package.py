@@ -268,7 +268,7 @@ class PackageContents(unittest.TestCase):
         formatted = run(["man", "--warnings", "-l", page], timeout=60, env=env)
         self.assertEqual(formatted.stderr.strip(), "", "groff warns about the page")
         for text in ("GANGRUN(1)", "gangrun - start and supervise", "--nproc_per_node",
-                     "--nproc-per-node", "--num_accelerators", "EXIT STATUS", "torchrun(1)"):
+                     "--nproc-per-node", "--num_accelerators", "EXIT STATUS", "srun(1)"):
             self.assertIn(text, formatted.stdout)
         self.assertNotIn("\u2212", formatted.stdout, "options should render with ASCII hyphens")
         if shutil.which("lexgrog"):

@@ -3,6 +3,7 @@
 // take for a request, an escape or a hyphen).
 #include "cli_docs/man_page.hpp"
 #include "config/option_table.hpp"
+#include "util/exit_codes.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -43,7 +44,7 @@ TEST_CASE("config::man_page has the sections of a manual page", "[config]") {
   CHECK_THAT(page, Contains("\n.TH GANGRUN 1 \"\" \"gangrun 1.2.3\""));
   for (const char* section : {"\n.SH NAME\ngangrun \\- ", "\n.SH SYNOPSIS\n", "\n.SH DESCRIPTION\n",
                               "\n.SH OPTIONS\n", "\n.SH ENVIRONMENT\n", "\n.SH \"EXIT STATUS\"\n",
-                              "\n.SH EXAMPLES\n", "\n.SH \"SEE ALSO\"\n.BR torchrun (1)"}) {
+                              "\n.SH EXAMPLES\n", "\n.SH \"SEE ALSO\"\n.BR srun (1),\n"}) {
     CHECK_THAT(page, Contains(section));
   }
   for (const char* subcommand : {".B gangrun devices\n", ".B gangrun store\n",
@@ -55,10 +56,15 @@ TEST_CASE("config::man_page has the sections of a manual page", "[config]") {
                                "TORCHELASTIC_USE_AGENT_STORE", "GANGRUN_<NAME>", "PET_<NAME>"}) {
     CHECK_THAT(page, Contains(variable));
   }
-  for (const char* code :
-       {"\\fB0\\fR", "\\fB2\\fR", "\\fB3\\fR", "\\fB126\\fR", "\\fB127\\fR", "\\fB128+S\\fR"}) {
-    CHECK_THAT(page, Contains(code));
+  // Every launch outcome of the one exit-code table, 4, 5 and 6 included, each a .TP item.
+  for (const gangrun::exit_codes::Outcome& outcome : gangrun::exit_codes::k_outcomes) {
+    INFO(outcome.code);
+    CHECK_THAT(page, Contains("\n.TP\n\\fB" + roff_escape(outcome.code) + "\\fR\n"));
   }
+  for (const char* code : {"\\fB4\\fR", "\\fB5\\fR", "\\fB6\\fR"}) CHECK_THAT(page, Contains(code));
+  // No page that does not exist (torchrun has none), and the failure window is described.
+  CHECK_THAT(page, !Contains("torchrun (1)"));
+  CHECK_THAT(page, Contains("failure window"));
 }
 
 TEST_CASE("config::man_page lists every spelling, value and default of every option", "[config]") {
