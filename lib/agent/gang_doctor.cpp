@@ -341,6 +341,14 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
   probe_.start(tool_, plan_.host, targets, plan_.host_env, k_hang_read_limit, answer);
 }
 
+std::string GangDoctor::node_name_of(const std::string& agent_id) const {
+  if (!nodes_) return agent_id;
+  for (std::size_t i = 0; i < nodes_->members.size() && i < nodes_->names.size(); ++i) {
+    if (nodes_->members[i] == agent_id) return nodes_->names[i];
+  }
+  return agent_id;
+}
+
 void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
                                   double silent_for_s) {
   if (!watching()) return deliver_if_over();
@@ -349,7 +357,7 @@ void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>&
   std::vector<std::string> unanswered;
   for (const auto& [id, answer] : answers) {
     if (!answer) {
-      unanswered.push_back(id);
+      unanswered.push_back(node_name_of(id));
       continue;
     }
     ranks.insert(ranks.end(), answer->ranks.begin(), answer->ranks.end());
@@ -363,9 +371,9 @@ void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>&
   if (!unanswered.empty()) {
     if (!line.empty()) line += "\n  ";
     line += fmt::format(
-        "no answer within {} from the agent{} {}: their ranks are not above",
+        "no answer within {} from the agent{} on {}: their ranks are not above",
         seconds_text(std::chrono::duration<double>(k_hang_read_limit + k_answer_margin).count()),
-        unanswered.size() == 1 ? "" : "s", strings::join(unanswered, ", "));
+        unanswered.size() == 1 ? "" : "s", strings::join(unanswered, "; "));
   }
   after_hang_read(ranks, silent_for_s, "where the ranks are, the odd ones out first:", missing,
                   line);

@@ -60,8 +60,11 @@ class GangDoctor {
   struct NodeRound {
     std::uint64_t round = 0;
     std::vector<std::string> members;  // every node's agent id
-    bool lead = false;                 // this node watches the whole gang
-    std::string job_nonce;             // what the job's messages are sealed for
+    // Each member's node as messages name it (report/node_name.hpp), in the
+    // same order.
+    std::vector<std::string> names;
+    bool lead = false;      // this node watches the whole gang
+    std::string job_nonce;  // what the job's messages are sealed for
   };
 
   // A round began; attempt_dir is where its files go (nullopt: the run
@@ -136,6 +139,9 @@ class GangDoctor {
   // lead watching the others after its own.
   bool watching() const { return !round_over_ || watches_others_after_end(); }
   void on_node_request(std::int64_t number, const doctor::NodeRequest& request);
+  // The node of a member of this round as messages name it; the id itself
+  // for one the round does not list.
+  std::string node_name_of(const std::string& agent_id) const;
   // The lead: every node's answer to its own hang's request is in (or the
   // limit passed).
   void after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,

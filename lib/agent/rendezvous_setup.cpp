@@ -149,7 +149,8 @@ rendezvous::ParticipantSettings participant_settings(const launch::LaunchPlan& p
   rendezvous::ParticipantSettings settings;
   settings.me.id = fmt::format("{}-{}-{:08x}", plan.host, ::getpid(), random());
   settings.me.host = plan.host;
-  settings.me.address = plan.local_addr.value_or(plan.host);
+  // Empty: the participant fills in the address its link leaves from.
+  settings.me.address = plan.local_addr.value_or("");
   settings.me.node_rank = plan.c10d ? -1 : plan.node_rank;
   settings.me.local_world_size = plan.local_world_size;
   settings.me.run_id = plan.run_id;

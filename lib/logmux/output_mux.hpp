@@ -31,8 +31,11 @@ inline constexpr std::string_view k_cut_marker = " [gangrun: line continues]";
 // Where one worker stream (its stdout or its stderr) goes.
 struct StreamRoute {
   bool to_console = true;  // false when redirected only, or filtered out by --local_ranks_filter
-  bool console_is_err = false;           // write to gangrun's stderr instead of stdout
-  std::string prefix;                    // put before every console line (file lines get none)
+  bool console_is_err = false;  // write to gangrun's stderr instead of stdout
+  // Put before every console line (file lines get none), but a line that
+  // already begins with it (torch's "[rank1]:") is shown as it is
+  // (prefix.hpp: prefix_for_line).
+  std::string prefix;
   std::optional<std::string> file_path;  // log file, created/truncated by add_stream
 };
 

@@ -1,5 +1,6 @@
 #include "logmux/pipe_stream.hpp"
 
+#include "logmux/prefix.hpp"
 #include "util/pipe.hpp"
 
 #include <unistd.h>
@@ -125,15 +126,20 @@ void PipeStream::consume(std::string_view chunk) {
 void PipeStream::route_line(std::string_view line, bool cut) {
   if (tail_ != nullptr) tail_->push(line);
   if (!route_.to_console) return;
+  // The piece after a cut always gets the prefix, whatever it begins with:
+  // a reader rejoins the pieces by stripping it (k_cut_marker).
+  std::string_view prefix =
+      after_cut_ ? std::string_view(route_.prefix) : prefix_for_line(route_.prefix, line);
+  after_cut_ = cut;
   if (has_terminator(line)) {
-    console_.append_line(route_.console_is_err, route_.prefix, line);
+    console_.append_line(route_.console_is_err, prefix, line);
   } else {
     // A fragment or a piece of an overlong line still ends its console line,
     // so the next prefix starts at the left margin.
     std::string ended(line);
     if (cut) ended.append(k_cut_marker);
     ended.push_back('\n');
-    console_.append_line(route_.console_is_err, route_.prefix, ended);
+    console_.append_line(route_.console_is_err, prefix, ended);
   }
 }
 

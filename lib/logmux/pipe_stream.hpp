@@ -81,6 +81,9 @@ class PipeStream : public std::enable_shared_from_this<PipeStream> {
   // loop must wait for, though nothing of it is queued in io yet.
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>>
       paused_work_;
+  // The last console piece was cut from an overlong line: the next one
+  // continues it.
+  bool after_cut_ = false;
   bool finished_ = false;
   bool abandoned_ = false;
   bool delivered_ = false;

@@ -20,4 +20,15 @@ struct PrefixFields {
 // any other ${...} is left as written.
 std::string expand_prefix(std::string_view templ, const PrefixFields& fields);
 
+// The prefix a console line gets: none when the line already begins with
+// this very prefix, its trailing blanks aside; else prefix itself. Why:
+// torch 2.x tags a rank's lines itself once the rank is known ("[rank1]:
+// Traceback ..." from the excepthook init_process_group installs,
+// "[rank1]:[W1128 ...] ..." from c10's logging), and the default prefix
+// "[rank1]: " would say it twice. Only this worker's own prefix counts: a
+// line tagged with another rank (or "[rank10]:" for rank 1) keeps ours, so
+// nobody is misled about who printed it. A prefix that does not end in
+// punctuation, blanks aside (a blank one, "${rank}"), is always given.
+std::string_view prefix_for_line(std::string_view prefix, std::string_view line);
+
 }  // namespace gangrun::logmux

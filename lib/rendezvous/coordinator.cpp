@@ -3,6 +3,7 @@
 #include "rendezvous/keys.hpp"
 #include "rendezvous/signing.hpp"
 #include "report/blame.hpp"
+#include "report/node_name.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
 
@@ -58,10 +59,18 @@ double seconds(std::chrono::milliseconds duration) {
   return std::chrono::duration<double>(duration).count();
 }
 
-std::string describe_failure(const NodeReport& report) {
-  if (report.rank)
-    return fmt::format("rank {} on {} failed ({})", *report.rank, report.host, report.what);
-  return fmt::format("the node {} failed ({})", report.host, report.what);
+// A node of a round, as every message names it (report/node_name.hpp); a
+// report from an agent the round does not hold by its host name alone.
+std::string node_of(const RoundPlan& plan, const std::string& agent, std::string_view host) {
+  const Member* member = plan.member(agent);
+  if (member == nullptr) return std::string(host);
+  return report::node_name(member->group_rank, member->host, member->address);
+}
+
+std::string describe_failure(const NodeReport& report, const RoundPlan& plan) {
+  std::string node = node_of(plan, report.agent, report.host);
+  if (report.rank) return fmt::format("rank {} on {} failed ({})", *report.rank, node, report.what);
+  return fmt::format("{} failed ({})", node, report.what);
 }
 
 }  // namespace
@@ -159,6 +168,18 @@ struct Coordinator::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
   ~Impl() { server.observe({}); }
+
+  // An agent as every message names it (report/node_name.hpp): with its
+  // node rank in the running round, else the one it brought (static ranks),
+  // else (c10d, between rounds) none.
+  std::string name_of(const AgentInfo& info) const {
+    if (round && round->plan.member(info.id) != nullptr) {
+      return node_of(round->plan, info.id, info.host);
+    }
+    std::optional<int> node_rank;
+    if (info.node_rank >= 0) node_rank = info.node_rank;
+    return report::node_name(node_rank, info.host, info.address);
+  }
 
   // Every value the coordinator writes is sealed for its key.
   void publish(const std::string& key, const std::string& message) {
@@ -263,7 +284,8 @@ struct Coordinator::Impl {
     }
     if (info->run_id != settings.run_id) return refuse(info->id, another_job(info->run_id));
     if (auto wrong = misplaced(*info)) {
-      spdlog::warn("rendezvous: turned away the agent on {}: {}", info->host, *wrong);
+      spdlog::warn("rendezvous: turned away the agent on {}: {}",
+                   report::node_name(std::nullopt, info->host, info->address), *wrong);
       return refuse(info->id, *wrong);
     }
     if (auto holder = seat_holder(*info)) {
@@ -271,14 +293,15 @@ struct Coordinator::Impl {
       std::string why = fmt::format(
           "two agents claim node rank {}: the agent on {} holds it, the one on {} came later "
           "and was turned away; give each node its own --node_rank",
-          info->node_rank, holder->info.host, info->host);
+          info->node_rank, report::node_name(std::nullopt, holder->info.host, holder->info.address),
+          report::node_name(std::nullopt, info->host, info->address));
       spdlog::warn("rendezvous: {}", why);
       return refuse(info->id, why);
     }
     welcomed.insert(info->id);
     publish(keys::welcome(info->id), "");
     std::string id = info->id;
-    spdlog::info("rendezvous: the agent on {} joined ({} now)", info->host, agents.size() + 1);
+    spdlog::info("rendezvous: the agent on {} joined ({} now)", name_of(*info), agents.size() + 1);
     agents[id] = Agent{std::move(*info), from, joins++, Clock::now()};
     agent_of_link[from] = id;
     // Its link must outlive any storm of strangers' connections.
@@ -289,10 +312,10 @@ struct Coordinator::Impl {
                     static_cast<int>(round->plan.members.size()) < settings.max_nodes;
     if (can_grow) {
       end_round(EndReason::scale_up,
-                fmt::format("{} joined; a round with more nodes begins", agents[id].info.host));
+                fmt::format("{} joined; a round with more nodes begins", name_of(agents[id].info)));
       return;
     }
-    spdlog::info("rendezvous: {} waits as a spare for the next round", agents[id].info.host);
+    spdlog::info("rendezvous: {} waits as a spare for the next round", name_of(agents[id].info));
   }
 
   // One of an agent's other connections: protected like its link, when
@@ -334,7 +357,7 @@ struct Coordinator::Impl {
     std::optional<std::int64_t> count = strings::parse_int(message);
     if (!count || *count <= 0 || static_cast<std::uint64_t>(*count) <= agent.beats) {
       return reject(from, fmt::format("a heartbeat of {} that is not above its last ({})",
-                                      agent.info.host, agent.beats));
+                                      name_of(agent.info), agent.beats));
     }
     agent.beats = static_cast<std::uint64_t>(*count);
     agent.last_heard = Clock::now();
@@ -463,21 +486,19 @@ struct Coordinator::Impl {
     protected_connections.erase(id);
     agent_of_link.erase(agent.link);
     if (close_link) server.disconnect(agent.link, "the rendezvous dropped its agent: " + why);
-    const std::string& host = agent.info.host;
+    const std::string node = name_of(agent.info);
     if (outcome) return check_answered();
     if (!round || !round->answers.contains(id) || round->answers[id]) {
       if (close_link) {
-        spdlog::warn("rendezvous: dropped the agent on {}: {}", host, why);
+        spdlog::warn("rendezvous: dropped the agent on {}: {}", node, why);
       } else {
-        spdlog::info("rendezvous: the agent on {} left", host);
+        spdlog::info("rendezvous: the agent on {} left", node);
       }
       return;
     }
-    spdlog::warn("rendezvous: lost the agent on {}: {}", host, why);
+    spdlog::warn("rendezvous: lost the agent on {}: {}", node, why);
     round->lost.insert(id);
-    if (!round->end) {
-      end_round(EndReason::lost_node, fmt::format("lost the node {} ({})", host, why));
-    }
+    if (!round->end) end_round(EndReason::lost_node, fmt::format("lost {}: {}", node, why));
     if (everyone_accounted_for()) after_round();
   }
 
@@ -531,8 +552,8 @@ struct Coordinator::Impl {
     publish(keys::waiting(), whom);
   }
 
-  // "node ranks 1, 2 to join (1 of 3 joined)", "the agent on node2 to report
-  // how round 0 ended"; empty when nothing is awaited.
+  // "node ranks 1, 2 to join (1 of 3 joined)", "the agent on node 1 (node2,
+  // 10.0.0.2) to report how round 0 ended"; empty when nothing is awaited.
   std::string whom_we_wait_for() const {
     if (forming && settings.static_ranks) {
       std::set<int> missing;
@@ -550,15 +571,14 @@ struct Coordinator::Impl {
                          agents.size());
     }
     if (!round || !round->end) return "";
-    std::vector<std::string> hosts;
+    std::vector<std::string> nodes;
     for (const auto& [id, answer] : round->answers) {
       if (answer || round->lost.contains(id)) continue;
-      auto agent = agents.find(id);
-      hosts.push_back(agent == agents.end() ? id : agent->second.info.host);
+      nodes.push_back(node_of(round->plan, id, id));
     }
-    if (hosts.empty()) return "";
+    if (nodes.empty()) return "";
     return fmt::format("the agent{} on {} to report how round {} ended",
-                       hosts.size() == 1 ? "" : "s", strings::join(hosts, ", "), round->plan.round);
+                       nodes.size() == 1 ? "" : "s", strings::join(nodes, "; "), round->plan.round);
   }
 
   // ---- rounds -----------------------------------------------------------------
@@ -569,7 +589,8 @@ struct Coordinator::Impl {
     if (report.stop_signal) {
       round->root = report;
       end_round(EndReason::signal,
-                fmt::format("the agent on {} was told to stop ({})", report.host, report.what));
+                fmt::format("the agent on {} was told to stop ({})",
+                            node_of(round->plan, report.agent, report.host), report.what));
       return;
     }
     if (round->judging) return;
@@ -621,16 +642,20 @@ struct Coordinator::Impl {
     NodeReport root = first ? first->report : *round->root;
     if (const NodeReport* hung = hung_node(*round)) {
       round->root = *hung;
-      return end_round(EndReason::failure, describe_failure(*hung));
+      return end_round(EndReason::failure, describe_failure(*hung, round->plan));
     }
-    std::string message = describe_failure(root);
+    std::string message = describe_failure(root, round->plan);
     auto blame = report::find_waited_for(fates);
     if (blame) {
       const Member* blamed = node_of_rank.at(blame->waited_for.front());
-      std::set<std::string> hosts;
-      for (int rank : blame->waited_for) hosts.insert(node_of_rank.at(rank)->host);
-      std::vector<std::string> names(hosts.begin(), hosts.end());
-      message = report::describe(*blame, strings::join(names, ", "));
+      std::set<int> blamed_nodes;
+      for (int rank : blame->waited_for) blamed_nodes.insert(node_of_rank.at(rank)->group_rank);
+      std::vector<std::string> names;
+      for (int node : blamed_nodes) {
+        const Member& member = round->plan.members.at(static_cast<std::size_t>(node));
+        names.push_back(node_of(round->plan, member.id, member.host));
+      }
+      message = report::describe(*blame, strings::join(names, "; "));
       root.agent = blamed->id;
       root.host = blamed->host;
       round->waited_for = blame->waited_for;
@@ -676,7 +701,7 @@ struct Coordinator::Impl {
                                  ended.root->agent, ended.root->stop_signal));
       case EndReason::failure: {
         const NodeReport* hung = hung_node(ended);
-        const std::string what = hung ? describe_failure(*hung) : ended.end->message;
+        const std::string what = hung ? describe_failure(*hung, ended.plan) : ended.end->message;
         if (hung && (!settings.restart_on_hang || !restarts_left)) {
           return finish(ended_with(exit_codes::k_hang, what, hung->agent));
         }
@@ -774,10 +799,12 @@ struct Coordinator::Impl {
     for (const Agent* agent : chosen) {
       Member member{.id = agent->info.id,
                     .host = agent->info.host,
+                    .address = agent->info.address,
                     .group_rank = static_cast<int>(plan.members.size()),
                     .rank_offset = plan.world_size,
                     .local_world_size = agent->info.local_world_size};
-      summary += fmt::format("{}{} ({})", summary.empty() ? "" : ", ", member.host,
+      summary += fmt::format("{}{}: {}", summary.empty() ? "" : "; ",
+                             report::node_name(member.group_rank, member.host, member.address),
                              rank_range(member.rank_offset, member.local_world_size));
       plan.world_size += member.local_world_size;
       plan.members.push_back(std::move(member));

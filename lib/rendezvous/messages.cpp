@@ -159,6 +159,7 @@ RoundPlan read_round_plan(const json& object) {
     Member next{
         .id = read_agent_id(member, "id"),
         .host = read_text(member, "host", 1024),
+        .address = read_text(member, "address", 1024),
         .group_rank = read_int(member, "group_rank", 0, k_max_ranks),
         .rank_offset = read_int(member, "rank_offset", 0, k_max_ranks),
         .local_world_size = read_int(member, "local_world_size", 1, k_max_local_world_size)};
@@ -212,6 +213,7 @@ std::string to_json(const Next& next) {
     for (const Member& member : plan->members) {
       members.push_back({{"id", member.id},
                          {"host", member.host},
+                         {"address", member.address},
                          {"group_rank", member.group_rank},
                          {"rank_offset", member.rank_offset},
                          {"local_world_size", member.local_world_size}});

@@ -20,10 +20,13 @@ inline constexpr int k_max_local_world_size = 1 << 16;
 
 // An agent introducing itself when it joins.
 struct AgentInfo {
-  std::string id;       // unique per agent process (host, pid, random)
-  std::string host;     // its host name, for messages
-  std::string address;  // --local_addr, else the host name
-  int node_rank = -1;   // static rendezvous: --node_rank; c10d: -1
+  std::string id;    // unique per agent process (host, pid, random)
+  std::string host;  // its host name, for messages
+  // For messages, beside the host name, which alone may not tell nodes
+  // apart (report/node_name.hpp): --local_addr, else the address its link to
+  // the store leaves from (the participant fills that in when it joins).
+  std::string address;
+  int node_rank = -1;  // static rendezvous: --node_rank; c10d: -1
   int local_world_size = 1;
   std::string run_id;  // --rdzv_id: agents of one job give the same
 };
@@ -32,6 +35,7 @@ struct AgentInfo {
 struct Member {
   std::string id;
   std::string host;
+  std::string address;  // AgentInfo::address
   int group_rank = 0;
   int rank_offset = 0;  // the global rank of its local rank 0
   int local_world_size = 1;
@@ -53,7 +57,8 @@ struct RoundPlan {
 // The end of the job, the same for every agent.
 struct JobOutcome {
   int exit_code = 0;
-  std::string message;             // "rank 3 on node2 exited with code 1"; empty on success
+  // "rank 3 on node 2 (vm, 10.0.0.3) failed (exit code 1)"; empty on success
+  std::string message;
   std::string root_agent;          // the agent whose node had the root cause; empty if none
   std::optional<int> stop_signal;  // an agent was told to stop by this signal
   // The ranks the failed ones were waiting for (report/blame.hpp), which the
@@ -97,7 +102,7 @@ enum class EndReason { success, failure, signal, lost_node, scale_up, shutdown }
 // Why a round ends: every agent stops its workers when it reads this.
 struct RoundEnd {
   EndReason reason = EndReason::success;
-  std::string message;  // for the log: "rank 3 on node2 exited with code 1"
+  std::string message;  // for the log: "rank 3 on node 2 (vm, 10.0.0.3) failed (exit code 1)"
 };
 
 std::string to_json(const AgentInfo& info);

@@ -145,6 +145,11 @@ struct Participant::Impl {
                                   : strings::printable(nonce.error().message()))));
     }
     signer.bind_to_job(*nonce);
+    // The link is up: the address it leaves from is the one the other nodes
+    // know this node by.
+    if (settings.me.address.empty()) {
+      if (auto ends = writes.connection_ends()) settings.me.address = ends->local_address;
+    }
     write(keys::join(settings.me.id), to_json(settings.me),
           then<void>([this] { wait_for_welcome(); }), settings.read_timeout);
   }

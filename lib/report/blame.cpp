@@ -60,7 +60,7 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 std::string describe(const Blame& blame, const std::string& where_ranks_run) {
   std::string who = rank_list(blame.waited_for);
-  if (!where_ranks_run.empty()) who += " (on " + where_ranks_run + ")";
+  if (!where_ranks_run.empty()) who += " on " + where_ranks_run;
   bool one = blame.waited_for.size() == 1;
   if (blame.never_exited) {
     return fmt::format("{} never reached the collective; {} timed out waiting", who,

@@ -45,7 +45,7 @@ std::optional<Blame> find_waited_for(const std::vector<RankFate>& fates);
 // "rank 2 never reached the collective; ranks 0, 1, 3 timed out waiting",
 // "rank 2 exited first (with code 0); ranks 0, 1, 3 failed after it".
 // where_ranks_run, when not empty, follows the first waited-for rank:
-// "rank 2 (on node1) never reached ...".
+// "rank 2 on node 1 (node2, 10.0.0.2) never reached ..." (node_name.hpp).
 std::string describe(const Blame& blame, const std::string& where_ranks_run = "");
 
 // "rank 4", "ranks 0, 1, 3", "ranks 0-5, 7": runs of three or more as ranges.

@@ -88,7 +88,11 @@ std::string format_failure(const RunRecord& run, const AttemptRecord& attempt,
     out += "Root cause (first observed failure):\n";
   }
   out += fmt::format("  rank:       {} (local_rank: {})\n", root.rank, root.local_rank);
-  out += fmt::format("  host:       {}\n", run.host);
+  if (run.node) {
+    out += fmt::format("  node:       {}\n", *run.node);
+  } else {
+    out += fmt::format("  host:       {}\n", run.host);
+  }
   out += fmt::format("  pid:        {}\n", root.pid);
   if (!blamed) {
     append_exit_and_time(out, root);

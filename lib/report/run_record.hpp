@@ -84,6 +84,9 @@ struct AttemptRecord {
 struct RunRecord {
   std::string run_id;
   std::string host;
+  // On many nodes, this node as every message names it (node_name.hpp), for
+  // the failure summary: its host name alone may be every node's.
+  std::optional<std::string> node;
   std::string entrypoint;  // the program as the user named it
   // The Python interpreter every worker ran, when gangrun knows it (it chose
   // it, or read it from the program's #! line); nullopt for other programs.

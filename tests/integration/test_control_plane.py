@@ -204,7 +204,7 @@ class FrozenAgents(ControlPlaneCase):
             os.kill(other.pid, signal.SIGCONT)
         self.assertExit(result, 3)
         self.assertIn("no heartbeat for 2 s", result.stderr)
-        self.assertIn("lost the node", result.stderr)
+        self.assertRegex(result.stderr, r"lost node 1 \(\S+, 127\.0\.0\.1\): its agent wrote no heartbeat")
         woken = self.finish(other)
         self.assertNotEqual(woken.returncode, 0, woken.describe())
         self.assert_dead(workers, what="workers of the job")

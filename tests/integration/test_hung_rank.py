@@ -94,9 +94,9 @@ class HungRank(GangrunTestCase):
         head, second = results
         # Rank 2 ran on the second node: its summary names it, the head says the job ended there.
         self.assertIn("Root cause (the rank the failed ranks waited for):", second.stderr, second.describe())
-        self.assertRegex(second.stderr, r"rank 2 \(on [^)]+\) never reached the collective; "
+        self.assertRegex(second.stderr, r"rank 2 on node 1 \([^)]+\) never reached the collective; "
                                         r"ranks 0, 1, 3 timed out waiting")
-        self.assertRegex(head.stderr, r"the job ended on another node: rank 2 \(on [^)]+\) never reached the "
+        self.assertRegex(head.stderr, r"the job ended on another node: rank 2 on node 1 \([^)]+\) never reached the "
                                       r"collective; ranks 0, 1, 3 timed out waiting \(this node exits with 1\)",
                          head.describe())
         for node, rank in ((0, None), (1, 2)):

@@ -32,9 +32,11 @@ SLEEP_FOREVER = 10 * EVENT_TIMEOUT
 SUMMARY_HEADER = "Root cause (first observed failure):"
 
 
-def other_node_line(rank, code):
-    return (f"gangrun: error: the job ended on another node: rank {rank} on {HOST} failed (exit code {code}) "
-            f"(this node exits with {code})")
+def other_node_line(rank, code, node_rank=1):
+    # Every agent here has the same host name: the node rank and the address its link to the
+    # store leaves from name the node.
+    return (f"gangrun: error: the job ended on another node: rank {rank} on node {node_rank} ({HOST}, {LOOPBACK}) "
+            f"failed (exit code {code}) (this node exits with {code})")
 
 
 def complaints(stderr):
@@ -208,6 +210,8 @@ class StaticFailures(MultiNodeCase):
         root, other = results[1].stderr, results[0].stderr
         self.assertIn(SUMMARY_HEADER, root, results[1].describe())
         self.assertRegex(root, r"(?m)^\s*rank:\s+3 \(local_rank: 1\)$", results[1].describe())
+        # Both agents have this host's name: the summary names the node by rank and address.
+        self.assertIn(f"\n  node:       node 1 ({HOST}, {LOOPBACK})\n", root, results[1].describe())
         self.assertNotIn("the job ended on another node", root, results[1].describe())
         self.assertIn(other_node_line(3, 7), other.splitlines(), results[0].describe())
         self.assertNotIn(SUMMARY_HEADER, other, results[0].describe())
@@ -369,7 +373,8 @@ class C10d(MultiNodeCase):
         self.assert_dead(pids.values(), what="workers")
         self.assertIn(SUMMARY_HEADER, results["other"].stderr, results["other"].describe())
         self.assertRegex(results["host"].stderr,
-                         rf"(?m)^gangrun: error: the job ended on another node: rank \d on {re.escape(HOST)} failed "
+                         rf"(?m)^gangrun: error: the job ended on another node: rank \d on node \d "
+                         rf"\({re.escape(HOST)}, [0-9a-f.:]+\) failed "
                          r"\(exit code 6\) \(this node exits with 6\)$", results["host"].describe())
 
 

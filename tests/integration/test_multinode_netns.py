@@ -1,7 +1,9 @@
 """Nodes that die or drop off the network, and c10d jobs that grow, shrink or turn a node
 away: one gangrun agent per simulated node (network namespaces, netns_nodes.Nodes).
 
-A non-host agent killed: the others stop their workers and exit 3 naming the lost node.
+A non-host agent killed: the others stop their workers and exit 3 naming the lost node by
+node rank, host name and address, which tell the nodes apart even when every host has the
+same name.
 The host agent killed: the others exit 3, having lost the rendezvous store. A cut cable:
 TCP keep-alive finds it on both sides, and both exit 3. c10d --nnodes MIN:MAX: a late node
 starts a new, larger round without using a restart; a lost node with a restart left
@@ -40,23 +42,27 @@ class NetnsCase(harness.GangrunTestCase):
 
     # ---- agents on nodes
 
-    def start_agent(self, nodes, node, args):
+    def start_agent(self, nodes, node, args, hostname=None):
         """Starts gangrun ARGS on node NODE with its output in files, as GangrunTestCase.start
-        does (so that GangrunTestCase.finish waits for it)."""
+        does (so that GangrunTestCase.finish waits for it). HOSTNAME: the node's host name
+        instead of nodeN (each node's UTS namespace is its own); the shell execs gangrun, so
+        the pid is still the agent's."""
         index = len(self._started)
+        argv = [harness.GANGRUN, *args]
+        if hostname is not None:
+            argv = ["sh", "-c", 'hostname "$0" && exec "$@"', hostname, *argv]
         with open(self.path(f"gangrun.{index}.out"), "wb") as out, \
                 open(self.path(f"gangrun.{index}.err"), "wb") as err:
-            proc = nodes.popen(node, [harness.GANGRUN, *args], stdout=out, stderr=err, env=harness.clean_env(),
-                               cwd=self.tmp)
+            proc = nodes.popen(node, argv, stdout=out, stderr=err, env=harness.clean_env(), cwd=self.tmp)
         proc.argv, proc.index, proc.t0 = proc.args, index, time.monotonic()
         self._started.append(proc)
         return proc
 
-    def static_agents(self, nodes, counts, worker, extra=()):
+    def static_agents(self, nodes, counts, worker, extra=(), hostname=None):
         """{node: agent} of a static job with COUNTS[i-1] workers on node i; node 1 hosts."""
         return {node: self.start_agent(nodes, node, [
             "--nnodes", len(counts), "--node_rank", node - 1, "--master_addr", nodes.address(1),
-            "--master_port", PORT, "--nproc_per_node", counts[node - 1], *extra, *worker])
+            "--master_port", PORT, "--nproc_per_node", counts[node - 1], *extra, *worker], hostname=hostname)
             for node in range(1, len(counts) + 1)}
 
     def c10d_agent(self, nodes, node, nnodes, worker, conf="", extra=()):
@@ -128,8 +134,32 @@ class LostNodes(NetnsCase):
             results = self.finish_all(agents)
             self.assertEqual(results[3].returncode, -int(signal.SIGKILL), results[3].describe())
             for node in (1, 2):
-                self.assert_exit(results[node], LOST_RENDEZVOUS, node, "lost the node node3")
+                self.assert_exit(results[node], LOST_RENDEZVOUS, node, f"lost node 2 (node3, {nodes.address(3)}): ")
             self.assert_dead(pids.values(), what="workers of every node (node 3's too) after its agent was killed")
+
+    def test_a_lost_node_is_named_by_node_rank_and_address_when_every_host_has_one_name(self):
+        # As on cloud images or containers that all call themselves "vm": the host name
+        # alone cannot say which node was lost.
+        counts = [1, 1, 1]
+        with netns_nodes.Nodes(self, 3) as nodes:
+            agents = self.static_agents(nodes, counts, self.fake("--touch", self.ready_file(), "--sleep",
+                                                                 SLEEP_FOREVER), hostname="vm")
+            self.wait_ready(sum(counts))
+            pids = self.wait_pid_files(sum(counts))
+            self.sigkill(agents[2])
+            results = self.finish_all(agents)
+            self.assertEqual(results[2].returncode, -int(signal.SIGKILL), results[2].describe())
+            lost = f"lost node 1 (vm, {nodes.address(2)}): its agent died or its network is cut off"
+            # The store's host says it, and the other node hears it as the job's end.
+            self.assert_exit(results[1], LOST_RENDEZVOUS, 1, f"rendezvous: round 0 ends: {lost}")
+            self.assert_exit(results[3], LOST_RENDEZVOUS, 3, lost)
+            self.assertIn(f"rendezvous: lost the agent on node 1 (vm, {nodes.address(2)})", results[1].stderr,
+                          results[1].describe())
+            # The round named every node the same way.
+            self.assertIn("3 nodes, world size 3: " + "; ".join(
+                f"node {i} (vm, {nodes.address(i + 1)}): rank {i}" for i in range(3)), results[1].stderr,
+                results[1].describe())
+            self.assert_dead(pids.values(), what="workers of every node after node 2's agent was killed")
 
     def test_a_killed_host_agent_ends_the_job_on_the_other_nodes_with_lost_the_store(self):
         # An agent that loses the store while its workers run stops them and exits 3 (it
@@ -158,7 +188,7 @@ class LostNodes(NetnsCase):
             pids = self.wait_pid_files(sum(counts))
             nodes.cut(2)
             results = self.finish_all(agents)
-            self.assert_exit(results[1], LOST_RENDEZVOUS, 1, "lost the node node2")
+            self.assert_exit(results[1], LOST_RENDEZVOUS, 1, f"lost node 1 (node2, {nodes.address(2)}): ")
             self.assert_exit(results[2], LOST_RENDEZVOUS, 2, f"lost the rendezvous store at {nodes.address(1)}:{PORT}")
             self.assert_dead(pids.values(), what="workers on both sides of the cut")
 
@@ -221,7 +251,7 @@ class ElasticC10d(NetnsCase):
             results = self.finish_all(agents)
             for node, result in results.items():
                 self.assert_exit(result, 6, node)
-            self.assertIn("rendezvous: node3 waits as a spare for the next round", results[1].stderr,
+            self.assertIn(f"rendezvous: node3 ({nodes.address(3)}) waits as a spare for the next round", results[1].stderr,
                           results[1].describe())
             self.assertEqual(len(self.worker_envs()), 2, "the spare started a worker")
 

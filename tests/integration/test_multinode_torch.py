@@ -139,7 +139,7 @@ class MultinodeTorch(GangrunTestCase):
             outputs = self.run_job(nodes, [
                 ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"node1:{RDZV_PORT}", "--rdzv_id", "job",
                  "--nnodes", 3, "--nproc_per_node", 2]] * 3)
-        joined = re.findall(r"rendezvous: the agent on (node\d) joined", outputs[0][2])
+        joined = re.findall(r"rendezvous: the agent on (node\d) \([\d.]+\) joined", outputs[0][2])
         self.assertEqual(sorted(joined), ["node1", "node2", "node3"], outputs[0][2])
         hosts = ["node1", *(host for host in joined if host != "node1")]
         # The workers get node1's address as a number, not the name given.

@@ -1,6 +1,8 @@
 """Console output modes (docs/supervision.md, "Output"): prefix (default with >1 worker), templates,
 inherit (default with one worker), streams kept apart, unterminated fragments."""
 
+import glob
+import os
 import socket
 
 import harness
@@ -71,6 +73,63 @@ class InheritMode(GangrunTestCase):
         result = self.gangrun([*self.fake("--lines", 3)])
         self.assertExit(result, 0)
         self.assertEqual(result.stdout.splitlines(), worker_lines(0, 3))
+
+
+class TorchTagsItsRanks(GangrunTestCase):
+    """torch 2.x tags a rank's lines itself ("[rank1]: Traceback", "[rank1]:[I... ] c10d ..."):
+    the console shows the tag once, as torchrun does; the log files and the failure summary
+    keep torch's lines as written."""
+
+    WORKER = os.path.join(harness.HERE, "torch_rank_tag_worker.py")
+    # c10d logs each collective once the rank is known; the excepthook tags the traceback.
+    TORCH_ENV = {"TORCH_CPP_LOG_LEVEL": "INFO", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}
+
+    def setUp(self):
+        super().setUp()
+        self.torchrun = harness.peer_tool("torchrun")  # skips without PyTorch 2.x
+        self.env = harness.clean_env(**self.TORCH_ENV)
+
+    @staticmethod
+    def traceback_of_rank1(text):
+        """Rank 1's traceback lines as shown, from "Traceback" to the exception's line."""
+        lines = [line for line in text.splitlines() if line.startswith("[rank1]:")]
+        start = next(i for i, line in enumerate(lines) if "Traceback (most recent call last)" in line)
+        end = next(i for i, line in enumerate(lines) if "RuntimeError: rank 1 fails on purpose" in line)
+        return lines[start:end + 1]
+
+    def test_a_line_torch_tagged_with_the_ranks_own_tag_is_shown_once(self):
+        logs = self.path("logs")
+        result = self.gangrun(["--nproc_per_node", 2, "--log_dir", logs, harness.PEER_PYTHON, self.WORKER],
+                              env=self.env)
+        self.assertExit(result, 1)
+        for rank in (0, 1):
+            self.assertNotIn(f"[rank{rank}]: [rank{rank}]:", result.stderr + result.stdout, result.describe())
+        # torch's own lines, once tagged, at the left margin.
+        console = result.stderr.splitlines()
+        for rank in (0, 1):
+            c10d = [line for line in console if line.startswith(f"[rank{rank}]:[I") and "Running collective" in line]
+            self.assertTrue(c10d, f"no c10d line of rank {rank} tagged by torch" + result.describe())
+        traceback = self.traceback_of_rank1(result.stderr)
+        self.assertEqual(traceback[0], "[rank1]: Traceback (most recent call last):")
+        # What torch printed before it knew the rank, and the plain lines, still get the prefix.
+        self.assertIn("plain line from rank 1", harness.prefixed_lines(result.stdout, 1))
+        self.assertTrue(any(line.startswith("[rank1]: [I") for line in console), result.describe())
+
+        # The log file is torch's bytes as written; the summary's last lines are too.
+        [stderr_log] = glob.glob(os.path.join(logs, "*", "attempt_0", "1", "stderr.log"))
+        logged = harness.read_text(stderr_log)
+        self.assertIn("[rank1]: Traceback (most recent call last):\n", logged)
+        self.assertNotIn("[rank1]: [rank1]:", logged)
+        summary = result.stderr[result.stderr.index("Root cause"):]
+        self.assertIn("    [rank1]: RuntimeError: rank 1 fails on purpose\n", summary)
+        self.assertNotIn("[rank1]: [rank1]:", summary)
+
+        # torchrun (without --tee) shows the same traceback lines, tagged once by torch.
+        shown_by_torchrun = harness.run_tool(
+            [self.torchrun, "--standalone", "--nproc_per_node", "2", self.WORKER],
+            env=self.env, check=False, cwd=self.tmp, timeout=2 * harness.EVENT_TIMEOUT)
+        self.assertNotEqual(shown_by_torchrun.returncode, 0, shown_by_torchrun.stderr)
+        self.assertEqual(traceback, self.traceback_of_rank1(shown_by_torchrun.stderr))
 
 
 if __name__ == "__main__":

@@ -238,7 +238,7 @@ class Slurm(SlurmJobTestCase):
             self.assertEqual(report["exit_code"], 7, f"node{node}")
             self.assertEqual((report["job"]["exit_code"], report["job"]["root_cause_here"]), (7, node == 2),
                              f"node{node}: {report['job']}")
-            self.assertIn("rank 3 on node2 failed (exit code 7)", report["job"]["message"])
+            self.assertRegex(report["job"]["message"], r"rank 3 on node 1 \(node2, [\d.]+\) failed \(exit code 7\)")
         self.assert_dead(self.recorded_pids(), what="workers")
 
     def test_a_failing_worker_in_the_batch_form_ends_every_node_with_its_code(self):

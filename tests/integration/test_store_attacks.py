@@ -119,7 +119,7 @@ class StoreAttacks(MultiNodeCase):
         results = self.finish_all(agents)
         self.assert_all_exit(results, 0)
         for node, result in results.items():
-            self.assertNotIn("lost the node", result.stderr, f"node {node}" + result.describe())
+            self.assertNotIn("lost node", result.stderr, f"node {node}" + result.describe())
         return results
 
     def test_a_storm_of_connections_leaves_a_two_node_job_alone(self):

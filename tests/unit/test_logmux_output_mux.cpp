@@ -574,3 +574,43 @@ TEST_CASE("logmux::OutputMux close_all takes a paused stream's pipe and loses no
   io.poll();  // the resume the console posted finds the stream closed
   CHECK(closed == 1);
 }
+
+TEST_CASE("logmux::OutputMux does not repeat a rank's own tag on the console", "[logmux]") {
+  TempDir dir;
+  ConsoleFiles screen(dir);
+  boost::asio::io_context io;
+  OutputMux mux(io, screen.console);
+  Pipe pipe = test_pipe();
+  StreamRoute r = route("[rank1]: ", true);
+  r.file_path = dir / "1.log";
+  TailBuffer tail;
+  REQUIRE(mux.add_stream(std::move(pipe.read_end), r, &tail, {}));
+
+  // The continuation of a cut line keeps the prefix even if it begins with
+  // the tag, so that stripping the marker and the prefix rejoins the line.
+  constexpr std::size_t k_limit = 64 * 1024;
+  const std::string cut_line = std::string(k_limit, 'z') + "[rank1]: after the cut";
+  const std::string raw =
+      "[rank1]: Traceback (most recent call last):\n"
+      "[rank1]:[W1128 10:04:24.922459134 ProcessGroupGloo.cpp:1] c10d says\n"
+      "[rank0]: another rank's line\n"
+      "plain\n" +
+      cut_line + "\n";
+  std::thread writer([&] {
+    write_text(pipe.write_end.get(), raw);
+    pipe.write_end.reset();
+  });
+  io.run();
+  writer.join();
+
+  const std::string marker(k_cut_marker);
+  CHECK(screen.err_text() ==
+        "[rank1]: Traceback (most recent call last):\n"
+        "[rank1]:[W1128 10:04:24.922459134 ProcessGroupGloo.cpp:1] c10d says\n"
+        "[rank1]: [rank0]: another rank's line\n"
+        "[rank1]: plain\n"
+        "[rank1]: " +
+            std::string(k_limit, 'z') + marker + "\n[rank1]: [rank1]: after the cut\n");
+  CHECK(read_file(dir / "1.log") == raw);  // the file keeps the bytes as written
+  CHECK(tail.lines().front() == "[rank1]: Traceback (most recent call last):");
+}

@@ -106,9 +106,10 @@ class Cluster {
     auto node = std::make_unique<TestNode>();
     TestNode* raw = node.get();
     ParticipantSettings settings;
+    // No address: the participant takes the one its link leaves from.
     settings.me = AgentInfo{.id = host + "-id",
                             .host = host,
-                            .address = host,
+                            .address = "",
                             .node_rank = node_rank,
                             .local_world_size = workers,
                             .run_id = run_id};
@@ -257,7 +258,7 @@ TEST_CASE("static: one failure ends the round on every node with its exit code",
   cluster.run_until([&] { return a.outcome && b.outcome; });
   REQUIRE(a.ends.size() == 1);
   CHECK(a.ends[0].reason == EndReason::failure);
-  CHECK(a.ends[0].message == "rank 1 on b failed (exit code 7)");
+  CHECK(a.ends[0].message == "rank 1 on node 1 (b, 127.0.0.1) failed (exit code 7)");
   CHECK(a.outcome->exit_code == 7);
   CHECK(b.outcome->exit_code == 7);
   CHECK(a.outcome->root_agent == "b-id");
@@ -294,7 +295,7 @@ TEST_CASE(
   CHECK(a.rounds.size() == 1);
   CHECK(a.outcome->exit_code == 5);
   CHECK(b.outcome->exit_code == 5);
-  CHECK(a.outcome->message == "the node b failed (hung)");
+  CHECK(a.outcome->message == "node 1 (b, 127.0.0.1) failed (hung)");
 }
 
 TEST_CASE(
@@ -326,7 +327,8 @@ TEST_CASE("static: a node whose connection closes is lost, and the others exit 3
   REQUIRE(a.ends.size() == 1);
   CHECK(a.ends[0].reason == EndReason::lost_node);
   CHECK(a.outcome->exit_code == 3);
-  CHECK(a.outcome->message.find("lost the node b") != std::string::npos);
+  // Named by node rank and address: host names alone may not tell nodes apart.
+  CHECK_THAT(a.outcome->message, Catch::StartsWith("lost node 1 (b, 127.0.0.1): its agent died"));
 }
 
 TEST_CASE("static: a second agent with a node rank already held is turned away; the job goes on",
@@ -564,7 +566,7 @@ TEST_CASE("a fake agent that joins and then says nothing is lost within the hear
   auto silent = cluster.stranger();
   AgentInfo info{.id = "frozen-1-00",
                  .host = "frozen",
-                 .address = "frozen",
+                 .address = "10.0.0.9",
                  .node_rank = 1,
                  .local_world_size = 1,
                  .run_id = "job"};
@@ -575,7 +577,8 @@ TEST_CASE("a fake agent that joins and then says nothing is lost within the hear
   REQUIRE(a.rounds.size() == 1);
   REQUIRE(a.ends.size() == 1);
   CHECK(a.ends[0].reason == EndReason::lost_node);
-  CHECK_THAT(a.ends[0].message, Catch::Contains("frozen") && Catch::Contains("no heartbeat"));
+  CHECK_THAT(a.ends[0].message, Catch::StartsWith("lost node 1 (frozen, 10.0.0.9): ") &&
+                                    Catch::Contains("no heartbeat"));
   CHECK(a.outcome->exit_code == 3);
   // Its link was closed, so that it stops its workers if it ever wakes.
   std::optional<Expected<bool>> after;
@@ -630,7 +633,8 @@ TEST_CASE("a failure is blamed on the rank the failed ranks of every node waited
   cluster.run_until([&] { return a.outcome && b.outcome; });
   // Both answered before the round's end: the outcome says it.
   CHECK(a.outcome->message ==
-        "rank 2 (on b) never reached the collective; ranks 0, 1, 3 timed out waiting");
+        "rank 2 on node 1 (b, 127.0.0.1) never reached the collective; ranks 0, 1, 3 timed out "
+        "waiting");
   CHECK(a.outcome->waited_for == std::vector<int>{2});
   CHECK(a.outcome->root_agent == "b-id");
   // The job's code is the first failure's: b's rank 3.
@@ -649,7 +653,7 @@ TEST_CASE("without a rank left behind the first failure of all nodes is the root
   a.report_failures({{.rank = 0, .failed = true, .ms_ago = 0}}, 6, true);
   b.report_failures({{.rank = 1, .failed = true, .ms_ago = 40}}, 9, true);
   cluster.run_until([&] { return a.outcome && b.outcome; });
-  CHECK(a.outcome->message == "rank 1 on b failed (exit code 9)");
+  CHECK(a.outcome->message == "rank 1 on node 1 (b, 127.0.0.1) failed (exit code 9)");
   CHECK(a.outcome->waited_for.empty());
   CHECK(a.outcome->exit_code == 9);
   CHECK(a.outcome->root_agent == "b-id");
@@ -667,7 +671,7 @@ TEST_CASE("in the failure window, a node that succeeded and one that failed end 
   b.finish_round(true);
   cluster.run_until([&] { return a.outcome && b.outcome; });
   CHECK(a.outcome->exit_code == 7);
-  CHECK(a.outcome->message == "rank 0 on a failed (exit code 7)");
+  CHECK(a.outcome->message == "rank 0 on node 0 (a, 127.0.0.1) failed (exit code 7)");
   CHECK(b.outcome->exit_code == 7);
 }
 

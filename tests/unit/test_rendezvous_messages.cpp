@@ -120,6 +120,22 @@ TEST_CASE("a round numbers its ranks node after node and adds up", "[rendezvous]
   CHECK_FALSE(next_from_json(to_json(Next{wrong})));
 }
 
+TEST_CASE("a round carries each node's address, which messages name it by", "[rendezvous]") {
+  RoundPlan plan;
+  plan.world_size = 2;
+  plan.master_addr = "10.0.0.1";
+  plan.master_port = "29500";
+  plan.members = {
+      {.id = "a", .host = "vm", .address = "10.0.0.1", .group_rank = 0},
+      {.id = "b", .host = "vm", .address = "10.0.0.2", .group_rank = 1, .rank_offset = 1}};
+  auto read = next_from_json(to_json(Next{plan}));
+  REQUIRE(read);
+  const auto& members = std::get<RoundPlan>(*read).members;
+  REQUIRE(members.size() == 2);
+  CHECK(members[1].host == "vm");
+  CHECK(members[1].address == "10.0.0.2");
+}
+
 TEST_CASE("an outcome's exit code and signal are in range, and success has no root cause",
           "[rendezvous]") {
   CHECK(next_from_json(R"({"kind":"done","exit_code":7,"message":"m","root_agent":"a",)"

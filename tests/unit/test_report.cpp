@@ -109,6 +109,18 @@ TEST_CASE("report::format_failure names the root cause first", "[report]") {
   CHECK(text.find("Root cause") < text.find("Other workers"));
 }
 
+TEST_CASE("report::format_failure names the node on many nodes, the host on one", "[report]") {
+  RunRecord run = failed_run();
+  CHECK_THAT(format_failure(run, run.attempts[0], std::nullopt),
+             Catch::Contains("  host:       node1\n"));
+  // Every host may have one name: the node rank and the address tell them apart.
+  run.host = "vm";
+  run.node = "node 1 (vm, 10.0.0.2)";
+  std::string text = format_failure(run, run.attempts[0], std::nullopt);
+  CHECK_THAT(text, Catch::Contains("  node:       node 1 (vm, 10.0.0.2)\n"));
+  CHECK_THAT(text, !Catch::Contains("host:"));
+}
+
 TEST_CASE("report::format_failure leads with the rank the failed ones waited for", "[report]") {
   RunRecord run = failed_run();
   AttemptRecord& attempt = run.attempts[0];

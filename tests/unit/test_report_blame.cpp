@@ -25,8 +25,9 @@ TEST_CASE("blame: the one rank still running when the others failed is the one t
   CHECK(blame->waiting == std::vector<int>{0, 1, 3});
   CHECK(blame->never_exited);
   CHECK(describe(*blame) == "rank 2 never reached the collective; ranks 0, 1, 3 timed out waiting");
-  CHECK(describe(*blame, "node1") ==
-        "rank 2 (on node1) never reached the collective; ranks 0, 1, 3 timed out waiting");
+  CHECK(describe(*blame, "node 1 (vm, 10.0.0.2)") ==
+        "rank 2 on node 1 (vm, 10.0.0.2) never reached the collective; ranks 0, 1, 3 timed out "
+        "waiting");
 }
 
 TEST_CASE("blame: no rank is named without plain evidence", "[report][blame]") {
