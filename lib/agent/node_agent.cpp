@@ -422,7 +422,10 @@ class NodeAgent {
     }
     if (!record_.attempts.empty()) blame_as_told(outcome, record_.attempts.back());
     if (!outcome.message.empty() && !mine) {
-      spdlog::error("the job ended on another node: {} (this node exits with {})", outcome.message,
+      // No agent to blame (nodes missing at the join timeout): nothing
+      // happened "on another node", whichever node hosts the coordinator.
+      spdlog::error("the job ended{}: {} (this node exits with {})",
+                    outcome.root_agent.empty() ? "" : " on another node", outcome.message,
                     outcome.exit_code);
     }
     // Leaving closes this agent's connections: the coordinator counts it out.

@@ -46,6 +46,9 @@ struct Participant::Impl {
   std::optional<std::uint64_t> current;  // the round this agent's workers run in
   bool reported = false;                 // its result for `current` is sent
   bool ever_in_a_round = false;
+  // A round was published before this agent first looked: a static node
+  // that then finds only the job's outcome came too late for it.
+  bool came_after_a_round = false;
   bool over = false;  // the job is done, or the store lost
 
   Impl(boost::asio::io_context& io, ParticipantSettings values, ParticipantEvents handlers)
@@ -252,6 +255,7 @@ struct Participant::Impl {
   void find_latest() {
     writes.check({keys::latest()}, then<bool>([this](bool exists) {
                    if (!exists) return wait_for_round(0);
+                   came_after_a_round = true;
                    writes.get(keys::latest(), then<std::string>([this](const std::string& value) {
                                 opened(keys::latest(), value, [this](const std::string& text) {
                                   std::uint64_t number = 0;
@@ -280,7 +284,9 @@ struct Participant::Impl {
     if (auto* outcome = std::get_if<JobOutcome>(&*next)) {
       over = true;
       heartbeat.cancel();
-      if (!ever_in_a_round && settings.me.node_rank >= 0)
+      // A node that joined in time and saw the job end before any round
+      // formed (the join timeout) is told the job's outcome as it is.
+      if (!ever_in_a_round && came_after_a_round && settings.me.node_rank >= 0)
         return events.job_done(too_late(*outcome));
       return events.job_done(*outcome);
     }

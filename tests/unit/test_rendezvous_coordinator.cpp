@@ -378,6 +378,8 @@ TEST_CASE("static: nodes missing after the join timeout end the job with exit 3"
   // The node that never came is named by its rank.
   CHECK(a.outcome->message.find("(waiting for node rank 1 to join (1 of 2 joined))") !=
         std::string::npos);
+  // It joined in time: it is not told that it came after the job.
+  CHECK_THAT(a.outcome->message, !Catch::Contains("before this node"));
 }
 
 TEST_CASE("c10d: MIN nodes start after the last call; a newcomer grows the job without a restart",
