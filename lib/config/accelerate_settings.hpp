@@ -9,7 +9,8 @@
 namespace gangrun::config {
 
 struct AccelerateSettings {
-  // The line used accelerate's own flags or an accelerate config file; only
+  // The line used accelerate's own flags or an accelerate config file, or
+  // --num_processes without a launcher mode (multi_process_without_mode); only
   // then do the workers get accelerate's variables. A torchrun-style line
   // keeps exactly torchrun's environment.
   bool active = false;
