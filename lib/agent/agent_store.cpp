@@ -22,8 +22,10 @@ std::string agent_store_bind_host(const launch::LaunchPlan& plan) {
   return plan.master_addr;
 }
 
-Expected<std::unique_ptr<store::Server>> listen_for_workers(
-    boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host,
+namespace {
+
+Expected<std::unique_ptr<store::Server>> listen_at_port(
+    boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host, int port,
     std::optional<store::KeepAlive> keep_alive, std::vector<std::string> publish_only_prefixes) {
   store::ServerSettings settings;
   const launch::StoreLimits& limits = plan.store_limits;  // --max-connections and its neighbours
@@ -37,7 +39,7 @@ Expected<std::unique_ptr<store::Server>> listen_for_workers(
       limits.max_bytes_per_address.value_or(settings.limits.max_bytes_per_address);
   settings.publish_only_prefixes = std::move(publish_only_prefixes);
   settings.host = host;
-  settings.port = plan.master_port.value_or(0);
+  settings.port = port;
   // run() has raised gangrun's limit already (util/open_file_limit.hpp).
   settings.raise_open_file_limit = false;
   // PyTorch opens one or two connections per rank; twice that leaves room.
@@ -54,15 +56,37 @@ Expected<std::unique_ptr<store::Server>> listen_for_workers(
   return server;
 }
 
+}  // namespace
+
+Expected<std::unique_ptr<store::Server>> listen_for_workers(
+    boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host,
+    std::optional<store::KeepAlive> keep_alive, std::vector<std::string> publish_only_prefixes) {
+  return listen_at_port(io, plan, host, plan.master_port.value_or(0), keep_alive,
+                        std::move(publish_only_prefixes));
+}
+
 Expected<std::unique_ptr<store::Server>> start_agent_store(boost::asio::io_context& io,
                                                            const launch::LaunchPlan& plan) {
-  auto server = listen_for_workers(io, plan, agent_store_bind_host(plan));
+  const std::string host = agent_store_bind_host(plan);
+  auto server = listen_for_workers(io, plan, host);
+  if (!server && plan.master_port && plan.dialects.accelerate.free_port_when_busy) {
+    // accelerate launch on one machine moves to a free port when its port is
+    // taken (utils/launch.py: the standalone fallback), given or not.
+    auto elsewhere = listen_at_port(io, plan, host, 0, std::nullopt, {});
+    if (elsewhere) {
+      spdlog::warn(
+          "{} {}: {}; the store listens on free port {} instead, as accelerate launch "
+          "does on a single machine",
+          plan.master_port_origin, *plan.master_port, server.error().message(),
+          (*elsewhere)->port());
+      server = std::move(elsewhere);
+    }
+  }
   if (!server) {
     std::string message = "cannot host the workers' store: " + server.error().message();
     if (plan.master_port) {
-      message +=
-          "; choose another --master_port, or leave it out on a single node to get a "
-          "free one";
+      message += "; choose another " + plan.master_port_origin +
+                 ", or leave it out on a single node to get a free one";
     }
     return fail(ErrorCode::store, message);
   }

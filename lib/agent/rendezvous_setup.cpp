@@ -90,8 +90,9 @@ Expected<std::unique_ptr<store::Server>> host_rendezvous_store(boost::asio::io_c
     if (!server) {
       return fail(ErrorCode::store,
                   "cannot host the rendezvous store: " + server.error().message() +
-                      "; free the port, choose another with --master_port or --rdzv_endpoint, "
-                      "or give --local_addr the address of this host that other nodes reach");
+                      "; free the port, choose another with " + plan.master_port_origin +
+                      (plan.master_port_origin == "--rdzv_endpoint" ? "" : " or --rdzv_endpoint") +
+                      ", or give --local_addr the address of this host that other nodes reach");
     }
     spdlog::info("rendezvous: hosting the store at {} (listening on {})", where,
                  listening_text(**server));

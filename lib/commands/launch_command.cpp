@@ -5,6 +5,7 @@
 #include "agent/srun_start.hpp"
 #include "agent/ssh_start.hpp"
 #include "commands/preflight_command.hpp"
+#include "launch/dialects/accelerate.hpp"
 #include "launch/dialects/omp_threads.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/node_devices.hpp"
@@ -129,6 +130,10 @@ Expected<int> run_launch_command(const config::LaunchRequest& request, const Env
   if (options.dry_run) {
     print_dry_run(*plan, options);
     return exit_codes::k_success;
+  }
+  if (auto mode = launch::accelerate_mode_message(plan->dialects.accelerate, plan->devices,
+                                                  plan->local_world_size, plan->nnodes)) {
+    spdlog::info("{}", *mode);
   }
   if (auto threads = launch::omp_threads_message(*plan)) spdlog::info("{}", *threads);
   agent::RunResult result = agent::run(*plan);

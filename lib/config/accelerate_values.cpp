@@ -189,9 +189,38 @@ Expected<void> take_mpirun_hostfile(const Reader& read, Options& o) {
   return {};
 }
 
-enum class Launcher { simple, multi_gpu, deepspeed };
+// multi_process: N processes per machine without a launcher mode
+// (AccelerateSettings::multi_process_without_mode); the workers' variables
+// are the multi-GPU launcher's.
+enum class Launcher { simple, multi_gpu, deepspeed, multi_process };
 
-Expected<Launcher> pick_launcher(const Reader& read) {
+// accelerate launch without a launcher mode and without a config file picks
+// by the GPUs it sees: its multi-GPU launcher when there are several, else
+// one plain process whatever --num_processes says (commands/launch.py,
+// _validate_launch_command). gangrun does not start fewer processes than
+// --num_processes, its own total too (-n), asks: when it asks for more than
+// one per machine, they become one job.
+bool several_processes_without_mode(const Reader& read, const LayeredValues& values,
+                                    const Options& o) {
+  // --nproc_per_node speaks torchrun; --mpirun_hostfile has mpirun start them.
+  if (read.given(opt::num_processes) == nullptr || read.given(opt::nproc_per_node) != nullptr ||
+      read.given(opt::mpirun_hostfile) != nullptr) {
+    return false;
+  }
+  if (!o.num_processes || *o.num_processes <= std::max(o.nnodes, 1)) return false;
+  for (std::string_view mode :
+       {opt::multi_gpu, opt::cpu, opt::use_deepspeed, opt::use_fsdp, opt::use_megatron_lm}) {
+    if (read.on(mode)) return false;
+  }
+  // A config file's distributed_type NO or MULTI_CPU is accelerate's simple
+  // launcher, one process, on any machine: kept as it is.
+  for (const auto& [name, value] : values) {
+    if (from_a_config_file(value.source)) return false;
+  }
+  return read.find(opt::config_file) == nullptr;
+}
+
+Expected<Launcher> pick_launcher(const Reader& read, bool without_mode) {
   // accelerate refuses two of these given together; a config file's
   // distributed_type stands back for any of them (layering.cpp).
   const LayeredValue* first = nullptr;
@@ -210,7 +239,7 @@ Expected<Launcher> pick_launcher(const Reader& read) {
   if (read.on(opt::use_fsdp) || read.on(opt::use_megatron_lm) || read.on(opt::multi_gpu)) {
     return Launcher::multi_gpu;
   }
-  return Launcher::simple;
+  return without_mode ? Launcher::multi_process : Launcher::simple;
 }
 
 Expected<void> add_dynamo(const Reader& read, Variables& out) {
@@ -467,15 +496,21 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
   Reader read(values);
   GANGRUN_TRY(refuse_what_cannot_be_honoured(read));
   GANGRUN_TRY(take_mpirun_hostfile(read, o));
-  if (!speaks_accelerate(values)) return {};
+  const bool without_mode = several_processes_without_mode(read, values, o);
+  if (!speaks_accelerate(values) && !without_mode) return {};
   AccelerateSettings& s = o.accelerate;
   s.active = true;
+  s.free_port_when_busy = o.nnodes <= 1 && !o.standalone && o.rdzv_backend == "static";
   if (read.find(opt::config_file) != nullptr && read.given(opt::num_processes) == nullptr) {
     return fail_usage(read.find(opt::config_file)->text +
                       ": no num_processes in the config file; give --num_processes (accelerate "
                       "launch asks for it too)");
   }
-  GANGRUN_TRY_ASSIGN(launcher, pick_launcher(read));
+  GANGRUN_TRY_ASSIGN(launcher, pick_launcher(read, without_mode));
+  if (*launcher == Launcher::multi_process) {
+    s.multi_process_without_mode = true;
+    s.process_count_given = read.given(opt::num_processes)->given;
+  }
   if (*launcher != Launcher::simple && read.on(opt::multi_gpu) && o.num_processes &&
       *o.num_processes < 2) {
     return fail_usage(read.given(opt::num_processes)->given +

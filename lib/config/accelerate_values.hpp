@@ -17,7 +17,11 @@ namespace gangrun::config {
 bool speaks_accelerate(const LayeredValues& values);
 
 // Sets options.accelerate (and the core options these flags stand for); usage
-// errors name the option as given.
+// errors name the option as given. Besides a line that speaks accelerate, a
+// line whose process count is --num_processes (-n), more than one per
+// machine, without --nproc_per_node, a launcher mode or a config file, gets
+// accelerate's variables too (AccelerateSettings::multi_process_without_mode):
+// its workers are one job that accelerate's state recognises.
 Expected<void> type_accelerate_values(const LayeredValues& values, Options& options);
 
 }  // namespace gangrun::config

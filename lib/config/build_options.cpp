@@ -291,7 +291,7 @@ Expected<Options> build_options(const Layers& layers, std::vector<std::string> p
     const bool says_where = value.source == Source::slurm || value.source == Source::scheduler ||
                             !value.file_key.empty();
     std::string shown = says_where ? value.text + " (" + value.where + ")" : value.text;
-    o.origins[name] = {std::move(shown), value.source};
+    o.origins[name] = {std::move(shown), value.source, value.where};
   }
   if (problems.empty()) {
     for (auto check : {check_module, check_nodes, check_rendezvous, check_scheduler_head,

@@ -217,6 +217,10 @@ struct Options {
   struct Origin {
     std::string text;
     Source source = Source::default_value;
+    // How it was given, for messages that name it: the option as the user
+    // spelled it ("--main_process_port", "--master-port"), the variable, or
+    // the file and key (LayeredValue::where); empty when gangrun derived it.
+    std::string where = {};
     bool operator==(const Origin&) const = default;
   };
   std::map<std::string, Origin> origins;

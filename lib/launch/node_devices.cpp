@@ -151,8 +151,11 @@ bool launch_needs_devices(const config::Options& options) {
                       options.mask_format == config::MaskFormat::uuid;
   bool names_kind =
       options.accelerator != Accelerator::automatic && options.accelerator != Accelerator::cpu;
-  // --numa_binding: the workers' CPUs follow their accelerators.
-  return counts_devices || selects || writes_masks || names_kind || options.numa_binding;
+  // --numa_binding: the workers' CPUs follow their accelerators. An
+  // accelerate line without a launcher mode makes a multi-GPU or a multi-CPU
+  // job by whether the workers get GPUs.
+  return counts_devices || selects || writes_masks || names_kind || options.numa_binding ||
+         options.accelerate.multi_process_without_mode;
 }
 
 NodeProbes probe_node(const config::Options& options, const EnvMap& job_env, ProbeScope scope) {

@@ -1,6 +1,7 @@
 #include "launch/plan.hpp"
 
 #include "config/option_names.hpp"
+#include "launch/dialects/accelerate.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/numa_cpus.hpp"
 #include "launch/plan_checks.hpp"
@@ -183,6 +184,15 @@ std::string master_addr_origin(const config::Options& options, bool c10d) {
   return "--master_addr";
 }
 
+// Where the store's port came from, for messages: the option as the user
+// spelled it, which an accelerate or deepspeed user knows by another name.
+std::string master_port_origin(const config::Options& options, bool c10d) {
+  if (c10d) return "--rdzv_endpoint";
+  const config::Options::Origin* given = options.user_origin(config::opt::master_port);
+  if (given == nullptr || given->where.empty()) return "--master_port";
+  return given->where;
+}
+
 }  // namespace
 
 Expected<PlacedWorkers> place_workers(const config::Options& options,
@@ -273,6 +283,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   plan.local_world_size = placed->workers;
   std::vector<EnvMap>& masks = placed->device_envs;
   plan.devices = std::move(devices);
+  settle_accelerate_mode(plan.dialects.accelerate, plan.devices);
 
   plan.master_addr = options.master_addr.value_or("127.0.0.1");
   plan.master_port = options.master_port;
@@ -285,6 +296,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
     plan.master_port = options.rdzv_endpoint->port;
   }
   plan.master_addr_origin = master_addr_origin(options, plan.c10d);
+  plan.master_port_origin = master_port_origin(options, plan.c10d);
   if (!plan.master_port && plan.multi_node) plan.master_port = k_default_multi_node_port;
   remove_job_secret(plan.host_env);
   if (plan.multi_node) {

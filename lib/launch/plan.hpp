@@ -89,6 +89,9 @@ struct LaunchPlan {
   // Where master_addr came from, for messages: "--master_addr",
   // "--rdzv_endpoint", or the Slurm head node it was derived from.
   std::string master_addr_origin = "--master_addr";
+  // The same for master_port, named as the user gave it ("--main_process_port",
+  // "--master-port", "GANGRUN_MASTER_PORT"), or "--rdzv_endpoint".
+  std::string master_port_origin = "--master_port";
   std::optional<std::string> local_addr;  // --local_addr: the address this node advertises
   config::RendezvousConf rendezvous;      // --rdzv_conf, torchrun's keys in seconds
   StoreLimits store_limits;               // of the store this node hosts, if it hosts one

@@ -10,6 +10,7 @@ own port, to keep the test short."""
 import concurrent.futures
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -74,6 +75,8 @@ class AccelerateParity(harness.GangrunTestCase):
         for theirs, mine in zip(peer_ranks, our_ranks):
             self.assertEqual(theirs["argv"], mine["argv"], where)
             self.assertEqual(theirs["state"], mine["state"], "Accelerator(); " + where)
+            self.assertEqual(theirs["partial_state"], mine["partial_state"],
+                             "PartialState; " + where)
             set_by_peer = {k: v for k, v in theirs["env"].items()
                            if env.get(k) != v and k not in EXCLUDED}
             missing = {k: (v, mine["env"].get(k)) for k, v in set_by_peer.items()
@@ -113,6 +116,94 @@ class AccelerateParity(harness.GangrunTestCase):
         self.assertEqual(counts.get("--cpu"), 1, counts)
         self.assertEqual(counts.get("--config_file"), 1, counts)
         self.assertEqual(counts.get("--multi_gpu"), 2, counts)
+
+    def test_num_processes_without_a_mode(self):
+        """--num_processes 2 without --multi_gpu, --cpu or a config file, no GPU visible:
+        accelerate launch starts one plain process; gangrun starts both as one multi-CPU
+        job that accelerate's state joins (one main process), and says so in one line."""
+        env = dict(self.environment(), CUDA_VISIBLE_DEVICES="")
+        args = ["--num_processes=2", PROBE]
+        peer, ours = self.run_both(args, env)
+        where = f"line {' '.join(args)}" + peer.describe() + ours.describe()
+        self.assertEqual((peer.returncode, ours.returncode), (0, 0), where)
+        theirs, mine = probes(peer.stdout), probes(ours.stdout)
+        self.assertEqual([p["partial_state"] for p in theirs],
+                         [{"distributed_type": "DistributedType.NO", "num_processes": 1,
+                           "process_index": 0, "is_main_process": True}], where)
+        states = [p["partial_state"] for p in mine]
+        self.assertEqual([(s["distributed_type"], s["num_processes"], s["process_index"])
+                          for s in states],
+                         [("DistributedType.MULTI_CPU", 2, 0), ("DistributedType.MULTI_CPU", 2, 1)],
+                         where)
+        self.assertEqual(sum(s["is_main_process"] for s in states), 1, where)
+        self.assertEqual([p["state"]["is_main_process"] for p in mine], [True, False], where)
+        # accelerate's variables reach gangrun's workers, but the two that make one job
+        # of them: ACCELERATE_USE_CPU (False for accelerate's one plain process) and the
+        # port (accelerate's fixed 29500; gangrun's a free one).
+        differ = {"ACCELERATE_USE_CPU", "MASTER_PORT"}
+        set_by_peer = {k: v for k, v in theirs[0]["env"].items()
+                       if env.get(k) != v and k not in EXCLUDED and k not in differ}
+        self.assertIn("ACCELERATE_MIXED_PRECISION", set_by_peer, where)
+        for rank in mine:
+            missing = {k: (v, rank["env"].get(k)) for k, v in set_by_peer.items()
+                       if rank["env"].get(k) != v}
+            self.assertEqual(missing, {}, "variables (accelerate's, gangrun's); " + where)
+            self.assertEqual(rank["env"].get("ACCELERATE_USE_CPU"), "True", where)
+        notices = [line for line in ours.stderr.splitlines()
+                   if "without --multi_gpu or --cpu" in line]
+        self.assertEqual(len(notices), 1, where)
+        self.assertIn("--num_processes", notices[0])
+        self.assertIn("multi-CPU job (accelerate launch would start 1", notices[0])
+
+    def test_num_processes_in_a_config_file_without_a_mode(self):
+        """A config file with distributed_type NO and num_processes 2: accelerate launch runs
+        one process on any machine, and so does gangrun."""
+        env = dict(self.environment(), CUDA_VISIBLE_DEVICES="")
+        with open(self.path("no.yaml"), "w") as f:
+            f.write("compute_environment: LOCAL_MACHINE\ndistributed_type: 'NO'\n"
+                    "num_machines: 1\nnum_processes: 2\nmixed_precision: 'no'\n"
+                    "machine_rank: 0\n")
+        args = ["--config_file", self.path("no.yaml"), "--main_process_port",
+                str(harness.free_port()), PROBE]
+        peer, ours = self.run_both(args, env)
+        self.assertEqual(len(self.compare(args, peer, ours, env)), 1)
+        self.assertNotIn("without --multi_gpu or --cpu", ours.stderr)
+
+    def test_port_in_use(self):
+        """A taken --main_process_port: on one machine accelerate launch moves to a free port
+        and says so, and gangrun too; as the first of two machines accelerate stops, and
+        gangrun too (its exit code 3). Each message names --main_process_port, as typed."""
+        env = self.environment()
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+            held.bind(("127.0.0.1", 0))
+            held.listen()
+            port = str(held.getsockname()[1])
+            one = ["--multi_gpu", "--num_processes", "2", "--main_process_port", port, PROBE]
+            two = ["--multi_gpu", "--num_processes", "2", "--num_machines", "2", "--machine_rank",
+                   "0", "--main_process_ip", "127.0.0.1", "--main_process_port", port, PROBE]
+            with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+                runs = [pool.submit(self.run_both, args, env) for args in (one, two)]
+                (peer, ours), (peer2, ours2) = [run.result() for run in runs]
+
+        where = f"line {' '.join(one)}" + peer.describe() + ours.describe()
+        self.assertEqual((peer.returncode, ours.returncode), (0, 0), where)
+        for result in (peer, ours):
+            self.assertIn("--main_process_port", result.stderr, where)
+            ranks = probes(result.stdout)
+            self.assertEqual(len(ranks), 2, where)
+            moved_to = {rank["env"]["MASTER_PORT"] for rank in ranks}
+            self.assertEqual(len(moved_to), 1, where)
+            self.assertNotIn(port, moved_to, where)
+        self.assertIn(f"--main_process_port {port}", ours.stderr, where)
+        self.assertNotIn("--master_port", ours.stderr, where)
+
+        where = f"line {' '.join(two)}" + peer2.describe() + ours2.describe()
+        self.assertNotEqual(peer2.returncode, 0, where)
+        self.assertEqual(ours2.returncode, 3, where)
+        self.assertEqual(probes(peer2.stdout) + probes(ours2.stdout), [], where)
+        for result in (peer2, ours2):
+            self.assertIn("--main_process_port", result.stderr, where)
+        self.assertNotIn("--master_port", ours2.stderr, where)
 
     def test_refused_flag(self):
         result = subprocess.run([harness.GANGRUN, "--tpu", PROBE], env=self.environment(),

@@ -1,7 +1,11 @@
 """Without --master_port a single-node job gets a free port, not a fixed 29500, so two jobs
-on one machine do not collide (docs/environment.md, "What each worker gets": MASTER_PORT)."""
+on one machine do not collide (docs/environment.md, "What each worker gets": MASTER_PORT).
+A given port that is taken stops the job (exit 3) with a message that names the option as
+the user spelled it; on an accelerate-style line on one machine gangrun moves to a free
+port instead, as accelerate launch does."""
 
 import os
+import socket
 
 import harness
 from harness import GangrunTestCase, TEST_PYTHON
@@ -41,6 +45,46 @@ class FreePort(GangrunTestCase):
                 port = ports.pop()
                 self.assertRegex(port, r"^\d+$")
                 self.assertTrue(1 <= int(port) <= 65535 and port != "29500", port)
+
+    def held_port(self):
+        """A port a listening socket of this test holds, closed when the test ends."""
+        held = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.addCleanup(held.close)
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        return held.getsockname()[1]
+
+    def test_a_taken_port_is_named_as_given(self):
+        port = self.held_port()
+        lines = [
+            (["--nproc_per_node", 2, "--master-port", port], {}, "--master-port"),
+            (["--nproc_per_node", 2, "--master_port", port], {}, "--master_port"),
+            (["--nproc_per_node", 2, "--main_process_port", port], {}, "--main_process_port"),
+            (["--nproc_per_node", 2], {"GANGRUN_MASTER_PORT": str(port)}, "GANGRUN_MASTER_PORT"),
+        ]
+        for args, variables, named in lines:
+            with self.subTest(named=named):
+                result = self.gangrun([*args, *self.fake("--exit", 0)],
+                                      env=harness.clean_env(**variables))
+                self.assertExit(result, 3)
+                self.assertIn(f"choose another {named},", result.stderr)
+                self.assertIn(f"127.0.0.1:{port}", result.stderr)
+                self.assertFalse(self.pid_files(), "no worker may start")
+
+    def test_accelerate_line_moves_to_a_free_port_on_one_machine(self):
+        port = self.held_port()
+        for mode in ([], ["--multi_gpu"], ["--cpu"]):
+            with self.subTest(mode=mode):
+                result = self.gangrun([*mode, "--num_processes", 2, "--main_process_port", port,
+                                       *self.fake("--print-env", self.path("env.{rank}.json"))])
+                self.assertExit(result, 0)
+                self.assertIn(f"--main_process_port {port}: cannot listen on", result.stderr)
+                self.assertIn("the store listens on free port", result.stderr)
+                workers = 1 if mode == ["--cpu"] else 2
+                ports = {self.read_json(self.path(f"env.{rank}.json"))["env"]["MASTER_PORT"]
+                         for rank in range(workers)}
+                self.assertEqual(len(ports), 1, ports)
+                self.assertNotIn(str(port), ports)
 
     def test_two_concurrent_torch_jobs_both_succeed(self):
         harness.require_torch()

@@ -25,10 +25,52 @@ std::map<std::string, std::string> variables(const Options& o) {
 
 TEST_CASE("config accelerate: a torchrun-style line gets no accelerate variables",
           "[config][accelerate]") {
-  Options o = launch({"--num_processes", "2", "--nnodes", "1", "x.py"});
-  CHECK_FALSE(o.accelerate.active);
-  CHECK(o.accelerate.variables.empty());
-  CHECK(*o.num_processes == 2);
+  for (auto line : {std::vector<std::string>{"--nproc_per_node", "2", "--nnodes", "1", "x.py"},
+                    {"--nproc_per_node", "2", "--num_processes", "2", "x.py"},
+                    {"--num_processes", "1", "x.py"},
+                    {"--num_processes", "2", "--nnodes", "2", "--master_addr", "h", "x.py"}}) {
+    Options o = launch(line);
+    CHECK_FALSE(o.accelerate.active);
+    CHECK(o.accelerate.variables.empty());
+  }
+}
+
+TEST_CASE("config accelerate: --num_processes without a launcher mode is one job of them all",
+          "[config][accelerate]") {
+  for (auto line : {std::vector<std::string>{"--num_processes", "2", "x.py"},
+                    {"-n", "2", "x.py"},
+                    {"--num_processes", "2", "--mixed_precision", "bf16", "x.py"}}) {
+    Options o = launch(line);
+    CHECK(o.accelerate.active);
+    CHECK(o.accelerate.multi_process_without_mode);
+    CHECK_FALSE(o.accelerate.one_plain_process);
+    CHECK(*o.num_processes == 2);
+    CHECK(o.accelerate.process_count_given.starts_with(line[0]));
+    auto vars = variables(o);
+    // ACCELERATE_USE_CPU is the plan's to add, by the devices the workers get.
+    CHECK_FALSE(vars.contains("ACCELERATE_USE_CPU"));
+    CHECK(vars.contains("ACCELERATE_MIXED_PRECISION"));
+    CHECK(vars.at("ACCELERATE_DYNAMO_BACKEND") == "NO");
+    CHECK(o.accelerate.sets_omp_threads);
+    CHECK(o.accelerate.free_port_when_busy);
+  }
+  // A launcher mode keeps accelerate's own launcher.
+  Options cpu = launch({"--cpu", "--num_processes", "2", "x.py"});
+  CHECK_FALSE(cpu.accelerate.multi_process_without_mode);
+  CHECK(cpu.accelerate.one_plain_process);
+  Options gpu = launch({"--multi_gpu", "--num_processes", "2", "x.py"});
+  CHECK_FALSE(gpu.accelerate.multi_process_without_mode);
+}
+
+TEST_CASE("config accelerate: a taken port moves to a free one only on a single machine",
+          "[config][accelerate]") {
+  CHECK(launch({"--multi_gpu", "--num_processes", "2", "--main_process_port", "29600", "x.py"})
+            .accelerate.free_port_when_busy);
+  CHECK_FALSE(launch({"--multi_gpu", "--num_processes", "4", "--num_machines", "2",
+                      "--main_process_ip", "h", "--main_process_port", "29600", "x.py"})
+                  .accelerate.free_port_when_busy);
+  CHECK_FALSE(launch({"--nproc_per_node", "2", "--master_port", "29600", "x.py"})
+                  .accelerate.free_port_when_busy);
 }
 
 TEST_CASE("config accelerate: --cpu runs accelerate's simple launcher, one process",

@@ -3,6 +3,8 @@
 #include "util/host.hpp"
 #include "util/strings.hpp"
 
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <system_error>
 
@@ -41,6 +43,34 @@ std::optional<AccelerateThreads> accelerate_omp_threads(const config::Accelerate
   }
   if (inherited >= 0) return AccelerateThreads{std::to_string(inherited), ""};
   return AccelerateThreads{"1", "accelerate's default" + tune};
+}
+
+namespace {
+
+bool workers_get_gpus(const std::optional<NodeDevices>& devices) {
+  return devices && devices->kind != accel::DeviceKind::cpu && !devices->selected.empty();
+}
+
+}  // namespace
+
+void settle_accelerate_mode(config::AccelerateSettings& settings,
+                            const std::optional<NodeDevices>& devices) {
+  if (!settings.active || !settings.multi_process_without_mode || workers_get_gpus(devices)) return;
+  settings.variables.emplace_back("ACCELERATE_USE_CPU", "True");
+}
+
+std::optional<std::string> accelerate_mode_message(const config::AccelerateSettings& settings,
+                                                   const std::optional<NodeDevices>& devices,
+                                                   int processes, int nnodes) {
+  if (!settings.active || !settings.multi_process_without_mode) return std::nullopt;
+  const bool gpus = workers_get_gpus(devices);
+  // With more than one GPU accelerate would start them all too.
+  if (gpus && devices->selected.size() > 1) return std::nullopt;
+  return fmt::format(
+      "{} without --multi_gpu or --cpu: starting {} processes{} as a multi-{} job (accelerate "
+      "launch would start 1{} on a machine with {})",
+      settings.process_count_given, processes, nnodes > 1 ? " per machine" : "",
+      gpus ? "GPU" : "CPU", nnodes > 1 ? " per machine" : "", gpus ? "one GPU" : "no GPU");
 }
 
 void add_accelerate_variables(const config::AccelerateSettings& settings, const EnvMap& host_env,
