@@ -210,8 +210,9 @@ class Slurm(SlurmJobTestCase):
         for task in range(NODES):
             text = labelled(output, task)
             summaries = len(re.findall(r"FAILED \(attempt 0\)", text))
-            elsewhere = (f"the job ended on another node: rank {failing_rank} on node{root_task + 1} failed "
-                         f"(exit code {code})")
+            # Named by node rank, host and address: every simulated node's address is loopback.
+            elsewhere = (f"the job ended on another node: rank {failing_rank} on node {root_task} "
+                         f"(node{root_task + 1}, 127.0.0.1) failed (exit code {code})")
             if task == root_task:
                 self.assertEqual(summaries, 1, f"task {task}\n{output}")
                 self.assertRegex(text, rf"rank: +{failing_rank} \(local_rank: 1\)")
