@@ -11,8 +11,10 @@ system site-packages, for Debian's torch) with `pip install --no-index`, no comp
 and run from there a 4-rank PyTorch job (gloo), `gangrun devices`, `gangrun completion` and
 `python -m gangrun`; pip must refuse the wheel for an older glibc by its tag. The aarch64
 binary runs under qemu-aarch64 (Debian's qemu-user) with Debian's arm64 C library: --version,
-completions, devices and a 3-worker job. The sdist
-is built and configured with the system's libraries (GANGRUN_TEST_SDIST_BUILD=1: built too).
+completions, devices and a 3-worker job. The sdist is built, and `pip install`ed into another
+fresh virtual environment, which compiles gangrun with the system's compiler and libraries
+(through ccache when it is on PATH); the gangrun it installs runs a 2-rank job and a 4-rank
+PyTorch job.
 """
 
 import glob
@@ -23,6 +25,7 @@ import shutil
 import stat
 import sys
 import tempfile
+import time
 import unittest
 import zipfile
 
@@ -186,6 +189,27 @@ def venv_env(venv):
     return env
 
 
+def run_pytorch_job(test, gangrun, python, env):
+    """A 4-rank PyTorch job (gloo) that GANGRUN starts with PYTHON; skips without torch."""
+    if run([python, "-c", "import torch.distributed"], check=False, env=env).returncode != 0:
+        test.skipTest("Debian's python3-torch is not importable from the environment")
+    work = tempfile.mkdtemp(prefix="job-", dir=Wheels.tmp)
+    out_dir, pid_dir = os.path.join(work, "out"), os.path.join(work, "pids")
+    os.makedirs(out_dir)
+    os.makedirs(pid_dir)
+    worker = os.path.join(harness.HERE, "torch_ddp_worker.py")
+    result = run([gangrun, "--nproc_per_node", "4", "--python", python, worker, out_dir, pid_dir],
+                 env=env, timeout=TIMEOUT, cwd=work)
+    for rank in range(4):
+        with test.subTest(rank=rank):
+            path = os.path.join(out_dir, f"result.{rank}.json")
+            test.assertTrue(os.path.isfile(path), f"rank {rank} wrote no result:\n{result.stdout[-3000:]}")
+            with open(path) as f:
+                text = f.read()
+            test.assertIn('"world_size": 4', text)
+            test.assertIn('"all_reduce": 10.0', text)
+
+
 class InstalledWheel(unittest.TestCase):
     """The x86_64 wheel in a fresh virtual environment."""
     venv = None
@@ -237,24 +261,7 @@ class InstalledWheel(unittest.TestCase):
         self.assertIn('"cpu"', out.lower())
 
     def test_a_4_rank_pytorch_job(self):
-        python = os.path.join(self.venv, "bin", "python")
-        if run([python, "-c", "import torch.distributed"], check=False, env=self.env).returncode != 0:
-            self.skipTest("Debian's python3-torch is not importable from the environment")
-        work = tempfile.mkdtemp(prefix="job-", dir=Wheels.tmp)
-        out_dir, pid_dir = os.path.join(work, "out"), os.path.join(work, "pids")
-        os.makedirs(out_dir)
-        os.makedirs(pid_dir)
-        worker = os.path.join(harness.HERE, "torch_ddp_worker.py")
-        result = run([self.gangrun, "--nproc_per_node", "4", "--python", python, worker, out_dir, pid_dir],
-                     env=self.env, timeout=TIMEOUT, cwd=work)
-        for rank in range(4):
-            with self.subTest(rank=rank):
-                path = os.path.join(out_dir, f"result.{rank}.json")
-                self.assertTrue(os.path.isfile(path), f"rank {rank} wrote no result:\n{result.stdout[-3000:]}")
-                with open(path) as f:
-                    text = f.read()
-                self.assertIn('"world_size": 4', text)
-                self.assertIn('"all_reduce": 10.0', text)
+        run_pytorch_job(self, self.gangrun, os.path.join(self.venv, "bin", "python"), self.env)
 
     def test_pip_refuses_the_wheel_for_an_older_glibc(self):
         # manylinux2014 is glibc 2.17 (CentOS 7): pip picks wheels by tag, and refuses this one
@@ -310,32 +317,73 @@ class EmulatedAarch64(unittest.TestCase):
 
 
 class Sdist(unittest.TestCase):
-    def test_the_sdist_holds_the_source_and_configures_with_the_systems_libraries(self):
-        out = os.path.join(Wheels.tmp, "sdist")
-        run([WHEEL_PYTHON, "-m", "build", "--sdist", "--no-isolation", "--outdir", out, harness.REPO],
+    """The sdist, and what `pip install gangrun-VERSION.tar.gz` does with it on Debian 12."""
+    dir = None
+    path = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = os.path.join(Wheels.tmp, "sdist")
+        run([WHEEL_PYTHON, "-m", "build", "--sdist", "--no-isolation", "--outdir", cls.dir, harness.REPO],
             timeout=TIMEOUT)
-        sdists = glob.glob(os.path.join(out, "gangrun-*.tar.gz"))
-        self.assertEqual([os.path.basename(p) for p in sdists], [f"gangrun-{Wheels.version}.tar.gz"])
-        listing = run(["tar", "-tzf", sdists[0]], timeout=60).stdout.splitlines()
+        sdists = glob.glob(os.path.join(cls.dir, "gangrun-*.tar.gz"))
+        if [os.path.basename(p) for p in sdists] != [f"gangrun-{Wheels.version}.tar.gz"]:
+            raise AssertionError(f"{cls.dir} holds {sorted(os.listdir(cls.dir))}, not gangrun-{Wheels.version}.tar.gz")
+        cls.path = sdists[0]
+
+    def test_the_sdist_holds_the_source_and_nothing_built(self):
+        listing = run(["tar", "-tzf", self.path], timeout=60).stdout.splitlines()
         top = f"gangrun-{Wheels.version}/"
         for name in ("pyproject.toml", "CMakeLists.txt", "lib/CMakeLists.txt", "app/main.cpp",
                      "completions/gangrun.bash", "python/gangrun/__main__.py", "LICENSE", "PKG-INFO"):
             self.assertIn(top + name, listing)
         strays = [n for n in listing if re.match(re.escape(top) + r"(\.venv-|build|\.cache/|dist/|\.git/)", n)]
         self.assertEqual(strays, [], "build outputs or environments in the sdist")
-        run(["tar", "-xzf", sdists[0], "-C", out], timeout=120)
-        source = os.path.join(out, top)
-        if os.environ.get("GANGRUN_TEST_SDIST_BUILD") == "1":
-            # What `pip install gangrun-VERSION.tar.gz` does: the system's compiler and libraries.
-            run([WHEEL_PYTHON, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index",
-                 "--wheel-dir", os.path.join(out, "wheel"), source], timeout=BUILD_TIMEOUT)
-            built = glob.glob(os.path.join(out, "wheel", "gangrun-*-py3-none-linux_*.whl"))
-            self.assertEqual(len(built), 1, os.listdir(os.path.join(out, "wheel")))
-        else:
-            # Configured as pip would build it (the Debian packages found, nothing compiled):
-            # building all of gangrun a third time would cost CI minutes.
-            run(["cmake", "-S", source, "-B", os.path.join(out, "configured"), "-G", "Ninja",
-                 "-DGANGRUN_BUILD_TESTS=OFF", "-DCMAKE_BUILD_TYPE=Release"], timeout=TIMEOUT)
+
+    def test_pip_install_builds_it_with_the_systems_libraries_and_it_runs_jobs(self):
+        # A fresh environment of Debian's python3 (its torch through the system site-packages).
+        # pip would fetch the build backend, scikit-build-core, into an isolated environment;
+        # offline it comes from .venv-wheel/ (a .pth file adds its site-packages after the
+        # environment's own), and the build runs without isolation and without an index.
+        venv = os.path.join(Wheels.tmp, "sdist-venv")
+        run(["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv])
+        python = os.path.join(venv, "bin", "python")
+        env = venv_env(venv)
+        backend = run([WHEEL_PYTHON, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+        purelib = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], env=env).stdout.strip()
+        with open(os.path.join(purelib, "gangrun-test-build-backend.pth"), "w") as f:
+            f.write(backend + "\n")
+        # pip unpacks an sdist into a directory of a random name and builds there; tar unpacks
+        # it the same way into one whose path, relative to the build directory, stays the same
+        # from run to run, which ccache needs to find the objects of an earlier run.
+        run(["tar", "-xzf", self.path, "-C", self.dir], timeout=120)
+        source = os.path.join(self.dir, f"gangrun-{Wheels.version}")
+        options = ["--config-settings", f"build-dir={os.path.join(self.dir, 'build')}"]
+        if shutil.which("ccache", path=env["PATH"]):
+            # Paths under the base directory are hashed relative to the build directory.
+            options += ["--config-settings", "cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache"]
+            env["CCACHE_BASEDIR"] = Wheels.tmp
+        start = time.monotonic()
+        run([python, "-m", "pip", "install", "--no-index", "--no-deps", "--no-build-isolation", *options, source],
+            env=env, timeout=BUILD_TIMEOUT)
+        print(f"pip install of the sdist: {time.monotonic() - start:.0f} s "
+              f"({'with' if 'CCACHE_BASEDIR' in env else 'without'} ccache)", file=sys.stderr)
+
+        gangrun = os.path.join(venv, "bin", "gangrun")
+        package = run([python, "-c", "import importlib.metadata as m; print(m.version('gangrun'))"], env=env)
+        self.assertEqual(package.stdout.strip(), Wheels.version)
+        self.assertEqual(run([gangrun, "--version"], env=env).stdout.strip(), f"gangrun {Wheels.version}")
+        self.assertEqual(run([python, "-m", "gangrun", "--version"], env=env).stdout.strip(),
+                         f"gangrun {Wheels.version}")
+        # Debian's shared libraries, not the wheel's static ones.
+        libraries = needed(gangrun)
+        for library in ("libyaml-cpp", "libsodium"):
+            self.assertTrue(any(n.startswith(library) for n in libraries), f"NEEDED: {libraries}")
+        self.assertTrue(os.path.isfile(os.path.join(venv, MAN_PAGE)))
+        job = run([gangrun, "--nproc_per_node", "2", "--no_python", "/bin/echo", "hello"], env=env)
+        for rank in range(2):
+            self.assertIn(f"[rank{rank}]: hello", job.stdout.splitlines())
+        run_pytorch_job(self, gangrun, python, env)
 
 
 if __name__ == "__main__":
