@@ -178,16 +178,22 @@ class Slurm(SlurmJobTestCase):
 
     def test_a_head_node_that_does_not_resolve_is_a_usage_error_naming_the_fix(self):
         # The nodes resolve node1..3 through the hosts file bound in their mount namespace;
-        # these tasks bind one without them, so the head's name really does not resolve.
+        # these tasks bind one without them, so the head's name really does not resolve. They
+        # bind a resolver file too, naming a name server on loopback where none listens: the
+        # names are looked up on this machine alone, and no query leaves it.
         hosts = self.path("hosts")
         with open(hosts, "w") as f:
             f.write("127.0.0.1 localhost\n")
+        resolver = self.path("resolv.conf")
+        with open(resolver, "w") as f:
+            f.write("nameserver 127.0.0.1\noptions attempts:1 timeout:1\n")
+        private = f"unshare --mount sh -c 'mount --bind {hosts} /etc/hosts && mount --bind {resolver} /etc/resolv.conf && exec \"$0\" \"$@\"'"
         job = self.submit(textwrap.dedent(f"""\
             #!/bin/bash
             #SBATCH -N 2
-            srun --label unshare --mount sh -c 'mount --bind {hosts} /etc/hosts && exec gangrun --no_python true'
+            srun --label {private} gangrun --no_python true
             echo step 0 exited $?
-            srun --label gangrun --master_addr nosuchhost.invalid --nnodes 2 --node_rank 1 --no_python true
+            srun --label {private} gangrun --master_addr nosuchhost.invalid --nnodes 2 --node_rank 1 --no_python true
             echo step 1 exited $?
             """))
         output = self.assert_end(job, "COMPLETED", 0)

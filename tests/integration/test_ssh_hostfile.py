@@ -24,6 +24,14 @@ from harness import EVENT_TIMEOUT
 SLEEP_FOREVER = 10 * EVENT_TIMEOUT  # longer than any wait: only gangrun ends these workers
 
 
+def round_summary(nodes, world, members):
+    """The head's line for a round: each member is (host number I, its ranks), named nodeI
+    with its address, in node rank order."""
+    named = [f"node {rank} (node{host}, {nodes.address(host)}): {ranks}"
+             for rank, (host, ranks) in enumerate(members)]
+    return f"world size {world}: " + "; ".join(named)
+
+
 class SshHostfileTest(harness.GangrunTestCase):
     def setUp(self):
         reason = netns_nodes.skip_reason() or sshd_nodes.skip_reason()
@@ -74,7 +82,7 @@ class SshHostfileTest(harness.GangrunTestCase):
 
         done = self.finish(self.start_local(nodes, servers, ["-H", hostfile], worker), timeout=EVENT_TIMEOUT)
         self.assertExit(done, 0)
-        self.assertIn("world size 6: node1 (ranks 0-1), node2 (ranks 2-3), node3 (ranks 4-5)", done.stderr)
+        self.assertIn(round_summary(nodes, 6, [(1, "ranks 0-1"), (2, "ranks 2-3"), (3, "ranks 4-5")]), done.stderr)
         for rank, env in self.env_of_ranks(6).items():
             self.assertEqual((env["RANK"], env["LOCAL_RANK"], env["WORLD_SIZE"], env["GROUP_RANK"]),
                              (str(rank), str(rank % 2), "6", str(rank // 2)))
@@ -92,14 +100,14 @@ class SshHostfileTest(harness.GangrunTestCase):
         done = self.finish(self.start_local(nodes, servers, ["-H", hostfile, "--include", "node3:1@node2"], worker),
                            timeout=EVENT_TIMEOUT)
         self.assertExit(done, 0)
-        self.assertIn("world size 3: node2 (ranks 0-1), node3 (rank 2)", done.stderr)
+        self.assertIn(round_summary(nodes, 3, [(2, "ranks 0-1"), (3, "rank 2")]), done.stderr)
         self.assertEqual(self.env_of_ranks(3)[2]["MASTER_ADDR"], nodes.address(2))
         for node in (2, 3):
             servers.assert_only_sshd_left(node)
         done = self.finish(self.start_local(nodes, servers, ["-H", hostfile, "--exclude", "node2@node1:0"], worker),
                            timeout=EVENT_TIMEOUT)
         self.assertExit(done, 0)
-        self.assertIn("world size 3: node1 (rank 0), node3 (ranks 1-2)", done.stderr)
+        self.assertIn(round_summary(nodes, 3, [(1, "rank 0"), (3, "ranks 1-2")]), done.stderr)
 
         # A failing rank on a remote host: the job's code on the local gangrun.
         failing = self.fake("--only-rank", "3", "--exit", "7", "--except-rank", "3", "--sleep", SLEEP_FOREVER)
