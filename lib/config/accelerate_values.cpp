@@ -198,15 +198,21 @@ enum class Launcher { simple, multi_gpu, deepspeed, multi_process };
 // by the GPUs it sees: its multi-GPU launcher when there are several, else
 // one plain process whatever --num_processes says (commands/launch.py,
 // _validate_launch_command). gangrun does not start fewer processes than
-// --num_processes, its own total too (-n), asks: when it asks for more than
-// one per machine, they become one job.
+// --num_processes asks: when it asks for more than one per machine, they
+// become one job.
 bool several_processes_without_mode(const Reader& read, const LayeredValues& values,
                                     const Options& o) {
   // --nproc_per_node speaks torchrun; --mpirun_hostfile has mpirun start them.
-  if (read.given(opt::num_processes) == nullptr || read.given(opt::nproc_per_node) != nullptr ||
+  const LayeredValue* count = read.given(opt::num_processes);
+  if (count == nullptr || read.given(opt::nproc_per_node) != nullptr ||
       read.given(opt::mpirun_hostfile) != nullptr) {
     return false;
   }
+  // -n (or GANGRUN_NUM_PROCESSES, a config key) is gangrun's and mpirun's
+  // total of workers: alone, its line keeps torchrun's environment. Only
+  // accelerate's spelling, or another flag of accelerate's, speaks accelerate.
+  bool accelerate_spelling = count->where == "--num_processes" || count->where == "--num-processes";
+  if (!accelerate_spelling && !speaks_accelerate(values)) return false;
   if (!o.num_processes || *o.num_processes <= std::max(o.nnodes, 1)) return false;
   for (std::string_view mode :
        {opt::multi_gpu, opt::cpu, opt::use_deepspeed, opt::use_fsdp, opt::use_megatron_lm}) {

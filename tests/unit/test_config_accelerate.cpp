@@ -27,6 +27,8 @@ TEST_CASE("config accelerate: a torchrun-style line gets no accelerate variables
           "[config][accelerate]") {
   for (auto line : {std::vector<std::string>{"--nproc_per_node", "2", "--nnodes", "1", "x.py"},
                     {"--nproc_per_node", "2", "--num_processes", "2", "x.py"},
+                    // -n alone is gangrun's own total of workers, as mpirun's.
+                    {"-n", "2", "x.py"},
                     {"--num_processes", "1", "x.py"},
                     {"--num_processes", "2", "--nnodes", "2", "--master_addr", "h", "x.py"}}) {
     Options o = launch(line);
@@ -38,14 +40,15 @@ TEST_CASE("config accelerate: a torchrun-style line gets no accelerate variables
 TEST_CASE("config accelerate: --num_processes without a launcher mode is one job of them all",
           "[config][accelerate]") {
   for (auto line : {std::vector<std::string>{"--num_processes", "2", "x.py"},
-                    {"-n", "2", "x.py"},
+                    {"--num_processes=2", "x.py"},
+                    {"-n", "2", "--mixed_precision", "bf16", "x.py"},
                     {"--num_processes", "2", "--mixed_precision", "bf16", "x.py"}}) {
     Options o = launch(line);
     CHECK(o.accelerate.active);
     CHECK(o.accelerate.multi_process_without_mode);
     CHECK_FALSE(o.accelerate.one_plain_process);
     CHECK(*o.num_processes == 2);
-    CHECK(o.accelerate.process_count_given.starts_with(line[0]));
+    CHECK(o.accelerate.process_count_given.starts_with(line[0].substr(0, line[0].find('='))));
     auto vars = variables(o);
     // ACCELERATE_USE_CPU is the plan's to add, by the devices the workers get.
     CHECK_FALSE(vars.contains("ACCELERATE_USE_CPU"));
