@@ -343,10 +343,8 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
 
 std::string GangDoctor::node_name_of(const std::string& agent_id) const {
   if (!nodes_) return agent_id;
-  for (std::size_t i = 0; i < nodes_->members.size() && i < nodes_->names.size(); ++i) {
-    if (nodes_->members[i] == agent_id) return nodes_->names[i];
-  }
-  return agent_id;
+  auto name = nodes_->names.find(agent_id);
+  return name == nodes_->names.end() ? agent_id : name->second;
 }
 
 void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,

@@ -60,9 +60,9 @@ class GangDoctor {
   struct NodeRound {
     std::uint64_t round = 0;
     std::vector<std::string> members;  // every node's agent id
-    // Each member's node as messages name it (report/node_name.hpp), in the
-    // same order.
-    std::vector<std::string> names;
+    // Each member's node as messages name it (rendezvous::node_name), by
+    // agent id.
+    std::map<std::string, std::string> names;
     bool lead = false;      // this node watches the whole gang
     std::string job_nonce;  // what the job's messages are sealed for
   };

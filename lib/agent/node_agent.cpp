@@ -13,9 +13,9 @@
 #include "launch/files.hpp"
 #include "logging/logging.hpp"
 #include "logmux/console.hpp"
+#include "rendezvous/messages.hpp"
 #include "rendezvous/signing.hpp"
 #include "report/blame.hpp"
-#include "report/node_name.hpp"
 #include "report/run_report.hpp"
 #include "supervise/gang.hpp"
 #include "supervise/shim_spawner.hpp"
@@ -233,7 +233,7 @@ class NodeAgent {
                 [this](const rendezvous::RoundPlan& round, const rendezvous::Member& me) {
                   launch::RoundAssignment assignment = assignment_from(
                       round, me, attempts_here_++, participant_->store_connection());
-                  record_.node = report::node_name(me.group_rank, me.host, me.address);
+                  record_.node = rendezvous::node_name(me);
                   spdlog::info("round {}: ranks {}-{} of {} (node {} of {}){}", round.round,
                                me.rank_offset, me.rank_offset + me.local_world_size - 1,
                                round.world_size, me.group_rank, round.members.size(),
@@ -248,8 +248,7 @@ class NodeAgent {
                                               .job_nonce = participant_->job_nonce()};
                   for (const rendezvous::Member& member : round.members) {
                     nodes.members.push_back(member.id);
-                    nodes.names.push_back(
-                        report::node_name(member.group_rank, member.host, member.address));
+                    nodes.names.emplace(member.id, rendezvous::node_name(member));
                   }
                   node_round_ = std::move(nodes);
                   network_env_ = round_network_.decide(

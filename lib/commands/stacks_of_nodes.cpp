@@ -4,7 +4,6 @@
 #include "rendezvous/keys.hpp"
 #include "rendezvous/messages.hpp"
 #include "rendezvous/signing.hpp"
-#include "report/node_name.hpp"
 #include "store/client.hpp"
 #include "util/strings.hpp"
 
@@ -96,7 +95,7 @@ Expected<NodesStacks> read_every_node(const doctor::RegisteredJob& job) {
     auto answer = text ? doctor::node_answer_from_json(*text)
                        : Expected<doctor::NodeAnswer>(tl::unexpected(text.error()));
     if (!answer) {
-      found.unanswered.push_back(report::node_name(member.group_rank, member.host, member.address));
+      found.unanswered.push_back(rendezvous::node_name(member));
       continue;
     }
     found.ranks.insert(found.ranks.end(), answer->ranks.begin(), answer->ranks.end());

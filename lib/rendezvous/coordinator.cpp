@@ -63,8 +63,7 @@ double seconds(std::chrono::milliseconds duration) {
 // report from an agent the round does not hold by its host name alone.
 std::string node_of(const RoundPlan& plan, const std::string& agent, std::string_view host) {
   const Member* member = plan.member(agent);
-  if (member == nullptr) return std::string(host);
-  return report::node_name(member->group_rank, member->host, member->address);
+  return member == nullptr ? std::string(host) : node_name(*member);
 }
 
 std::string describe_failure(const NodeReport& report, const RoundPlan& plan) {
@@ -648,13 +647,13 @@ struct Coordinator::Impl {
     auto blame = report::find_waited_for(fates);
     if (blame) {
       const Member* blamed = node_of_rank.at(blame->waited_for.front());
-      std::set<int> blamed_nodes;
-      for (int rank : blame->waited_for) blamed_nodes.insert(node_of_rank.at(rank)->group_rank);
-      std::vector<std::string> names;
-      for (int node : blamed_nodes) {
-        const Member& member = round->plan.members.at(static_cast<std::size_t>(node));
-        names.push_back(node_of(round->plan, member.id, member.host));
+      std::map<int, std::string> blamed_nodes;  // by node rank
+      for (int rank : blame->waited_for) {
+        const Member* member = node_of_rank.at(rank);
+        blamed_nodes.try_emplace(member->group_rank, node_name(*member));
       }
+      std::vector<std::string> names;
+      for (auto& [node, name] : blamed_nodes) names.push_back(std::move(name));
       message = report::describe(*blame, strings::join(names, "; "));
       root.agent = blamed->id;
       root.host = blamed->host;
@@ -803,8 +802,7 @@ struct Coordinator::Impl {
                     .group_rank = static_cast<int>(plan.members.size()),
                     .rank_offset = plan.world_size,
                     .local_world_size = agent->info.local_world_size};
-      summary += fmt::format("{}{}: {}", summary.empty() ? "" : "; ",
-                             report::node_name(member.group_rank, member.host, member.address),
+      summary += fmt::format("{}{}: {}", summary.empty() ? "" : "; ", node_name(member),
                              rank_range(member.rank_offset, member.local_world_size));
       plan.world_size += member.local_world_size;
       plan.members.push_back(std::move(member));

@@ -1,5 +1,6 @@
 #include "rendezvous/messages.hpp"
 
+#include "report/node_name.hpp"
 #include "util/strings.hpp"
 
 #include <nlohmann/json.hpp>
@@ -195,6 +196,10 @@ const Member* RoundPlan::member(const std::string& agent_id) const {
     if (candidate.id == agent_id) return &candidate;
   }
   return nullptr;
+}
+
+std::string node_name(const Member& member) {
+  return report::node_name(member.group_rank, member.host, member.address);
 }
 
 std::string to_json(const AgentInfo& info) {

@@ -105,6 +105,10 @@ struct RoundEnd {
   std::string message;  // for the log: "rank 3 on node 2 (vm, 10.0.0.3) failed (exit code 1)"
 };
 
+// A member of a round as every message names it: node rank, host name and
+// address (report/node_name.hpp).
+std::string node_name(const Member& member);
+
 std::string to_json(const AgentInfo& info);
 std::string to_json(const Next& next);
 std::string to_json(const NodeReport& report);
