@@ -21,9 +21,12 @@ struct Invalid {
 std::string text_of(const json& object, const char* name, std::size_t max_size = 4096) {
   const json& value = object.at(name);
   if (!value.is_string()) invalid(std::string(name) + " is not a string");
-  auto text = value.get<std::string>();
-  if (text.size() > max_size) invalid(std::string(name) + " is too long");
-  return strings::printable(text);
+  const auto& raw = value.get_ref<const std::string&>();
+  if (raw.size() > max_size) invalid(std::string(name) + " is too long");
+  // The limit holds for the printable text kept, so an answer reads back the same.
+  std::string text = strings::printable(raw);
+  if (text.size() > max_size) invalid(std::string(name) + " is too long once made printable");
+  return text;
 }
 
 long integer_of(const json& value, const char* name) {

@@ -97,7 +97,9 @@ std::vector<int> StragglerTally::stragglers() const {
     if (tally.samples < k_min_samples) continue;
     double own = waiting_share(tally);
     double others = others_waiting(rank);
-    if (1.0 - own >= k_outside && others >= k_others_waiting && others - own >= k_gap) {
+    double standard_error = std::sqrt(others * (1.0 - others) / tally.samples);
+    double gap = std::max(k_gap, k_standard_errors * standard_error);
+    if (1.0 - own >= k_outside && others >= k_others_waiting && others - own >= gap) {
       named.push_back(rank);
     }
   }

@@ -35,10 +35,16 @@ class StragglerTally {
   static constexpr int k_min_samples = 10;
   // ...spent at least this share of them outside any wait, while the other
   // ranks' median share waiting is at least k_others_waiting and k_gap above
-  // its own.
+  // its own...
   static constexpr double k_outside = 0.6;
   static constexpr double k_others_waiting = 0.35;
   static constexpr double k_gap = 0.3;
+  // ...and above it by k_standard_errors of the rank's share, had it waited
+  // as often as the others: a balanced rank that lost the CPU for a few
+  // samples on a busy machine is chance, not a straggler, until the samples
+  // say otherwise (with the others waiting 65% of the time, a gap of 48
+  // points at 16 samples; from about 40 samples on, k_gap decides).
+  static constexpr double k_standard_errors = 4.0;
 
   // One reading of every rank; ranks whose stack could not be read are not
   // counted.

@@ -56,6 +56,11 @@ TEST_CASE("what no agent writes is refused, and text comes back printable", "[do
   auto back = node_answer_from_json(to_json(answer));
   REQUIRE(back);
   CHECK(back->ranks[0].threads[0].frames[0].function.find('\x1b') == std::string::npos);
+
+  // A function name within the 1024-byte limit that escapes to 4096 bytes is refused, so that
+  // what is kept reads back the same.
+  NodeAnswer escaping{.ranks = {a_rank(0, std::string(1024, '\x7f'))}, .not_at_store = {}};
+  CHECK_FALSE(node_answer_from_json(to_json(escaping)));
 }
 
 }  // namespace

@@ -154,5 +154,19 @@ TEST_CASE("text from the store comes back printable", "[rendezvous]") {
   CHECK(end->message == "x\\x1b[2Jy");
 }
 
+TEST_CASE("the length limit holds for the printable text kept, so it reads back the same",
+          "[rendezvous]") {
+  // 2000 DEL characters fit the 4096-byte limit but escape to 8000 bytes.
+  std::string dels(2000, '\x7f');
+  std::string written = R"({"reason":"failure","message":")" + dels + R"("})";
+  auto end = round_end_from_json(written);
+  REQUIRE_FALSE(end);
+  CHECK(end.error().message().find("once made printable") != std::string::npos);
+  auto fits =
+      round_end_from_json(R"({"reason":"failure","message":")" + dels.substr(0, 1024) + R"("})");
+  REQUIRE(fits);
+  CHECK(round_end_from_json(to_json(*fits)));
+}
+
 }  // namespace
 }  // namespace gangrun::rendezvous
