@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 // Whether options ask for the ssh start (--launcher ssh or pdsh, or a
 // hostfile naming other hosts; config/hosts_values.cpp decided). A usage
@@ -78,4 +78,4 @@ Expected<std::string> ssh_dry_run_for(const config::Options& options,
 Expected<int> run_through_ssh(const config::Options& options,
                               const std::vector<std::string>& arguments, const EnvMap& env);
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

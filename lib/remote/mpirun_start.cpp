@@ -1,12 +1,14 @@
-#include "agent/mpirun_start.hpp"
+#include "remote/mpirun_start.hpp"
 
-#include "agent/ssh_start.hpp"
-#include "agent/tool_start.hpp"
 #include "config/deepspeed_env_file.hpp"
 #include "config/hostfile.hpp"
 #include "config/option_names.hpp"
+#include "config/option_table.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/program.hpp"
+#include "remote/remote_start.hpp"
+#include "remote/ssh_start.hpp"
+#include "remote/tool_start.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
@@ -16,7 +18,7 @@
 #include <filesystem>
 #include <system_error>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 using config::Options;
 
@@ -45,7 +47,7 @@ Expected<std::vector<std::string>> command_for(const Options& options,
 
 }  // namespace
 
-bool starts_through_mpirun(const Options& options) {
+Expected<bool> starts_through_mpirun(const Options& options) {
   return options.launcher == Options::Launcher::openmpi && !options.hosts.hosts.empty();
 }
 
@@ -77,12 +79,13 @@ std::vector<std::string> mpirun_command(const Options& options, const std::strin
     if (i > 0) command.emplace_back(":");
     command.insert(command.end(), {"-np", "1", "--host", host.host});
     command.insert(command.end(), exports.begin(), exports.end());
-    command.insert(command.end(), {self, "--nproc_per_node", std::to_string(host.slots.size())});
+    command.insert(command.end(),
+                   {self, self_option(opt::nproc_per_node), std::to_string(host.slots.size())});
     if (auto include = config::device_include(host, options.accelerator))
-      command.insert(command.end(), {"--include", *include});
+      command.insert(command.end(), {self_option(opt::include), *include});
     // On the command line, above the id each task would read from Open
     // MPI's variables: the same on every host, and shown in the dry run.
-    if (run_id) command.insert(command.end(), {"--rdzv_id", *run_id});
+    if (run_id) command.insert(command.end(), {self_option(opt::rdzv_id), *run_id});
     command.insert(command.end(), remote_args.begin(), remote_args.end());
   }
   return command;
@@ -98,9 +101,9 @@ Expected<std::string> mpirun_dry_run_for(const Options& options,
   return "gangrun dry run: gangrun would start itself on " +
          std::to_string(options.hosts.hosts.size()) + " host(s) through mpirun, " +
          hosts_origin(options) + ", one task per host:\n  " + strings::shell_join(*command) +
-         "\n(Each task reads its node rank from mpirun's variables; run with --dry-run under "
-         "mpirun, it prints its own node's dry run.)\n" +
-         fresh_run_id_note(run_id);
+         "\n(Each task reads its node rank from mpirun's variables; run with " +
+         self_option(config::dash_case(opt::dry_run)) +
+         " under mpirun, it prints its own node's dry run.)\n" + fresh_run_id_note(run_id);
 }
 
 Expected<int> run_through_mpirun(const Options& options, const std::vector<std::string>& arguments,
@@ -132,4 +135,4 @@ Expected<int> run_through_mpirun(const Options& options, const std::vector<std::
   return statuses->statuses.front().shell_code();
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

@@ -1,9 +1,10 @@
-#include "agent/srun_start.hpp"
+#include "remote/srun_start.hpp"
 
-#include "agent/tool_start.hpp"
 #include "config/option_names.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/program.hpp"
+#include "remote/remote_start.hpp"
+#include "remote/tool_start.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
@@ -12,7 +13,7 @@
 #include <optional>
 #include <string_view>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 using config::Options;
 
@@ -30,7 +31,7 @@ std::optional<std::string> placed_by_user(const Options& options, std::string_vi
   const Options::Origin* origin = options.user_origin(name);
   if (!origin) return std::nullopt;
   if (name == config::opt::standalone && !options.standalone) return std::nullopt;
-  return "--" + std::string(name) + " (" + config::to_string(origin->source) + ")";
+  return self_option(name) + " (" + config::to_string(origin->source) + ")";
 }
 
 }  // namespace
@@ -47,17 +48,18 @@ Expected<bool> starts_through_srun(const Options& options) {
     if ((placed = placed_by_user(options, name))) break;
   }
   if (options.launcher == Options::Launcher::slurm) {
+    const std::string launcher_slurm = self_option(config::opt::launcher) + " slurm";
     if (job.place == slurm::Place::step) {
-      return fail_usage(
-          "--launcher slurm starts gangrun on every node through srun, but this gangrun already "
-          "runs in an srun step (SLURM_STEP_ID=" +
-          strings::printable(job.step_id->value) +
-          "); drop --launcher slurm (inside a step gangrun reads the step's nodes itself)");
+      return fail_usage(launcher_slurm +
+                        " starts gangrun on every node through srun, but this gangrun already "
+                        "runs in an srun step (SLURM_STEP_ID=" +
+                        strings::printable(job.step_id->value) + "); drop " + launcher_slurm +
+                        " (inside a step gangrun reads the step's nodes itself)");
     }
     if (placed) {
-      return fail_usage("--launcher slurm places every node through srun, so " + *placed +
-                        " has no place here; drop it, or use --launcher local to place this node "
-                        "yourself");
+      return fail_usage(launcher_slurm + " places every node through srun, so " + *placed +
+                        " has no place here; drop it, or use " +
+                        self_option(config::opt::launcher) + " local to place this node yourself");
     }
     return true;
   }
@@ -95,6 +97,12 @@ std::string srun_dry_run_text(const std::vector<std::string>& command) {
          "run.)\n";
 }
 
+Expected<std::string> srun_dry_run_for(const Options& options,
+                                       const std::vector<std::string>& arguments,
+                                       const EnvMap& /*env*/) {
+  return srun_dry_run_text(srun_command(options, "srun", "gangrun", arguments));
+}
+
 Expected<int> run_through_srun(const Options& options, const std::vector<std::string>& arguments,
                                const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
@@ -119,4 +127,4 @@ Expected<int> run_through_srun(const Options& options, const std::vector<std::st
   return statuses->statuses.front().shell_code();
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

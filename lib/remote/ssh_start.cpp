@@ -1,12 +1,13 @@
-#include "agent/ssh_start.hpp"
+#include "remote/ssh_start.hpp"
 
-#include "agent/tool_start.hpp"
 #include "config/deepspeed_env_file.hpp"
 #include "config/hostfile.hpp"
 #include "config/option_names.hpp"
 #include "config/option_table.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/program.hpp"
+#include "remote/remote_start.hpp"
+#include "remote/tool_start.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
 
@@ -17,7 +18,7 @@
 #include <filesystem>
 #include <system_error>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 using config::Options;
 
@@ -64,12 +65,11 @@ std::string remote_script(const std::string& cwd, const std::string& command) {
 Expected<bool> starts_through_ssh(const Options& options) {
   if (options.launcher != Options::Launcher::ssh) return false;
   if (options.slurm_job && options.user_origin(opt::launcher) == nullptr) {
-    return fail_usage(
-        "-H/--hostfile names hosts to reach over ssh, and this gangrun runs in "
-        "Slurm job " +
-        options.slurm_job->job_id.value +
-        ", which gives nodes too: give --launcher ssh to use the hostfile, or drop "
-        "it to use the allocation");
+    return fail_usage("-H/" + self_option(opt::hostfile) +
+                      " names hosts to reach over ssh, and this gangrun runs in Slurm job " +
+                      options.slurm_job->job_id.value + ", which gives nodes too: give " +
+                      self_option(opt::launcher) +
+                      " ssh to use the hostfile, or drop it to use the allocation");
   }
   return true;
 }
@@ -129,15 +129,17 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                                 : hosts.front().host;
   std::vector<std::string> copy = {"env"};
   for (const auto& [name, value] : exported) copy.push_back(name + "=" + value);
-  copy.insert(copy.end(), {self, "--launcher", "local", "--nnodes", std::to_string(hosts.size()),
-                           "--node_rank", std::to_string(index), "--master_addr", master_addr,
-                           "--master_port", std::to_string(options.master_port.value_or(29500)),
-                           "--nproc_per_node", std::to_string(host.slots.size())});
+  copy.insert(copy.end(),
+              {self, self_option(opt::launcher), "local", self_option(opt::nnodes),
+               std::to_string(hosts.size()), self_option(opt::node_rank), std::to_string(index),
+               self_option(opt::master_addr), master_addr, self_option(opt::master_port),
+               std::to_string(options.master_port.value_or(29500)),
+               self_option(opt::nproc_per_node), std::to_string(host.slots.size())});
   if (auto include = config::device_include(host, options.accelerator))
-    copy.insert(copy.end(), {"--include", *include});
+    copy.insert(copy.end(), {self_option(opt::include), *include});
   // One run id names the run on every host (run_id_for_hosts); one the
   // user's command line gave travels in the remote arguments.
-  if (run_id) copy.insert(copy.end(), {"--rdzv_id", *run_id});
+  if (run_id) copy.insert(copy.end(), {self_option(opt::rdzv_id), *run_id});
   copy.insert(copy.end(), remote_args.begin(), remote_args.end());
 
   std::vector<std::string> command = {ssh, "-o", "BatchMode=yes"};
@@ -153,7 +155,8 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
 
 std::string hosts_origin(const Options& options) {
   const std::optional<schedulers::Job>& job = options.scheduler_job;
-  if (options.hosts.hostfile || !job) return "-H/--hostfile " + options.hosts.hostfile.value_or("");
+  if (options.hosts.hostfile || !job)
+    return "-H/" + self_option(opt::hostfile) + " " + options.hosts.hostfile.value_or("");
   std::string id = job->job_id ? " " + strings::printable(job->job_id->value) : "";
   return "the hosts of " + job->system + " job" + id + " (" + job->hosts_origin + ")";
 }
@@ -246,4 +249,4 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   return unreachable ? exit_codes::k_store : job_code;
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

@@ -1,7 +1,8 @@
-#include "agent/tool_start.hpp"
+#include "remote/tool_start.hpp"
 
 #include "config/option_names.hpp"
 #include "launch/job_secret.hpp"
+#include "remote/remote_start.hpp"
 #include "rendezvous/signing.hpp"
 #include "supervise/shim_spawner.hpp"
 #include "util/exit_codes.hpp"
@@ -19,7 +20,7 @@
 #include <optional>
 #include <random>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 namespace asio = boost::asio;
 
@@ -150,8 +151,8 @@ std::optional<HostsRunId> run_id_for_hosts(const config::Options& options) {
 std::string fresh_run_id_note(const std::optional<HostsRunId>& run_id) {
   if (!run_id || !run_id->fresh) return "";
   return "(The run id " + run_id->value +
-         " was drawn for this dry run; each run draws its own, the same on every host. Give "
-         "--rdzv_id ID to choose it.)\n";
+         " was drawn for this dry run; each run draws its own, the same on every host. Give " +
+         self_option(config::opt::rdzv_id) + " ID to choose it.)\n";
 }
 
 Expected<std::string> job_secret_for_hosts(const EnvMap& env) {
@@ -160,4 +161,4 @@ Expected<std::string> job_secret_for_hosts(const EnvMap& env) {
   return rendezvous::new_job_secret();
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

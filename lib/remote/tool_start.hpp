@@ -4,7 +4,7 @@
 // under its shim, the same teardown, reaping and stray collection; what
 // differs is only how each tool is asked to stop, and that signals to this
 // gangrun become what the tools understand. The tools' exit statuses come
-// back. Shared by srun_start and ssh_start.
+// back. Shared by srun_start, ssh_start and mpirun_start.
 #pragma once
 
 #include "config/options.hpp"
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 // How the job on the other nodes is told to stop.
 enum class StopBy {
@@ -124,4 +124,4 @@ std::string fresh_run_id_note(const std::optional<HostsRunId>& run_id);
 // This gangrun's own executable (/proc/self/exe); "" when unreadable.
 std::string path_of_self();
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote
