@@ -1,7 +1,6 @@
 #include "remote/srun_start.hpp"
 
 #include "config/option_names.hpp"
-#include "launch/job_secret.hpp"
 #include "launch/program.hpp"
 #include "remote/remote_start.hpp"
 #include "remote/tool_start.hpp"
@@ -107,23 +106,19 @@ Expected<int> run_through_srun(const Options& options, const std::vector<std::st
                                const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
   GANGRUN_TRY_ASSIGN(srun, launch::find_executable("srun", env, "Slurm's srun"));
-  // srun --export=ALL gives every task this environment; Slurm keeps it
-  // from other users.
-  EnvMap tool_env = env;
-  tool_env.erase(std::string(launch::k_job_secret_file_variable));
-  tool_env[std::string(launch::k_job_secret_variable)] = *secret;
-  std::string self = path_of_self();
-  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
-  std::vector<std::string> command = srun_command(options, *srun, self, arguments);
+  GANGRUN_TRY_ASSIGN(self, self_for_run());
+  std::vector<std::string> command = srun_command(options, *srun, *self, arguments);
   spdlog::info("starting gangrun on {} nodes of Slurm job {}: {}", options.nnodes,
                options.slurm_job->job_id.value, strings::join(command, " "));
   // srun forwards TERM to every task (its own answer to one INT is only a
   // status line), and USR1/USR2 are preemption notices for the scripts.
-  GANGRUN_TRY_ASSIGN(statuses,
-                     supervise_tools({ToolCommand{.name = "srun", .argv = command}}, tool_env,
-                                     ToolRun{.stop_by = StopBy::signal_term,
-                                             .first_stdin_line = "",
-                                             .pass_user_signals = true}));
+  // srun --export=ALL gives every task this environment; Slurm keeps it
+  // from other users.
+  GANGRUN_TRY_ASSIGN(statuses, supervise_tools({ToolCommand{.name = "srun", .argv = command}},
+                                               with_job_secret(env, *secret),
+                                               ToolRun{.stop_by = StopBy::signal_term,
+                                                       .first_stdin_line = "",
+                                                       .pass_user_signals = true}));
   return statuses->statuses.front().shell_code();
 }
 

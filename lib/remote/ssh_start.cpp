@@ -117,6 +117,21 @@ EnvMap exported_variables(const EnvMap& env, const std::string& cwd) {
   return exported;
 }
 
+Expected<EnvMap> variables_for_hosts(const EnvMap& env, const std::string& cwd) {
+  EnvMap exported = exported_variables(env, cwd);
+  GANGRUN_TRY_ASSIGN(from_files, config::read_deepspeed_env_files(env, cwd));
+  for (auto& [name, value] : *from_files) exported[name] = value;
+  return exported;
+}
+
+std::string hosts_and_slots(const Options& options) {
+  std::vector<std::string> names;
+  for (const config::HostSlots& host : options.hosts.hosts) {
+    names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
+  }
+  return strings::join(names, ", ");
+}
+
 std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                                      const std::string& ssh, const std::string& self,
                                      const std::vector<std::string>& remote_args,
@@ -180,14 +195,10 @@ Expected<std::vector<std::vector<std::string>>> every_command(
   std::error_code error;
   std::string cwd = std::filesystem::current_path(error).string();
   std::vector<std::string> remote_args = remote_arguments(arguments);
-  EnvMap exported = exported_variables(env, cwd);
-  // deepspeed adds the .deepspeed_env lines after the variables above, so
-  // theirs win.
-  GANGRUN_TRY_ASSIGN(from_files, config::read_deepspeed_env_files(env, cwd));
-  for (auto& [name, value] : *from_files) exported[name] = value;
+  GANGRUN_TRY_ASSIGN(exported, variables_for_hosts(env, cwd));
   std::vector<std::vector<std::string>> commands;
   for (std::size_t i = 0; i < options.hosts.hosts.size(); ++i) {
-    commands.push_back(ssh_command(options, i, ssh, self, remote_args, cwd, exported,
+    commands.push_back(ssh_command(options, i, ssh, self, remote_args, cwd, *exported,
                                    run_id ? std::optional(run_id->value) : std::nullopt));
   }
   return commands;
@@ -198,10 +209,9 @@ Expected<std::vector<std::vector<std::string>>> every_command(
 Expected<std::string> ssh_dry_run_for(const Options& options,
                                       const std::vector<std::string>& arguments,
                                       const EnvMap& env) {
-  std::string self = path_of_self();
   std::optional<HostsRunId> run_id = run_id_for_hosts(options);
-  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, "ssh",
-                                             self.empty() ? "gangrun" : self, run_id));
+  GANGRUN_TRY_ASSIGN(commands,
+                     every_command(options, arguments, env, "ssh", self_for_dry_run(), run_id));
   return ssh_dry_run_text(*commands, hosts_origin(options)) + fresh_run_id_note(run_id);
 }
 
@@ -209,16 +219,11 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
                               const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
   GANGRUN_TRY_ASSIGN(ssh, launch::find_executable("ssh", env, "OpenSSH's ssh"));
-  std::string self = path_of_self();
-  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
+  GANGRUN_TRY_ASSIGN(self, self_for_run());
   std::optional<HostsRunId> run_id = run_id_for_hosts(options);
-  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, *ssh, self, run_id));
-  std::vector<std::string> names;
-  for (const config::HostSlots& host : options.hosts.hosts) {
-    names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
-  }
-  spdlog::info("starting gangrun over ssh on {} hosts (workers), {}: {}", names.size(),
-               hosts_origin(options), strings::join(names, ", "));
+  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, *ssh, *self, run_id));
+  spdlog::info("starting gangrun over ssh on {} hosts (workers), {}: {}",
+               options.hosts.hosts.size(), hosts_origin(options), hosts_and_slots(options));
   std::vector<ToolCommand> tools;
   for (std::size_t i = 0; i < commands->size(); ++i) {
     tools.push_back({.name = "ssh to " + options.hosts.hosts[i].host, .argv = (*commands)[i]});

@@ -40,6 +40,16 @@ std::vector<std::string> remote_arguments(const std::vector<std::string>& argume
 // config/deepspeed_env_file.hpp.)
 EnvMap exported_variables(const EnvMap& env, const std::string& cwd);
 
+// What the copies on every host get (over ssh or through mpirun):
+// exported_variables(), then the lines of the .deepspeed_env files
+// (config/deepspeed_env_file.hpp), which win, as deepspeed adds them after.
+// Errors: a .deepspeed_env file that cannot be read.
+Expected<EnvMap> variables_for_hosts(const EnvMap& env, const std::string& cwd);
+
+// "node1 (2), node2 (4)": every host and its worker count, for the line
+// that says where the job starts.
+std::string hosts_and_slots(const config::Options& options);
+
 // The ssh command line for host `index` of options.hosts.hosts, argv[0] =
 // ssh's path: `ssh -o BatchMode=yes [-p PORT] LAUNCHER_ARGS HOST 'sh -c
 // SCRIPT'`, where SCRIPT enters cwd and runs `env VARS self --launcher

@@ -46,6 +46,24 @@ std::string path_of_self() {
   return std::string(buffer.data(), static_cast<std::size_t>(length));
 }
 
+Expected<std::string> self_for_run() {
+  std::string self = path_of_self();
+  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
+  return self;
+}
+
+std::string self_for_dry_run() {
+  std::string self = path_of_self();
+  return self.empty() ? "gangrun" : self;
+}
+
+EnvMap with_job_secret(const EnvMap& env, const std::string& secret) {
+  EnvMap tool_env = env;
+  tool_env.erase(std::string(launch::k_job_secret_file_variable));
+  tool_env[std::string(launch::k_job_secret_variable)] = secret;
+  return tool_env;
+}
+
 ToolGang::ToolGang(asio::io_context& io, supervise::Spawner& spawner, const ToolRun& how)
     : spawner_(spawner), how_(how), gang_(io, console_, spawner, tool_gang_settings(how)) {}
 

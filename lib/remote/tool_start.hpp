@@ -123,5 +123,14 @@ std::string fresh_run_id_note(const std::optional<HostsRunId>& run_id);
 
 // This gangrun's own executable (/proc/self/exe); "" when unreadable.
 std::string path_of_self();
+// path_of_self() for the commands a run starts: an error when unreadable.
+Expected<std::string> self_for_run();
+// path_of_self() for a dry run's text: "gangrun" when unreadable.
+std::string self_for_dry_run();
+
+// env for a tool that hands the job's secret to every copy by variable
+// (srun --export=ALL, mpirun -x): GANGRUN_JOB_SECRET set to secret, no
+// GANGRUN_JOB_SECRET_FILE (a path the other hosts need not have).
+EnvMap with_job_secret(const EnvMap& env, const std::string& secret);
 
 }  // namespace gangrun::remote
