@@ -1,9 +1,6 @@
 #include "commands/launch_command.hpp"
 
-#include "agent/mpirun_start.hpp"
 #include "agent/node_agent.hpp"
-#include "agent/srun_start.hpp"
-#include "agent/ssh_start.hpp"
 #include "commands/preflight_command.hpp"
 #include "launch/dialects/accelerate.hpp"
 #include "launch/dialects/omp_threads.hpp"
@@ -11,8 +8,8 @@
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
-#include "launch/program.hpp"
 #include "logging/logging.hpp"
+#include "remote/remote_start.hpp"
 #include "report/run_report.hpp"
 #include "util/exit_codes.hpp"
 
@@ -52,50 +49,6 @@ void print_dry_run(const launch::LaunchPlan& plan, const config::Options& option
   }
 }
 
-// Before gangrun starts itself on other nodes, what this node can check of
-// the launch each of them will make: the program every worker runs (the
-// nodes share the working directory and the script). A misspelled script is
-// then one error here, not one from each of N remote agents after they
-// started. Devices are each node's own and are checked there.
-Expected<void> check_before_starting_remotely(const config::Options& options, const EnvMap& env) {
-  GANGRUN_TRY(launch::resolve_program(options, env));
-  return {};
-}
-
-// The batch form under Slurm (agent/srun_start.hpp).
-Expected<int> run_on_every_node(const config::LaunchRequest& request, const EnvMap& env) {
-  GANGRUN_TRY(check_before_starting_remotely(request.options, env));
-  if (request.options.dry_run) {
-    std::cout << agent::srun_dry_run_text(
-        agent::srun_command(request.options, "srun", "gangrun", request.arguments));
-    return exit_codes::k_success;
-  }
-  return agent::run_through_srun(request.options, request.arguments, env);
-}
-
-// Hostfiles over ssh (agent/ssh_start.hpp).
-Expected<int> run_on_every_host(const config::LaunchRequest& request, const EnvMap& env) {
-  GANGRUN_TRY(check_before_starting_remotely(request.options, env));
-  if (request.options.dry_run) {
-    GANGRUN_TRY_ASSIGN(text, agent::ssh_dry_run_for(request.options, request.arguments, env));
-    std::cout << *text;
-    return exit_codes::k_success;
-  }
-  return agent::run_through_ssh(request.options, request.arguments, env);
-}
-
-// deepspeed's --launcher openmpi and accelerate's --mpirun_hostfile
-// (agent/mpirun_start.hpp).
-Expected<int> run_through_mpirun(const config::LaunchRequest& request, const EnvMap& env) {
-  GANGRUN_TRY(check_before_starting_remotely(request.options, env));
-  if (request.options.dry_run) {
-    GANGRUN_TRY_ASSIGN(text, agent::mpirun_dry_run_for(request.options, request.arguments, env));
-    std::cout << *text;
-    return exit_codes::k_success;
-  }
-  return agent::run_through_mpirun(request.options, request.arguments, env);
-}
-
 }  // namespace
 
 [[noreturn]] void die_by_signal(int signal_number) {
@@ -113,11 +66,10 @@ Expected<int> run_through_mpirun(const config::LaunchRequest& request, const Env
 Expected<int> run_launch_command(const config::LaunchRequest& request, const EnvMap& env) {
   const config::Options& options = request.options;
   logging::setup_logging(options.verbosity, options.color);
-  GANGRUN_TRY_ASSIGN(through_srun, agent::starts_through_srun(options));
-  if (*through_srun) return run_on_every_node(request, env);
-  GANGRUN_TRY_ASSIGN(through_ssh, agent::starts_through_ssh(options));
-  if (*through_ssh) return run_on_every_host(request, env);
-  if (agent::starts_through_mpirun(options)) return run_through_mpirun(request, env);
+  // A job gangrun starts on other nodes itself (remote/remote_start.hpp).
+  GANGRUN_TRY_ASSIGN(remote_code,
+                     remote::start_remotely(options, request.arguments, env, std::cout));
+  if (*remote_code) return **remote_code;
   if (options.preflight && !options.dry_run) {
     GANGRUN_TRY_ASSIGN(checked, preflight_before_launch(options, env));
     if (*checked != exit_codes::k_success) return *checked;

@@ -1,9 +1,6 @@
 #include "commands/preflight_command.hpp"
 
 #include "agent/node_agent.hpp"
-#include "agent/srun_start.hpp"
-#include "agent/ssh_start.hpp"
-#include "agent/tool_start.hpp"
 #include "commands/launch_command.hpp"
 #include "launch/files.hpp"
 #include "launch/job_secret.hpp"
@@ -16,6 +13,8 @@
 #include "preflight/report_text.hpp"
 #include "preflight/sealing.hpp"
 #include "preflight/worker_script.hpp"
+#include "remote/remote_start.hpp"
+#include "remote/tool_start.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
 
@@ -147,7 +146,7 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   GANGRUN_TRY(launch::check_store_host_resolves(*plan));
   bool nccl = plan->devices && plan->devices->kind == accel::DeviceKind::cuda &&
               !plan->devices->selected.empty();
-  std::string self = agent::path_of_self();
+  std::string self = remote::path_of_self();
   plan->host_env["GANGRUN_PREFLIGHT_GANGRUN"] = self.empty() ? "gangrun" : self;
   plan->host_env["GANGRUN_PREFLIGHT_RESULT"] = answer_path;
   plan->host_env["GANGRUN_PREFLIGHT_TIMEOUT"] = std::to_string(options.preflight_timeout);
@@ -202,10 +201,10 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
 Expected<int> run_preflight_command(const config::PreflightRequest& request, const EnvMap& env) {
   const config::Options& options = request.options;
   logging::setup_logging(options.verbosity, options.color);
-  GANGRUN_TRY_ASSIGN(through_srun, agent::starts_through_srun(options));
-  if (*through_srun) return agent::run_through_srun(options, request.arguments, env);
-  GANGRUN_TRY_ASSIGN(through_ssh, agent::starts_through_ssh(options));
-  if (*through_ssh) return agent::run_through_ssh(options, request.arguments, env);
+  GANGRUN_TRY_ASSIGN(remote_start, remote::remote_start_for(options));
+  if (*remote_start && (*remote_start)->runs_preflight) {
+    return (*remote_start)->run(options, request.arguments, env);
+  }
   if (options.dry_run) {
     return fail_usage(
         "gangrun preflight --dry-run: a dry run of the job is gangrun --dry-run "

@@ -171,7 +171,7 @@ Expected<void> refuse_what_cannot_be_honoured(const Reader& read) {
 }
 
 // accelerate's --mpirun_hostfile FILE: gangrun starts itself through Open
-// MPI's mpirun on the hosts of FILE (agent/mpirun_start.hpp), as with -H
+// MPI's mpirun on the hosts of FILE (remote/mpirun_start.hpp), as with -H
 // FILE --launcher openmpi; the hosts are read with -H's.
 Expected<void> take_mpirun_hostfile(const Reader& read, Options& o) {
   const LayeredValue* file = read.given(opt::mpirun_hostfile);

@@ -17,7 +17,7 @@ Expected<Options::Launcher> parse_launcher(std::string_view text) {
   // is what gangrun's ssh start does.
   if (word == "ssh" || word == "pdsh") return Options::Launcher::ssh;
   // deepspeed's openmpi runs mpirun over the hostfile's hosts; gangrun
-  // starts itself through it, one task per host (agent/mpirun_start.hpp).
+  // starts itself through it, one task per host (remote/mpirun_start.hpp).
   if (word == "openmpi") return Options::Launcher::openmpi;
   if (word == "mvapich" || word == "impi" || word == "mpich") {
     return fail_usage(strings::quoted(text) +

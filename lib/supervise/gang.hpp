@@ -1,6 +1,6 @@
 // The gang supervisor: one attempt of a set of processes as a unit, the
 // node agent's workers or the tools that start gangrun on other nodes
-// (agent/tool_start.hpp: srun, ssh). Single-threaded: everything happens in
+// (remote/tool_start.hpp: srun, ssh). Single-threaded: everything happens in
 // handlers on its owner's io_context. Every signal reaches a worker through
 // its supervisor (the shim, supervise/shim.hpp), which alone may reap it:
 // gangrun never signals a pid that may have been reused.

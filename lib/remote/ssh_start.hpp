@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 // Whether options ask for the ssh start (--launcher ssh or pdsh, or a
 // hostfile naming other hosts; config/hosts_values.cpp decided). A usage
@@ -39,6 +39,16 @@ std::vector<std::string> remote_arguments(const std::vector<std::string>& argume
 // `cwd` in front. (run_through_ssh adds the .deepspeed_env files' lines,
 // config/deepspeed_env_file.hpp.)
 EnvMap exported_variables(const EnvMap& env, const std::string& cwd);
+
+// What the copies on every host get (over ssh or through mpirun):
+// exported_variables(), then the lines of the .deepspeed_env files
+// (config/deepspeed_env_file.hpp), which win, as deepspeed adds them after.
+// Errors: a .deepspeed_env file that cannot be read.
+Expected<EnvMap> variables_for_hosts(const EnvMap& env, const std::string& cwd);
+
+// "node1 (2), node2 (4)": every host and its worker count, for the line
+// that says where the job starts.
+std::string hosts_and_slots(const config::Options& options);
 
 // The ssh command line for host `index` of options.hosts.hosts, argv[0] =
 // ssh's path: `ssh -o BatchMode=yes [-p PORT] LAUNCHER_ARGS HOST 'sh -c
@@ -78,4 +88,4 @@ Expected<std::string> ssh_dry_run_for(const config::Options& options,
 Expected<int> run_through_ssh(const config::Options& options,
                               const std::vector<std::string>& arguments, const EnvMap& env);
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

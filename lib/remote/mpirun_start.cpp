@@ -1,12 +1,13 @@
-#include "agent/mpirun_start.hpp"
+#include "remote/mpirun_start.hpp"
 
-#include "agent/ssh_start.hpp"
-#include "agent/tool_start.hpp"
-#include "config/deepspeed_env_file.hpp"
 #include "config/hostfile.hpp"
 #include "config/option_names.hpp"
+#include "config/option_table.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/program.hpp"
+#include "remote/remote_start.hpp"
+#include "remote/ssh_start.hpp"
+#include "remote/tool_start.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
@@ -16,7 +17,7 @@
 #include <filesystem>
 #include <system_error>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 using config::Options;
 
@@ -34,18 +35,14 @@ Expected<std::vector<std::string>> command_for(const Options& options,
                                                const std::optional<HostsRunId>& run_id) {
   std::error_code error;
   std::string cwd = std::filesystem::current_path(error).string();
-  EnvMap exported = exported_variables(env, cwd);
-  // deepspeed adds the .deepspeed_env lines after the variables above, so
-  // theirs win.
-  GANGRUN_TRY_ASSIGN(from_files, config::read_deepspeed_env_files(env, cwd));
-  for (auto& [name, value] : *from_files) exported[name] = value;
-  return mpirun_command(options, mpirun, self, remote_arguments(arguments), cwd, exported,
+  GANGRUN_TRY_ASSIGN(exported, variables_for_hosts(env, cwd));
+  return mpirun_command(options, mpirun, self, remote_arguments(arguments), cwd, *exported,
                         ::geteuid() == 0, run_id ? std::optional(run_id->value) : std::nullopt);
 }
 
 }  // namespace
 
-bool starts_through_mpirun(const Options& options) {
+Expected<bool> starts_through_mpirun(const Options& options) {
   return options.launcher == Options::Launcher::openmpi && !options.hosts.hosts.empty();
 }
 
@@ -77,12 +74,13 @@ std::vector<std::string> mpirun_command(const Options& options, const std::strin
     if (i > 0) command.emplace_back(":");
     command.insert(command.end(), {"-np", "1", "--host", host.host});
     command.insert(command.end(), exports.begin(), exports.end());
-    command.insert(command.end(), {self, "--nproc_per_node", std::to_string(host.slots.size())});
+    command.insert(command.end(),
+                   {self, self_option(opt::nproc_per_node), std::to_string(host.slots.size())});
     if (auto include = config::device_include(host, options.accelerator))
-      command.insert(command.end(), {"--include", *include});
+      command.insert(command.end(), {self_option(opt::include), *include});
     // On the command line, above the id each task would read from Open
     // MPI's variables: the same on every host, and shown in the dry run.
-    if (run_id) command.insert(command.end(), {"--rdzv_id", *run_id});
+    if (run_id) command.insert(command.end(), {self_option(opt::rdzv_id), *run_id});
     command.insert(command.end(), remote_args.begin(), remote_args.end());
   }
   return command;
@@ -91,45 +89,36 @@ std::vector<std::string> mpirun_command(const Options& options, const std::strin
 Expected<std::string> mpirun_dry_run_for(const Options& options,
                                          const std::vector<std::string>& arguments,
                                          const EnvMap& env) {
-  std::string self = path_of_self();
   std::optional<HostsRunId> run_id = run_id_for_hosts(options);
-  GANGRUN_TRY_ASSIGN(command, command_for(options, arguments, env, "mpirun",
-                                          self.empty() ? "gangrun" : self, run_id));
+  GANGRUN_TRY_ASSIGN(command,
+                     command_for(options, arguments, env, "mpirun", self_for_dry_run(), run_id));
   return "gangrun dry run: gangrun would start itself on " +
          std::to_string(options.hosts.hosts.size()) + " host(s) through mpirun, " +
          hosts_origin(options) + ", one task per host:\n  " + strings::shell_join(*command) +
-         "\n(Each task reads its node rank from mpirun's variables; run with --dry-run under "
-         "mpirun, it prints its own node's dry run.)\n" +
-         fresh_run_id_note(run_id);
+         "\n(Each task reads its node rank from mpirun's variables; run with " +
+         self_option(config::dash_case(opt::dry_run)) +
+         " under mpirun, it prints its own node's dry run.)\n" + fresh_run_id_note(run_id);
 }
 
 Expected<int> run_through_mpirun(const Options& options, const std::vector<std::string>& arguments,
                                  const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
   GANGRUN_TRY_ASSIGN(mpirun, launch::find_executable("mpirun", env, "Open MPI's mpirun"));
-  std::string self = path_of_self();
-  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
+  GANGRUN_TRY_ASSIGN(self, self_for_run());
   GANGRUN_TRY_ASSIGN(
-      command, command_for(options, arguments, env, *mpirun, self, run_id_for_hosts(options)));
-  // mpirun exports the secret by name (-x) from this environment, which
-  // only mpirun gets.
-  EnvMap tool_env = env;
-  tool_env.erase(std::string(launch::k_job_secret_file_variable));
-  tool_env[std::string(launch::k_job_secret_variable)] = *secret;
-  std::vector<std::string> names;
-  for (const config::HostSlots& host : options.hosts.hosts) {
-    names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
-  }
-  spdlog::info("starting gangrun through mpirun on {} hosts (workers), {}: {}", names.size(),
-               hosts_origin(options), strings::join(names, ", "));
+      command, command_for(options, arguments, env, *mpirun, *self, run_id_for_hosts(options)));
+  spdlog::info("starting gangrun through mpirun on {} hosts (workers), {}: {}",
+               options.hosts.hosts.size(), hosts_origin(options), hosts_and_slots(options));
   // mpirun passes TERM to every task (and USR1/USR2, preemption notices for
   // the scripts); a second TERM while it stops makes it kill them.
-  GANGRUN_TRY_ASSIGN(statuses,
-                     supervise_tools({ToolCommand{.name = "mpirun", .argv = *command}}, tool_env,
-                                     ToolRun{.stop_by = StopBy::signal_term,
-                                             .first_stdin_line = "",
-                                             .pass_user_signals = true}));
+  // mpirun exports the secret by name (-x) from its own environment, which
+  // only mpirun gets.
+  GANGRUN_TRY_ASSIGN(statuses, supervise_tools({ToolCommand{.name = "mpirun", .argv = *command}},
+                                               with_job_secret(env, *secret),
+                                               ToolRun{.stop_by = StopBy::signal_term,
+                                                       .first_stdin_line = "",
+                                                       .pass_user_signals = true}));
   return statuses->statuses.front().shell_code();
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

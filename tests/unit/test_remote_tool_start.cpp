@@ -2,8 +2,8 @@
 // gang through the fake spawner (fake_spawner.hpp): no process is started.
 // Each test turns the loop until the event it waits for, then makes the
 // next one happen (a signal, a tool's exit).
-#include "agent/tool_start.hpp"
 #include "fake_spawner.hpp"
+#include "remote/tool_start.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
@@ -13,11 +13,11 @@
 #include <optional>
 
 using Catch::Matchers::Contains;
-using gangrun::agent::StopBy;
-using gangrun::agent::ToolCommand;
-using gangrun::agent::ToolGang;
-using gangrun::agent::ToolRun;
-using gangrun::agent::ToolsEnded;
+using gangrun::remote::StopBy;
+using gangrun::remote::ToolCommand;
+using gangrun::remote::ToolGang;
+using gangrun::remote::ToolRun;
+using gangrun::remote::ToolsEnded;
 using gangrun::supervise::ExitStatus;
 using gangrun::testing::FakeSpawner;
 using Journal = std::vector<std::string>;
@@ -102,7 +102,7 @@ struct Rig {
 }  // namespace
 
 TEST_CASE("tools: srun gets SIGTERM for every stop signal, and its status comes back",
-          "[agent][tools]") {
+          "[remote][tools]") {
   Rig rig(srun_like());
   rig.start(1);
   CHECK_FALSE(rig.spawner.stdin_of(0));  // srun reads gangrun's own stdin
@@ -116,7 +116,7 @@ TEST_CASE("tools: srun gets SIGTERM for every stop signal, and its status comes 
   CHECK(rig.entries("end_tree") == Journal{"end_tree 0"});
 }
 
-TEST_CASE("tools: a second stop signal is SIGTERM again, never SIGKILL", "[agent][tools]") {
+TEST_CASE("tools: a second stop signal is SIGTERM again, never SIGKILL", "[remote][tools]") {
   Rig rig(srun_like());
   rig.spawner.workers_ignore_stop = true;
   rig.start(1);
@@ -130,7 +130,7 @@ TEST_CASE("tools: a second stop signal is SIGTERM again, never SIGKILL", "[agent
   CHECK(ended->statuses.front().shell_code() == 143);
 }
 
-TEST_CASE("tools: USR1 and USR2 reach srun, and are not passed over ssh", "[agent][tools]") {
+TEST_CASE("tools: USR1 and USR2 reach srun, and are not passed over ssh", "[remote][tools]") {
   SECTION("srun") {
     Rig rig(srun_like());
     rig.start(1);
@@ -159,7 +159,7 @@ TEST_CASE("tools: USR1 and USR2 reach srun, and are not passed over ssh", "[agen
 }
 
 TEST_CASE("tools: ssh's first stdin line is the secret, and a stop closes stdin",
-          "[agent][tools]") {
+          "[remote][tools]") {
   Rig rig(ssh_like());
   rig.start(2);
   for (std::size_t i = 0; i < 2; ++i) {
@@ -181,7 +181,7 @@ TEST_CASE("tools: ssh's first stdin line is the secret, and a stop closes stdin"
 }
 
 TEST_CASE("tools: a second stop signal while stopping by stdin sends SIGTERM to the tools",
-          "[agent][tools]") {
+          "[remote][tools]") {
   Rig rig(ssh_like());
   rig.start(2);
   rig.tools.on_signal(SIGINT);
@@ -195,7 +195,7 @@ TEST_CASE("tools: a second stop signal while stopping by stdin sends SIGTERM to 
 }
 
 TEST_CASE("tools: over ssh, one host failing stops the others by closing their stdin",
-          "[agent][tools]") {
+          "[remote][tools]") {
   Rig rig(ssh_like());
   rig.start(3);
   rig.spawner.exit(1, ExitStatus::exited_with(2));
@@ -213,7 +213,7 @@ TEST_CASE("tools: over ssh, one host failing stops the others by closing their s
 }
 
 TEST_CASE("tools: without stop_rest_on_failure the others run on after a failure",
-          "[agent][tools]") {
+          "[remote][tools]") {
   Rig rig(srun_like());
   rig.start(2);
   rig.spawner.exit(0, ExitStatus::exited_with(1));
@@ -227,7 +227,7 @@ TEST_CASE("tools: without stop_rest_on_failure the others run on after a failure
   CHECK(described(ended->statuses) == Journal{"exit code 1", "exit code 0"});
 }
 
-TEST_CASE("tools: a tool that cannot start stops the others and is the error", "[agent][tools]") {
+TEST_CASE("tools: a tool that cannot start stops the others and is the error", "[remote][tools]") {
   Rig rig(srun_like());
   rig.spawner.fail_start_at = 1;
   std::vector<ToolCommand> commands = {{.name = "a", .argv = {"/usr/bin/a"}},

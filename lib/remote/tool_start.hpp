@@ -4,7 +4,7 @@
 // under its shim, the same teardown, reaping and stray collection; what
 // differs is only how each tool is asked to stop, and that signals to this
 // gangrun become what the tools understand. The tools' exit statuses come
-// back. Shared by srun_start and ssh_start.
+// back. Shared by srun_start, ssh_start and mpirun_start.
 #pragma once
 
 #include "config/options.hpp"
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 // How the job on the other nodes is told to stop.
 enum class StopBy {
@@ -123,5 +123,14 @@ std::string fresh_run_id_note(const std::optional<HostsRunId>& run_id);
 
 // This gangrun's own executable (/proc/self/exe); "" when unreadable.
 std::string path_of_self();
+// path_of_self() for the commands a run starts: an error when unreadable.
+Expected<std::string> self_for_run();
+// path_of_self() for a dry run's text: "gangrun" when unreadable.
+std::string self_for_dry_run();
 
-}  // namespace gangrun::agent
+// env for a tool that hands the job's secret to every copy by variable
+// (srun --export=ALL, mpirun -x): GANGRUN_JOB_SECRET set to secret, no
+// GANGRUN_JOB_SECRET_FILE (a path the other hosts need not have).
+EnvMap with_job_secret(const EnvMap& env, const std::string& secret);
+
+}  // namespace gangrun::remote

@@ -1,12 +1,13 @@
-#include "agent/ssh_start.hpp"
+#include "remote/ssh_start.hpp"
 
-#include "agent/tool_start.hpp"
 #include "config/deepspeed_env_file.hpp"
 #include "config/hostfile.hpp"
 #include "config/option_names.hpp"
 #include "config/option_table.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/program.hpp"
+#include "remote/remote_start.hpp"
+#include "remote/tool_start.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
 
@@ -17,7 +18,7 @@
 #include <filesystem>
 #include <system_error>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 using config::Options;
 
@@ -64,12 +65,11 @@ std::string remote_script(const std::string& cwd, const std::string& command) {
 Expected<bool> starts_through_ssh(const Options& options) {
   if (options.launcher != Options::Launcher::ssh) return false;
   if (options.slurm_job && options.user_origin(opt::launcher) == nullptr) {
-    return fail_usage(
-        "-H/--hostfile names hosts to reach over ssh, and this gangrun runs in "
-        "Slurm job " +
-        options.slurm_job->job_id.value +
-        ", which gives nodes too: give --launcher ssh to use the hostfile, or drop "
-        "it to use the allocation");
+    return fail_usage("-H/" + self_option(opt::hostfile) +
+                      " names hosts to reach over ssh, and this gangrun runs in Slurm job " +
+                      options.slurm_job->job_id.value + ", which gives nodes too: give " +
+                      self_option(opt::launcher) +
+                      " ssh to use the hostfile, or drop it to use the allocation");
   }
   return true;
 }
@@ -117,6 +117,21 @@ EnvMap exported_variables(const EnvMap& env, const std::string& cwd) {
   return exported;
 }
 
+Expected<EnvMap> variables_for_hosts(const EnvMap& env, const std::string& cwd) {
+  EnvMap exported = exported_variables(env, cwd);
+  GANGRUN_TRY_ASSIGN(from_files, config::read_deepspeed_env_files(env, cwd));
+  for (auto& [name, value] : *from_files) exported[name] = value;
+  return exported;
+}
+
+std::string hosts_and_slots(const Options& options) {
+  std::vector<std::string> names;
+  for (const config::HostSlots& host : options.hosts.hosts) {
+    names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
+  }
+  return strings::join(names, ", ");
+}
+
 std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                                      const std::string& ssh, const std::string& self,
                                      const std::vector<std::string>& remote_args,
@@ -129,15 +144,17 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
                                 : hosts.front().host;
   std::vector<std::string> copy = {"env"};
   for (const auto& [name, value] : exported) copy.push_back(name + "=" + value);
-  copy.insert(copy.end(), {self, "--launcher", "local", "--nnodes", std::to_string(hosts.size()),
-                           "--node_rank", std::to_string(index), "--master_addr", master_addr,
-                           "--master_port", std::to_string(options.master_port.value_or(29500)),
-                           "--nproc_per_node", std::to_string(host.slots.size())});
+  copy.insert(copy.end(),
+              {self, self_option(opt::launcher), "local", self_option(opt::nnodes),
+               std::to_string(hosts.size()), self_option(opt::node_rank), std::to_string(index),
+               self_option(opt::master_addr), master_addr, self_option(opt::master_port),
+               std::to_string(options.master_port.value_or(29500)),
+               self_option(opt::nproc_per_node), std::to_string(host.slots.size())});
   if (auto include = config::device_include(host, options.accelerator))
-    copy.insert(copy.end(), {"--include", *include});
+    copy.insert(copy.end(), {self_option(opt::include), *include});
   // One run id names the run on every host (run_id_for_hosts); one the
   // user's command line gave travels in the remote arguments.
-  if (run_id) copy.insert(copy.end(), {"--rdzv_id", *run_id});
+  if (run_id) copy.insert(copy.end(), {self_option(opt::rdzv_id), *run_id});
   copy.insert(copy.end(), remote_args.begin(), remote_args.end());
 
   std::vector<std::string> command = {ssh, "-o", "BatchMode=yes"};
@@ -153,7 +170,8 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
 
 std::string hosts_origin(const Options& options) {
   const std::optional<schedulers::Job>& job = options.scheduler_job;
-  if (options.hosts.hostfile || !job) return "-H/--hostfile " + options.hosts.hostfile.value_or("");
+  if (options.hosts.hostfile || !job)
+    return "-H/" + self_option(opt::hostfile) + " " + options.hosts.hostfile.value_or("");
   std::string id = job->job_id ? " " + strings::printable(job->job_id->value) : "";
   return "the hosts of " + job->system + " job" + id + " (" + job->hosts_origin + ")";
 }
@@ -177,14 +195,10 @@ Expected<std::vector<std::vector<std::string>>> every_command(
   std::error_code error;
   std::string cwd = std::filesystem::current_path(error).string();
   std::vector<std::string> remote_args = remote_arguments(arguments);
-  EnvMap exported = exported_variables(env, cwd);
-  // deepspeed adds the .deepspeed_env lines after the variables above, so
-  // theirs win.
-  GANGRUN_TRY_ASSIGN(from_files, config::read_deepspeed_env_files(env, cwd));
-  for (auto& [name, value] : *from_files) exported[name] = value;
+  GANGRUN_TRY_ASSIGN(exported, variables_for_hosts(env, cwd));
   std::vector<std::vector<std::string>> commands;
   for (std::size_t i = 0; i < options.hosts.hosts.size(); ++i) {
-    commands.push_back(ssh_command(options, i, ssh, self, remote_args, cwd, exported,
+    commands.push_back(ssh_command(options, i, ssh, self, remote_args, cwd, *exported,
                                    run_id ? std::optional(run_id->value) : std::nullopt));
   }
   return commands;
@@ -195,10 +209,9 @@ Expected<std::vector<std::vector<std::string>>> every_command(
 Expected<std::string> ssh_dry_run_for(const Options& options,
                                       const std::vector<std::string>& arguments,
                                       const EnvMap& env) {
-  std::string self = path_of_self();
   std::optional<HostsRunId> run_id = run_id_for_hosts(options);
-  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, "ssh",
-                                             self.empty() ? "gangrun" : self, run_id));
+  GANGRUN_TRY_ASSIGN(commands,
+                     every_command(options, arguments, env, "ssh", self_for_dry_run(), run_id));
   return ssh_dry_run_text(*commands, hosts_origin(options)) + fresh_run_id_note(run_id);
 }
 
@@ -206,16 +219,11 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
                               const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
   GANGRUN_TRY_ASSIGN(ssh, launch::find_executable("ssh", env, "OpenSSH's ssh"));
-  std::string self = path_of_self();
-  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
+  GANGRUN_TRY_ASSIGN(self, self_for_run());
   std::optional<HostsRunId> run_id = run_id_for_hosts(options);
-  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, *ssh, self, run_id));
-  std::vector<std::string> names;
-  for (const config::HostSlots& host : options.hosts.hosts) {
-    names.push_back(host.host + " (" + std::to_string(host.slots.size()) + ")");
-  }
-  spdlog::info("starting gangrun over ssh on {} hosts (workers), {}: {}", names.size(),
-               hosts_origin(options), strings::join(names, ", "));
+  GANGRUN_TRY_ASSIGN(commands, every_command(options, arguments, env, *ssh, *self, run_id));
+  spdlog::info("starting gangrun over ssh on {} hosts (workers), {}: {}",
+               options.hosts.hosts.size(), hosts_origin(options), hosts_and_slots(options));
   std::vector<ToolCommand> tools;
   for (std::size_t i = 0; i < commands->size(); ++i) {
     tools.push_back({.name = "ssh to " + options.hosts.hosts[i].host, .argv = (*commands)[i]});
@@ -246,4 +254,4 @@ Expected<int> run_through_ssh(const Options& options, const std::vector<std::str
   return unreachable ? exit_codes::k_store : job_code;
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

@@ -1,10 +1,10 @@
 // The mpirun start: deepspeed's --launcher openmpi and accelerate's
 // --mpirun_hostfile choose it, and the mpirun command line gives each host
 // a task of its own, in hostfile order, with what the copies need.
-#include "agent/mpirun_start.hpp"
-#include "agent/ssh_start.hpp"
-#include "agent/tool_start.hpp"
 #include "config_test_support.hpp"
+#include "remote/mpirun_start.hpp"
+#include "remote/ssh_start.hpp"
+#include "remote/tool_start.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -18,15 +18,20 @@ namespace {
 
 using Catch::Matchers::Contains;
 using gangrun::EnvMap;
-using gangrun::agent::mpirun_command;
-using gangrun::agent::remote_arguments;
-using gangrun::agent::starts_through_mpirun;
 using gangrun::config::HostSlots;
 using gangrun::config::Options;
 using gangrun::config::test::launch;
 using gangrun::config::test::usage_error;
+using gangrun::remote::mpirun_command;
+using gangrun::remote::remote_arguments;
 
 using Words = std::vector<std::string>;
+
+bool through_mpirun(const Options& options) {
+  auto decided = gangrun::remote::starts_through_mpirun(options);
+  if (!decided) FAIL(decided.error().message());
+  return *decided;
+}
 
 struct Hostfile {
   std::filesystem::path dir;
@@ -74,7 +79,7 @@ bool has_pair(const Words& words, const std::string& first, const std::string& s
 
 }  // namespace
 
-TEST_CASE("mpirun start: one app context per host, in hostfile order", "[mpirun]") {
+TEST_CASE("mpirun start: one app context per host, in hostfile order", "[remote][mpirun]") {
   Options options = two_hosts();
   EnvMap exported = {{"PATH", "/usr/bin"}, {"PYTHONPATH", "/job"}};
   Words command =
@@ -123,28 +128,28 @@ TEST_CASE("mpirun start: one app context per host, in hostfile order", "[mpirun]
   }
 }
 
-TEST_CASE("mpirun start: the options that choose hosts are not passed on", "[mpirun]") {
+TEST_CASE("mpirun start: the options that choose hosts are not passed on", "[remote][mpirun]") {
   CHECK(remote_arguments({"--mpirun_hostfile", "hf", "--launcher", "openmpi", "--cpu", "t.py"}) ==
         Words{"--cpu", "t.py"});
 }
 
-TEST_CASE("mpirun start: chosen by --launcher openmpi and --mpirun_hostfile", "[mpirun]") {
+TEST_CASE("mpirun start: chosen by --launcher openmpi and --mpirun_hostfile", "[remote][mpirun]") {
   Hostfile file("node1 slots=2\nnode2 slots=2\n");
   Options deepspeed = launch({"--launcher", "openmpi", "-H", file.path, "train.py"});
   CHECK(deepspeed.launcher == Options::Launcher::openmpi);
   CHECK(deepspeed.nnodes == 2);
   CHECK(deepspeed.hosts.hosts == std::vector<HostSlots>{{"node1", {0, 1}}, {"node2", {0, 1}}});
-  CHECK(starts_through_mpirun(deepspeed));
+  CHECK(through_mpirun(deepspeed));
 
   Options accelerate = launch({"--mpirun_hostfile", file.path, "--cpu", "train.py"});
   CHECK(accelerate.launcher == Options::Launcher::openmpi);
   CHECK(accelerate.hosts.hostfile == file.path);
   CHECK(accelerate.hosts.hosts.size() == 2);
-  CHECK(starts_through_mpirun(accelerate));
+  CHECK(through_mpirun(accelerate));
 
   SECTION("a hostfile of this host alone still goes through mpirun") {
     Hostfile here("localhost slots=2\n");
-    CHECK(starts_through_mpirun(launch({"--launcher", "openmpi", "-H", here.path, "t.py"})));
+    CHECK(through_mpirun(launch({"--launcher", "openmpi", "-H", here.path, "t.py"})));
   }
   SECTION("without a hostfile, or with two, or with another launcher") {
     CHECK_THAT(usage_error({"--launcher", "openmpi", "train.py"}), Contains("-H/--hostfile FILE"));
@@ -161,17 +166,17 @@ TEST_CASE("mpirun start: chosen by --launcher openmpi and --mpirun_hostfile", "[
 }
 
 TEST_CASE("mpirun start: without a run id every task gets one fresh id, the same for all",
-          "[mpirun]") {
+          "[remote][mpirun]") {
   Hostfile file("10.0.0.1 slots=2\n10.0.0.2 slots=2\n");
   EnvMap env = {{"PATH", "/bin"}};
   Words arguments = {"--launcher", "openmpi", "-H", file.path, "train.py"};
   Options options = launch(arguments, env);
-  REQUIRE(starts_through_mpirun(options));
-  auto run_id = gangrun::agent::run_id_for_hosts(options);
+  REQUIRE(through_mpirun(options));
+  auto run_id = gangrun::remote::run_id_for_hosts(options);
   REQUIRE(run_id);
   CHECK(run_id->fresh);
   CHECK(run_id->value != "none");
-  auto again = gangrun::agent::run_id_for_hosts(options);
+  auto again = gangrun::remote::run_id_for_hosts(options);
   REQUIRE(again);
   CHECK(again->value != run_id->value);  // drawn anew for each job
 
@@ -182,7 +187,7 @@ TEST_CASE("mpirun start: without a run id every task gets one fresh id, the same
     CHECK(has_pair(words, "--rdzv_id", run_id->value));
     CHECK(std::count(words.begin(), words.end(), "--rdzv_id") == 1);
   }
-  auto dry_run = gangrun::agent::mpirun_dry_run_for(options, arguments, env);
+  auto dry_run = gangrun::remote::mpirun_dry_run_for(options, arguments, env);
   REQUIRE(dry_run);
   CHECK_THAT(*dry_run, Contains("--rdzv_id run-"));
   CHECK_THAT(*dry_run, Contains("was drawn for this dry run"));
@@ -190,7 +195,7 @@ TEST_CASE("mpirun start: without a run id every task gets one fresh id, the same
   SECTION("the user's on the command line travels in the arguments alone") {
     Words given = {"--rdzv_id", "exp-7", "--launcher", "openmpi", "-H", file.path, "train.py"};
     Options user = launch(given, env);
-    CHECK_FALSE(gangrun::agent::run_id_for_hosts(user));
+    CHECK_FALSE(gangrun::remote::run_id_for_hosts(user));
     Words kept = mpirun_command(user, "mpirun", "gangrun", remote_arguments(given), "/job", {},
                                 false, std::nullopt);
     CHECK(has_pair(context(kept, 1), "--rdzv_id", "exp-7"));

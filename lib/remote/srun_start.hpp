@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 // Whether options ask for the batch form: in a Slurm allocation outside a
 // step, with --launcher slurm, or with --launcher auto when the allocation
@@ -36,6 +36,13 @@ std::vector<std::string> srun_command(const config::Options& options, const std:
 // --dry-run; the step's own dry run is `srun ... gangrun --dry-run ...`.
 std::string srun_dry_run_text(const std::vector<std::string>& command);
 
+// srun_dry_run_text() of srun_command() with the bare names srun and
+// gangrun, as the line would be typed inside the allocation. Never fails;
+// Expected for RemoteStart (remote_start.hpp).
+Expected<std::string> srun_dry_run_for(const config::Options& options,
+                                       const std::vector<std::string>& arguments,
+                                       const EnvMap& env);
+
 // Runs srun (found on PATH) with srun_command(), passing TERM, INT, HUP and
 // QUIT on as TERM (srun forwards it to every task; its own answer to one
 // INT is only a status line), USR1 and USR2 as they are (preemption
@@ -45,4 +52,4 @@ std::string srun_dry_run_text(const std::vector<std::string>& command);
 Expected<int> run_through_srun(const config::Options& options,
                                const std::vector<std::string>& arguments, const EnvMap& env);
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

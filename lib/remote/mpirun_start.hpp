@@ -27,11 +27,13 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 // Whether options ask for the mpirun start (--launcher openmpi, or
 // accelerate's --mpirun_hostfile; config/hosts_values.cpp read the hosts).
-bool starts_through_mpirun(const config::Options& options);
+// Never an error: config refused what contradicts it. Expected for
+// RemoteStart (remote_start.hpp).
+Expected<bool> starts_through_mpirun(const config::Options& options);
 
 // The mpirun command line, argv[0] = mpirun's path: `mpirun
 // [--allow-run-as-root] --wdir CWD LAUNCHER_ARGS` then, per host, `-np 1
@@ -65,4 +67,4 @@ Expected<std::string> mpirun_dry_run_for(const config::Options& options,
 Expected<int> run_through_mpirun(const config::Options& options,
                                  const std::vector<std::string>& arguments, const EnvMap& env);
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

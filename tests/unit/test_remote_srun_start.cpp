@@ -1,7 +1,7 @@
 // The batch form under Slurm: when gangrun starts itself through srun, and
 // the srun command it runs.
-#include "agent/srun_start.hpp"
 #include "config_test_support.hpp"
+#include "remote/srun_start.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -11,10 +11,10 @@ namespace {
 
 using Catch::Matchers::Contains;
 using gangrun::EnvMap;
-using gangrun::agent::srun_command;
-using gangrun::agent::starts_through_srun;
 using gangrun::config::Options;
 using gangrun::config::test::launch;
+using gangrun::remote::srun_command;
+using gangrun::remote::starts_through_srun;
 
 EnvMap allocation_env(int nodes) {
   return {{"SLURM_JOB_ID", "12"},
@@ -36,7 +36,7 @@ bool through_srun(const Options& options) {
 
 }  // namespace
 
-TEST_CASE("a batch script on several nodes starts gangrun through srun", "[agent][slurm]") {
+TEST_CASE("a batch script on several nodes starts gangrun through srun", "[remote][slurm]") {
   CHECK(through_srun(launch({"train.py"}, allocation_env(3))));
   CHECK_FALSE(through_srun(launch({"train.py"}, allocation_env(1))));
   CHECK_FALSE(through_srun(launch({"train.py"}, step_env())));
@@ -44,11 +44,11 @@ TEST_CASE("a batch script on several nodes starts gangrun through srun", "[agent
   CHECK_FALSE(through_srun(launch({"--launcher", "local", "train.py"}, allocation_env(3))));
 }
 
-TEST_CASE("the slurm launcher asks for srun even on one node", "[agent][slurm]") {
+TEST_CASE("the slurm launcher asks for srun even on one node", "[remote][slurm]") {
   CHECK(through_srun(launch({"--launcher", "slurm", "train.py"}, allocation_env(1))));
 }
 
-TEST_CASE("a node the user places itself runs here", "[agent][slurm]") {
+TEST_CASE("a node the user places itself runs here", "[remote][slurm]") {
   EnvMap env = allocation_env(3);
   CHECK_FALSE(through_srun(launch({"--node_rank", "1", "train.py"}, env)));
   CHECK_FALSE(through_srun(launch({"--master_addr", "n1", "train.py"}, env)));
@@ -57,7 +57,7 @@ TEST_CASE("a node the user places itself runs here", "[agent][slurm]") {
   CHECK(through_srun(launch({"--nnodes", "2", "train.py"}, env)));
 }
 
-TEST_CASE("the slurm launcher refuses what contradicts it", "[agent][slurm]") {
+TEST_CASE("the slurm launcher refuses what contradicts it", "[remote][slurm]") {
   auto inside_step = starts_through_srun(launch({"--launcher", "slurm", "train.py"}, step_env()));
   REQUIRE_FALSE(inside_step);
   CHECK_THAT(inside_step.error().message(), Contains("already runs in an srun step"));
@@ -68,7 +68,7 @@ TEST_CASE("the slurm launcher refuses what contradicts it", "[agent][slurm]") {
 }
 
 TEST_CASE("the srun command: one task per node, then gangrun with its own words",
-          "[agent][slurm]") {
+          "[remote][slurm]") {
   Options options = launch(
       {"--launcher_args", "--mem=0 --comment 'x y'", "--nnodes", "2", "train.py", "--lr", "1"},
       allocation_env(3));
@@ -93,11 +93,11 @@ TEST_CASE("the srun command: one task per node, then gangrun with its own words"
                                        "--lr",
                                        "1"};
   CHECK(command == expected);
-  CHECK_THAT(gangrun::agent::srun_dry_run_text(command), Contains("'x y'"));
+  CHECK_THAT(gangrun::remote::srun_dry_run_text(command), Contains("'x y'"));
 }
 
 TEST_CASE("the srun command adds no run id: every task derives the step's, and a user's is kept",
-          "[agent][slurm]") {
+          "[remote][slurm]") {
   std::vector<std::string> arguments = {"train.py"};
   std::vector<std::string> command =
       srun_command(launch(arguments, allocation_env(2)), "srun", "gangrun", arguments);

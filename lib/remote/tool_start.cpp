@@ -1,7 +1,8 @@
-#include "agent/tool_start.hpp"
+#include "remote/tool_start.hpp"
 
 #include "config/option_names.hpp"
 #include "launch/job_secret.hpp"
+#include "remote/remote_start.hpp"
 #include "rendezvous/signing.hpp"
 #include "supervise/shim_spawner.hpp"
 #include "util/exit_codes.hpp"
@@ -19,7 +20,7 @@
 #include <optional>
 #include <random>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 namespace asio = boost::asio;
 
@@ -43,6 +44,24 @@ std::string path_of_self() {
   ssize_t length = ::readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
   if (length <= 0) return {};
   return std::string(buffer.data(), static_cast<std::size_t>(length));
+}
+
+Expected<std::string> self_for_run() {
+  std::string self = path_of_self();
+  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
+  return self;
+}
+
+std::string self_for_dry_run() {
+  std::string self = path_of_self();
+  return self.empty() ? "gangrun" : self;
+}
+
+EnvMap with_job_secret(const EnvMap& env, const std::string& secret) {
+  EnvMap tool_env = env;
+  tool_env.erase(std::string(launch::k_job_secret_file_variable));
+  tool_env[std::string(launch::k_job_secret_variable)] = secret;
+  return tool_env;
 }
 
 ToolGang::ToolGang(asio::io_context& io, supervise::Spawner& spawner, const ToolRun& how)
@@ -150,8 +169,8 @@ std::optional<HostsRunId> run_id_for_hosts(const config::Options& options) {
 std::string fresh_run_id_note(const std::optional<HostsRunId>& run_id) {
   if (!run_id || !run_id->fresh) return "";
   return "(The run id " + run_id->value +
-         " was drawn for this dry run; each run draws its own, the same on every host. Give "
-         "--rdzv_id ID to choose it.)\n";
+         " was drawn for this dry run; each run draws its own, the same on every host. Give " +
+         self_option(config::opt::rdzv_id) + " ID to choose it.)\n";
 }
 
 Expected<std::string> job_secret_for_hosts(const EnvMap& env) {
@@ -160,4 +179,4 @@ Expected<std::string> job_secret_for_hosts(const EnvMap& env) {
   return rendezvous::new_job_secret();
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

@@ -1,9 +1,9 @@
-#include "agent/srun_start.hpp"
+#include "remote/srun_start.hpp"
 
-#include "agent/tool_start.hpp"
 #include "config/option_names.hpp"
-#include "launch/job_secret.hpp"
 #include "launch/program.hpp"
+#include "remote/remote_start.hpp"
+#include "remote/tool_start.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-namespace gangrun::agent {
+namespace gangrun::remote {
 
 using config::Options;
 
@@ -30,7 +30,7 @@ std::optional<std::string> placed_by_user(const Options& options, std::string_vi
   const Options::Origin* origin = options.user_origin(name);
   if (!origin) return std::nullopt;
   if (name == config::opt::standalone && !options.standalone) return std::nullopt;
-  return "--" + std::string(name) + " (" + config::to_string(origin->source) + ")";
+  return self_option(name) + " (" + config::to_string(origin->source) + ")";
 }
 
 }  // namespace
@@ -47,17 +47,18 @@ Expected<bool> starts_through_srun(const Options& options) {
     if ((placed = placed_by_user(options, name))) break;
   }
   if (options.launcher == Options::Launcher::slurm) {
+    const std::string launcher_slurm = self_option(config::opt::launcher) + " slurm";
     if (job.place == slurm::Place::step) {
-      return fail_usage(
-          "--launcher slurm starts gangrun on every node through srun, but this gangrun already "
-          "runs in an srun step (SLURM_STEP_ID=" +
-          strings::printable(job.step_id->value) +
-          "); drop --launcher slurm (inside a step gangrun reads the step's nodes itself)");
+      return fail_usage(launcher_slurm +
+                        " starts gangrun on every node through srun, but this gangrun already "
+                        "runs in an srun step (SLURM_STEP_ID=" +
+                        strings::printable(job.step_id->value) + "); drop " + launcher_slurm +
+                        " (inside a step gangrun reads the step's nodes itself)");
     }
     if (placed) {
-      return fail_usage("--launcher slurm places every node through srun, so " + *placed +
-                        " has no place here; drop it, or use --launcher local to place this node "
-                        "yourself");
+      return fail_usage(launcher_slurm + " places every node through srun, so " + *placed +
+                        " has no place here; drop it, or use " +
+                        self_option(config::opt::launcher) + " local to place this node yourself");
     }
     return true;
   }
@@ -95,28 +96,30 @@ std::string srun_dry_run_text(const std::vector<std::string>& command) {
          "run.)\n";
 }
 
+Expected<std::string> srun_dry_run_for(const Options& options,
+                                       const std::vector<std::string>& arguments,
+                                       const EnvMap& /*env*/) {
+  return srun_dry_run_text(srun_command(options, "srun", "gangrun", arguments));
+}
+
 Expected<int> run_through_srun(const Options& options, const std::vector<std::string>& arguments,
                                const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(secret, job_secret_for_hosts(env));
   GANGRUN_TRY_ASSIGN(srun, launch::find_executable("srun", env, "Slurm's srun"));
-  // srun --export=ALL gives every task this environment; Slurm keeps it
-  // from other users.
-  EnvMap tool_env = env;
-  tool_env.erase(std::string(launch::k_job_secret_file_variable));
-  tool_env[std::string(launch::k_job_secret_variable)] = *secret;
-  std::string self = path_of_self();
-  if (self.empty()) return fail(ErrorCode::internal, "cannot read /proc/self/exe");
-  std::vector<std::string> command = srun_command(options, *srun, self, arguments);
+  GANGRUN_TRY_ASSIGN(self, self_for_run());
+  std::vector<std::string> command = srun_command(options, *srun, *self, arguments);
   spdlog::info("starting gangrun on {} nodes of Slurm job {}: {}", options.nnodes,
                options.slurm_job->job_id.value, strings::join(command, " "));
   // srun forwards TERM to every task (its own answer to one INT is only a
   // status line), and USR1/USR2 are preemption notices for the scripts.
-  GANGRUN_TRY_ASSIGN(statuses,
-                     supervise_tools({ToolCommand{.name = "srun", .argv = command}}, tool_env,
-                                     ToolRun{.stop_by = StopBy::signal_term,
-                                             .first_stdin_line = "",
-                                             .pass_user_signals = true}));
+  // srun --export=ALL gives every task this environment; Slurm keeps it
+  // from other users.
+  GANGRUN_TRY_ASSIGN(statuses, supervise_tools({ToolCommand{.name = "srun", .argv = command}},
+                                               with_job_secret(env, *secret),
+                                               ToolRun{.stop_by = StopBy::signal_term,
+                                                       .first_stdin_line = "",
+                                                       .pass_user_signals = true}));
   return statuses->statuses.front().shell_code();
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::remote

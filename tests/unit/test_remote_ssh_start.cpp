@@ -1,8 +1,8 @@
 // The ssh start: what each host's copy is given, which options it is not
 // given again, what it exports, and the dry run.
-#include "agent/ssh_start.hpp"
-#include "agent/tool_start.hpp"
 #include "config_test_support.hpp"
+#include "remote/ssh_start.hpp"
+#include "remote/tool_start.hpp"
 #include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -20,10 +20,10 @@ namespace {
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 using gangrun::EnvMap;
-using gangrun::agent::exported_variables;
-using gangrun::agent::remote_arguments;
-using gangrun::agent::ssh_command;
 using gangrun::config::Options;
+using gangrun::remote::exported_variables;
+using gangrun::remote::remote_arguments;
+using gangrun::remote::ssh_command;
 
 Options two_hosts() {
   Options options;
@@ -37,7 +37,7 @@ Options two_hosts() {
 
 }  // namespace
 
-TEST_CASE("ssh start: the options that place hosts and nodes are not passed on", "[ssh]") {
+TEST_CASE("ssh start: the options that place hosts and nodes are not passed on", "[remote][ssh]") {
   std::vector<std::string> arguments = {"-H",         "hf",   "--include=node1",
                                         "--num_gpus", "2",    "--ssh-port",
                                         "22",         "-v",   "--no_python",
@@ -50,7 +50,8 @@ TEST_CASE("ssh start: the options that place hosts and nodes are not passed on",
         std::vector<std::string>{"--", "prog", "--nnodes", "3"});
 }
 
-TEST_CASE("ssh start: deepspeed's exported variables, PYTHONPATH with the directory", "[ssh]") {
+TEST_CASE("ssh start: deepspeed's exported variables, PYTHONPATH with the directory",
+          "[remote][ssh]") {
   EnvMap env = {{"PATH", "/bin"},     {"NCCL_DEBUG", "INFO"}, {"PYTHONPATH", "/lib"},
                 {"HOME", "/root"},    {"UCX_TLS", "tcp"},     {"MLFLOW_URI", "x"},
                 {"SECRET_TOKEN", "s"}};
@@ -63,7 +64,7 @@ TEST_CASE("ssh start: deepspeed's exported variables, PYTHONPATH with the direct
   CHECK(exported_variables({}, "/w") == EnvMap{{"PYTHONPATH", "/w"}});
 }
 
-TEST_CASE("ssh start: one command per host, node rank and slots of that host", "[ssh]") {
+TEST_CASE("ssh start: one command per host, node rank and slots of that host", "[remote][ssh]") {
   Options options = two_hosts();
   auto first = ssh_command(options, 0, "/usr/bin/ssh", "/opt/gangrun", {"prog", "a b"}, "/w d",
                            {{"PATH", "/bin"}}, std::nullopt);
@@ -91,9 +92,9 @@ TEST_CASE("ssh start: one command per host, node rank and slots of that host", "
   CHECK_THAT(on_cpus.back(), !Contains("--include"));
 }
 
-TEST_CASE("ssh start: the dry run lists every host's command", "[ssh]") {
-  std::string text = gangrun::agent::ssh_dry_run_text({{"ssh", "node1", "x y"}, {"ssh", "node2"}},
-                                                      "-H/--hostfile hosts");
+TEST_CASE("ssh start: the dry run lists every host's command", "[remote][ssh]") {
+  std::string text = gangrun::remote::ssh_dry_run_text({{"ssh", "node1", "x y"}, {"ssh", "node2"}},
+                                                       "-H/--hostfile hosts");
   CHECK_THAT(text, Contains("2 host(s) over ssh, -H/--hostfile hosts, one command per host"));
   CHECK_THAT(text, Contains("  ssh node1 'x y'\n"));
   CHECK_THAT(text, Contains("  ssh node2\n"));
@@ -118,9 +119,10 @@ std::vector<std::string> run_ids_in(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("ssh start: without a run id every host gets one fresh id, the same for all", "[ssh]") {
-  using gangrun::agent::ssh_dry_run_for;
+TEST_CASE("ssh start: without a run id every host gets one fresh id, the same for all",
+          "[remote][ssh]") {
   using gangrun::config::test::launch;
+  using gangrun::remote::ssh_dry_run_for;
   gangrun::test::TempDir dir;
   std::string hostfile =
       dir.write("hostfile", "10.0.0.1 slots=2\n10.0.0.2 slots=2\n10.0.0.3 slots=2\n");
@@ -162,7 +164,7 @@ TEST_CASE("ssh start: without a run id every host gets one fresh id, the same fo
     pbs.rdzv_id = "1742.pbs-server";
     pbs.origins["rdzv_id"] = {"1742.pbs-server (PBS_JOBID=1742.pbs-server)",
                               gangrun::config::Source::scheduler};
-    auto kept = gangrun::agent::run_id_for_hosts(pbs);
+    auto kept = gangrun::remote::run_id_for_hosts(pbs);
     REQUIRE(kept);
     CHECK(kept->value == "1742.pbs-server");
     CHECK_FALSE(kept->fresh);
