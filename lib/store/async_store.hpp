@@ -1,7 +1,7 @@
 // The store as the node agent uses it: asynchronous operations on the
 // agent's io_context, each with a timeout. Two implementations: AsyncClient
 // (async_client.hpp), a TCP client of any TCPStore-compatible server, and
-// FakeStore (fake_store.hpp), an in-memory store for unit tests with the same
+// FakeStore (tests/unit/fake_store.hpp), an in-memory store for unit tests with the same
 // semantics (it runs the server's own StoreState).
 //
 // Callbacks always run on the io_context, never inside the call that started

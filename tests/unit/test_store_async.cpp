@@ -4,8 +4,8 @@
 // silent; the fake's injected faults. Every test drives the loop until the
 // events it expects happened, under a generous bound, and never sleeps.
 #include "expected_checks.hpp"
+#include "fake_store.hpp"
 #include "store/async_client.hpp"
-#include "store/fake_store.hpp"
 #include "store/server.hpp"
 
 #include <boost/asio/io_context.hpp>

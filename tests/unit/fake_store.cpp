@@ -1,4 +1,4 @@
-#include "store/fake_store.hpp"
+#include "fake_store.hpp"
 
 #include "store/call_queue.hpp"
 #include "store/key_spaces.hpp"
