@@ -46,7 +46,7 @@ class ControlPlaneCase(harness.GangrunTestCase):
     def setUp(self):
         super().setUp()
         self.port = harness.free_port()
-        self.job = static_nodes.StaticJob(self, 2, master_port=self.port)  # on loopback
+        self._job = None
 
     def tearDown(self):
         running = [proc for proc in self._started if proc.poll() is None]
@@ -56,6 +56,14 @@ class ControlPlaneCase(harness.GangrunTestCase):
         super().tearDown()
         if running:
             self.fail(f"agents still running at the end of the test (killed now): {[p.pid for p in running]}")
+
+    @property
+    def job(self):
+        """The static job of two nodes on loopback at self.port, which a test may change
+        between jobs: a new port is a new job."""
+        if self._job is None or self._job.master_port != self.port:
+            self._job = static_nodes.StaticJob(self, 2, master_port=self.port)
+        return self._job
 
     def env(self, secret=SECRET):
         return harness.clean_env(GANGRUN_JOB_SECRET=secret) if secret else harness.clean_env()
