@@ -17,6 +17,7 @@ import socket
 import subprocess
 
 import harness
+import static_nodes
 import store_wire
 from harness import EVENT_TIMEOUT
 
@@ -45,6 +46,7 @@ class ControlPlaneCase(harness.GangrunTestCase):
     def setUp(self):
         super().setUp()
         self.port = harness.free_port()
+        self._job = None
 
     def tearDown(self):
         running = [proc for proc in self._started if proc.poll() is None]
@@ -55,6 +57,14 @@ class ControlPlaneCase(harness.GangrunTestCase):
         if running:
             self.fail(f"agents still running at the end of the test (killed now): {[p.pid for p in running]}")
 
+    @property
+    def job(self):
+        """The static job of two nodes on loopback at self.port, which a test may change
+        between jobs: a new port is a new job."""
+        if self._job is None or self._job.master_port != self.port:
+            self._job = static_nodes.StaticJob(self, 2, master_port=self.port)
+        return self._job
+
     def env(self, secret=SECRET):
         return harness.clean_env(GANGRUN_JOB_SECRET=secret) if secret else harness.clean_env()
 
@@ -63,9 +73,7 @@ class ControlPlaneCase(harness.GangrunTestCase):
         return [harness.FAKE, "--pid-dir", self.pid_dir, "--touch", self.path("ready.{rank}"), *actions]
 
     def agent(self, node_rank, worker, secret=SECRET, extra=()):
-        return self.start(["--nnodes", 2, "--node_rank", node_rank, "--master_addr", LOOPBACK,
-                           "--master_port", self.port, "--nproc_per_node", 1, *extra, *worker],
-                          env=self.env(secret))
+        return self.job.start(node_rank, ["--nproc_per_node", 1, *extra, *worker], env=self.env(secret))
 
     def two_nodes(self, worker, secret=SECRET, extra=()):
         head = self.agent(0, worker, secret, extra)
@@ -107,8 +115,8 @@ class ForgedMessages(ControlPlaneCase):
         self.assertEqual(len(self.recorded_pids()), 2)
         self.assertIsNone(head.poll())
         self.release()
-        for proc in (head, other):
-            self.assertExit(self.finish(proc), 7)
+        for result in self.job.finish().values():
+            self.assertExit(result, 7)
         self.assertIn("refused a write of gangrun/run/rdzv/end/0", self.stderr_of(head))
 
     def test_reports_in_an_agents_name_from_another_connection_are_ignored(self):
@@ -123,8 +131,8 @@ class ForgedMessages(ControlPlaneCase):
                 self.assertEqual(wire.num_keys(), wire.num_keys())  # both writes were served
         self.assertIsNone(head.poll())
         self.release()
-        for proc in (head, other):
-            self.assertExit(self.finish(proc), 7)
+        for result in self.job.finish().values():
+            self.assertExit(result, 7)
 
 
 class Joins(ControlPlaneCase):
@@ -143,8 +151,8 @@ class Joins(ControlPlaneCase):
         with self.stranger() as wire:
             self.assertNotIn("evil-1-0", [m["id"] for m in message_of(wait_get(wire, RDZV + "round/0"))["members"]])
         self.release()
-        for proc in (head, other):
-            self.assertExit(self.finish(proc), 0)
+        for result in self.job.finish().values():
+            self.assertExit(result, 0)
 
     def test_fields_out_of_range_are_ignored_without_a_secret_too(self):
         worker = self.worker("--wait-file", self.path("go"), 300)
@@ -163,8 +171,8 @@ class Joins(ControlPlaneCase):
         other = self.agent(1, worker, secret=None)
         self.wait_ready(2)
         self.release()
-        for proc in (head, other):
-            self.assertExit(self.finish(proc), 0)
+        for result in self.job.finish().values():
+            self.assertExit(result, 0)
         err = self.stderr_of(head)
         self.assertIn("ignored a message", err)
         # 99999999999999999999 is past every integer JSON has: a float, as 1.5 is.
@@ -255,8 +263,8 @@ class ConnectionStorm(ControlPlaneCase):
             self.assertIsNone(head.poll(), self.stderr_of(head))
             self.assertIsNone(other.poll(), self.stderr_of(other))
             self.release()
-            for proc in (head, other):
-                self.assertExit(self.finish(proc), 0)
+            for result in self.job.finish().values():
+                self.assertExit(result, 0)
         finally:
             for sock in storm:
                 sock.close()
@@ -269,19 +277,16 @@ class Waiting(ControlPlaneCase):
     def test_waiting_agents_say_whom_the_rendezvous_waits_for(self):
         worker = self.worker()
 
-        def args(rank):
-            return ["--nnodes", 3, "--node_rank", rank, "--master_addr", LOOPBACK, "--master_port", self.port,
-                    "--nproc_per_node", 1, *worker]
-
-        head = self.start(args(0), env=self.env())
-        last = self.start(args(2), env=self.env())
+        job = static_nodes.StaticJob(self, 3, master_port=self.port)
+        head = job.start(0, ["--nproc_per_node", 1, *worker])
+        last = job.start(2, ["--nproc_per_node", 1, *worker])
         # Every 10 s the coordinator logs what it waits for, and the agents that wait read it.
         self.wait_stderr(head, "rendezvous: waiting for node rank 1 to join (2 of 3 joined)")
         self.wait_stderr(last, f"the coordinator at {LOOPBACK}:{self.port} waits for node rank 1 to join "
                                "(2 of 3 joined)")
-        middle = self.start(args(1), env=self.env())
-        for proc in (head, middle, last):
-            self.assertExit(self.finish(proc), 0)
+        job.start(1, ["--nproc_per_node", 1, *worker])  # the middle node
+        for result in job.finish().values():
+            self.assertExit(result, 0)
 
 
 class Listening(ControlPlaneCase):
@@ -294,8 +299,8 @@ class Listening(ControlPlaneCase):
         self.assertEqual(set(local), {f"{LOOPBACK}:{self.port}"}, listeners)
         self.assertIn(f"listening on {LOOPBACK}:{self.port}", self.stderr_of(head))
         self.release()
-        for proc in (head, other):
-            self.assertExit(self.finish(proc), 0)
+        for result in self.job.finish().values():
+            self.assertExit(result, 0)
 
     def listeners(self):
         shown = subprocess.run(["ss", "-Hltn", f"sport = :{self.port}"], capture_output=True, text=True,
@@ -315,10 +320,8 @@ class Listening(ControlPlaneCase):
                 go = self.path(f"go.{local_addr}")
                 worker = self.worker("--wait-file", go, 300)
                 extra = ["--local_addr", local_addr] if local_addr else []
-                nodes = [self.start(["--nnodes", 2, "--node_rank", rank, "--master_addr", host, "--master_port",
-                                     self.port, "--nproc_per_node", 1, *(extra if rank == 0 else []), *worker],
-                                    env=self.env())
-                         for rank in (0, 1)]
+                job = static_nodes.StaticJob(self, 2, master_addr=host, master_port=self.port)
+                nodes = job.start_all(lambda rank: ["--nproc_per_node", 1, *(extra if rank == 0 else []), *worker])
                 self.wait_stderr(nodes[1], "round 0:")
                 listening = self.listeners()
                 if local_addr:
@@ -328,8 +331,8 @@ class Listening(ControlPlaneCase):
                                     and listening, listening)
                     self.assertIn("resolves only to loopback addresses here", self.stderr_of(nodes[0]))
                 self.release(os.path.basename(go))
-                for proc in nodes:
-                    self.assertExit(self.finish(proc), 0)
+                for result in job.finish().values():
+                    self.assertExit(result, 0)
 
 
 class Secrets(ControlPlaneCase):
@@ -340,10 +343,9 @@ class Secrets(ControlPlaneCase):
         extra = ("--report", report, "--log_dir", logs)
         head = self.agent(0, worker, extra=extra)
         other = self.agent(1, worker, extra=extra)
-        for proc in (head, other):
-            self.assertExit(self.finish(proc), 0)
-        dry = self.gangrun(["--dry-run", "--json", "--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK,
-                            "--master_port", self.port, *worker], env=self.env())
+        for result in self.job.finish().values():
+            self.assertExit(result, 0)
+        dry = self.gangrun(["--dry-run", "--json", *self.job.args(0), *worker], env=self.env())
         self.assertExit(dry, 0)
         texts = [dry.stdout, dry.stderr, self.stderr_of(head), self.stderr_of(other)]
         for root, _, names in os.walk(self.tmp):
@@ -364,8 +366,8 @@ class Secrets(ControlPlaneCase):
                   self.path("environ.{rank}.json")]
         head = self.agent(0, worker)
         other = self.agent(1, worker)
-        for proc in (head, other):
-            self.assertExit(self.finish(proc), 0)
+        for result in self.job.finish().values():
+            self.assertExit(result, 0)
         for rank, agent in ((0, head), (1, other)):
             seen = self.read_json(self.path(f"environ.{rank}.json"))
             self.assertIn(str(agent.pid), seen["ancestors"], f"rank {rank}'s agent is not among its ancestors")
@@ -380,7 +382,7 @@ class Secrets(ControlPlaneCase):
 
     def test_a_short_secret_or_two_sources_are_usage_errors(self):
         worker = self.worker()
-        args = ["--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK, "--master_port", self.port, *worker]
+        args = [*self.job.args(0), *worker]
         short = self.gangrun(args, env=self.env("short"))
         self.assertExit(short, 2)
         self.assertIn("fewer than 16 characters", short.stderr)
@@ -392,7 +394,7 @@ class Secrets(ControlPlaneCase):
 
     def test_a_secret_file_others_may_read_or_a_blank_or_split_secret_are_usage_errors(self):
         worker = self.worker()
-        args = ["--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK, "--master_port", self.port, *worker]
+        args = [*self.job.args(0), *worker]
         path = self.path("secret")
         with open(path, "w") as f:
             f.write(SECRET + "\n")

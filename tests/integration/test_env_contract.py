@@ -4,6 +4,7 @@ The same contract under real PyTorch DDP is test_torch_ddp.py."""
 import os
 
 import harness
+import static_nodes
 from harness import GangrunTestCase, check_worker_env, expected_worker_env
 
 
@@ -91,14 +92,13 @@ class EnvContract(GangrunTestCase):
 
 class StaticMultiNode(GangrunTestCase):
     def test_second_node_gets_ranks_2_and_3(self):
-        port = harness.free_port()
-        workers = self.dry_run(["--nnodes", 2, "--node_rank", 1, "--master_addr", "127.0.0.1",
-                                "--master_port", port, "--nproc_per_node", 2,
+        job = static_nodes.StaticJob(self, 2)  # on loopback
+        workers = self.dry_run([*job.args(1), "--nproc_per_node", 2,
                                 *self.fake("--print-env", self.path("env.{rank}.json"))])
         self.assertEqual([(w["rank"], w["local_rank"]) for w in workers], [(2, 0), (3, 1)])
         for worker in workers:
             expected = expected_worker_env(rank=worker["rank"], local_rank=worker["local_rank"], node_rank=1, nnodes=2,
-                                           nproc_per_node=2, master_port=port, launcher_env=harness.clean_env())
+                                           nproc_per_node=2, master_port=job.master_port, launcher_env=harness.clean_env())
             for name, value in expected.items():
                 self.assertEqual(worker["env"].get(name), value, f"rank {worker['rank']}: {name}")
         self.assert_nothing_started()

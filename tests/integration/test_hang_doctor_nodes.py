@@ -19,13 +19,13 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import harness
+import static_nodes
 from harness import EVENT_TIMEOUT, PEER_PYTHON, TEST_PYTHON
 from test_hang_doctor import (GROUP_LINE, HANG_EXIT, HUNG_RANK, JOB_TIMEOUT, RUN_DIR, SCRIPT, WORLD, HangTestCase,
                               functions, hang_groups_of, path_without_py_spy, py_spy, rank_set)
-from test_multinode import LOOPBACK, MultiNodeCase
+from test_multinode import MultiNodeCase
 
 # Ranks per node (WORLD in all): ranks 0-1 on node 0, ranks 2-3 on node 1, so the hung rank 2
 # is on the second node.
@@ -57,14 +57,9 @@ class NodesCase(MultiNodeCase, HangTestCase):
     def start_nodes(self, worker, extra=lambda node: (), env=None):
         """{node rank: agent} of a static job of COUNTS, node 0 first; the agents get the
         job's secret (and ENV, when given)."""
-        if env is None:
-            env = harness.clean_env()
-        env = {**env, "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET}
-        port = harness.free_port()
-        return {node: self.start(["--nnodes", len(COUNTS), "--node_rank", node, "--master_addr", LOOPBACK,
-                                  "--master_port", port, "--nproc_per_node", COUNTS[node], *extra(node), *worker],
-                                 env=env)
-                for node in range(len(COUNTS))}
+        env = {**(env if env is not None else harness.clean_env()), "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET}
+        job = static_nodes.StaticJob(self, len(COUNTS), env=env)
+        return job.start_all(lambda node: ["--nproc_per_node", COUNTS[node], *extra(node), *worker])
 
     def hang_record(self, node, described):
         """The "hang" of the last attempt in node NODE's report."""
@@ -79,19 +74,8 @@ class NodesCase(MultiNodeCase, HangTestCase):
 
     def finish_nodes(self, agents, timeout=JOB_TIMEOUT):
         """{node: Result} of every agent, all waited for together for at most TIMEOUT seconds;
-        fails with every agent's stderr (the ones still running killed) when one has not ended."""
-        deadline = time.monotonic() + timeout
-        for agent in agents.values():
-            try:
-                agent.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                running = [node for node, a in agents.items() if a.poll() is None]
-                message = f"agents of nodes {running} did not finish within {timeout}s" + self.both(agents)
-                for node in running:
-                    os.killpg(agents[node].pid, signal.SIGKILL)
-                    agents[node].wait(timeout=30)
-                self.fail(message)
-        return {node: self._started_result(agent) for node, agent in agents.items()}
+        fails with every agent's output (the ones still running killed) when one has not ended."""
+        return static_nodes.finish(self, agents, timeout)
 
     def wait_node_pid_files(self, agents):
         """{rank: pid} once every rank of every node has recorded its pid; fails with both

@@ -16,11 +16,11 @@ import os
 import re
 
 import harness
+import static_nodes
 from harness import EVENT_TIMEOUT, TEST_PYTHON, GangrunTestCase
 
 SCRIPT = os.path.join(harness.HERE, "hung_rank_worker.py")
 WINDOW = ["--failure_window", 15]
-LOOPBACK = "127.0.0.1"
 HUNG = "rank 2 never reached the collective; ranks 0, 1, 3 timed out waiting"
 JOB_TIMEOUT = 3 * EVENT_TIMEOUT
 
@@ -82,16 +82,14 @@ class HungRank(GangrunTestCase):
         self.check_nothing_left()
 
     def test_across_two_nodes_the_hung_rank_on_the_second_is_named_on_both(self):
-        port = harness.free_port()
         env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET, TMPDIR=self.tmp)
-        agents = [self.start(["--nnodes", 2, "--node_rank", node, "--master_addr", LOOPBACK, "--master_port", port,
-                              "--nproc_per_node", 2, *WINDOW, "--report", self.path(f"report.{node}.json"),
-                              *self.worker("hang")], env=env)
-                  for node in (0, 1)]
-        results = [self.finish(agent, timeout=JOB_TIMEOUT) for agent in agents]
-        for result in results:
+        job = static_nodes.StaticJob(self, 2, env=env)
+        job.start_all(lambda node: ["--nproc_per_node", 2, *WINDOW, "--report", self.path(f"report.{node}.json"),
+                                    *self.worker("hang")])
+        results = job.finish(timeout=JOB_TIMEOUT)
+        for result in results.values():
             self.assertExit(result, 1)
-        head, second = results
+        head, second = results[0], results[1]
         # Rank 2 ran on the second node: its summary names it, the head says the job ended there.
         self.assertIn("Root cause (the rank the failed ranks waited for):", second.stderr, second.describe())
         self.assertRegex(second.stderr, r"rank 2 on node 1 \([^)]+\) never reached the collective; "

@@ -13,6 +13,7 @@ import json
 import os
 
 import harness
+import static_nodes
 from harness import EVENT_TIMEOUT
 from test_control_plane import SECRET, ControlPlaneCase
 
@@ -22,9 +23,8 @@ class Registry(ControlPlaneCase):
         runtime = self.path("runtime")
         os.mkdir(runtime, 0o700)
         env = harness.clean_env(GANGRUN_JOB_SECRET=SECRET, XDG_RUNTIME_DIR=runtime)
-        argv = ["--nnodes", 2, "--master_addr", "127.0.0.1", "--master_port", self.port, "--nproc_per_node", 1,
-                *self.worker("--wait-file", self.path("go"), 300)]
-        agents = [self.start(["--node_rank", rank, *argv], env=env) for rank in (0, 1)]
+        job = static_nodes.StaticJob(self, 2, master_port=self.port, env=env)  # on loopback
+        job.start_all(lambda rank: ["--nproc_per_node", 1, *self.worker("--wait-file", self.path("go"), 300)])
         self.wait_ready(2)
         entries = harness.wait_for(lambda: glob.glob(os.path.join(runtime, "gangrun", "*.json")) or None,
                                    EVENT_TIMEOUT, "the agents' registry files")
@@ -35,8 +35,8 @@ class Registry(ControlPlaneCase):
             self.assertRegex(nodes["stacks_key"], "^[0-9a-f]{64}$", entry)
             self.assertEqual(os.stat(entry).st_mode & 0o077, 0, f"{entry} is readable by others")
         self.release()
-        for agent in agents:
-            self.assertExit(self.finish(agent), 0)
+        for result in job.finish().values():
+            self.assertExit(result, 0)
 
     def test_another_users_registry_directory_is_named(self):
         if os.geteuid() != 0:

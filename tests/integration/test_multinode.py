@@ -18,9 +18,10 @@ import signal
 import socket
 
 import harness
+import static_nodes
 from harness import EVENT_TIMEOUT
 
-LOOPBACK = "127.0.0.1"
+LOOPBACK = static_nodes.LOOPBACK
 HOST = socket.gethostname()  # the name every agent here reports for its node
 
 # A worker that only gangrun should end sleeps far longer than any wait of a test: a
@@ -70,18 +71,16 @@ class MultiNodeCase(harness.GangrunTestCase):
 
     # ---- starting agents
 
-    def static_agent(self, node_rank, counts, port, worker, extra=()):
-        return self.start(["--nnodes", len(counts), "--node_rank", node_rank, "--master_addr", LOOPBACK,
-                           "--master_port", port, "--nproc_per_node", counts[node_rank], *extra, *worker])
+    def static_job(self, counts):
+        """The static job of len(COUNTS) nodes (on loopback, with the job's secret)."""
+        return static_nodes.StaticJob(self, len(counts))
 
     def start_static(self, counts, worker, extra=lambda node: (), order=None):
         """{node rank: agent} of a static job with COUNTS[i] workers on node i, started in
         ORDER (default: node 0 first); EXTRA(node) adds options to one node."""
-        port = harness.free_port()
-        agents = {}
-        for node in order if order is not None else range(len(counts)):
-            agents[node] = self.static_agent(node, counts, port, worker, extra(node))
-        return port, agents
+        job = self.static_job(counts)
+        agents = job.start_all(lambda node: ["--nproc_per_node", counts[node], *extra(node), *worker], order=order)
+        return job.master_port, agents
 
     def c10d_agent(self, port, nnodes, count, worker, extra=()):
         return self.start(["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{LOOPBACK}:{port}", "--rdzv_id", "mn",
@@ -99,9 +98,8 @@ class MultiNodeCase(harness.GangrunTestCase):
     # ---- waiting and results
 
     def finish_all(self, agents):
-        """{key: Result} of every agent of AGENTS (a dict or a list), each waited for."""
-        items = agents.items() if isinstance(agents, dict) else enumerate(agents)
-        return {key: self.finish(agent, timeout=EVENT_TIMEOUT) for key, agent in items}
+        """{key: Result} of every agent of AGENTS (a dict or a list), waited for together."""
+        return static_nodes.finish(self, agents if isinstance(agents, dict) else dict(enumerate(agents)))
 
     def assert_all_exit(self, results, code):
         for key, result in results.items():
@@ -159,36 +157,35 @@ class StaticEnvironment(MultiNodeCase):
 
     def test_nodes_started_before_the_host_wait_for_it(self):
         counts = [2, 3]
-        port = harness.free_port()
+        job = self.static_job(counts)
         worker = self.env_worker()
-        late = self.static_agent(1, counts, port, worker)
+        late = job.start(1, ["--nproc_per_node", counts[1], *worker])
         # Its first line (3 workers, OMP_NUM_THREADS unset) shows that it runs and is past
         # its start-up; with no store to join it must wait, start nothing and not end.
         self.wait_stderr(late, "OMP_NUM_THREADS is unset")
         self.assertIsNone(late.poll(), self.stderr_of(late))
         self.assertEqual(self.recorded_pids(), [], "a worker started before the host node came up")
-        host = self.static_agent(0, counts, port, worker)
-        results = self.finish_all({0: host, 1: late})
+        job.start(0, ["--nproc_per_node", counts[0], *worker])
+        results = job.finish()
         self.assert_all_exit(results, 0)
         self.assert_no_complaints(results)
-        self.assert_worker_envs(counts, port)
+        self.assert_worker_envs(counts, job.master_port)
 
 
 class StaticFailures(MultiNodeCase):
     def test_an_agent_of_another_job_is_turned_away_and_the_job_goes_on(self):
-        counts = [1, 1]
-        port = harness.free_port()
-        worker = self.env_worker()
-        host = self.static_agent(0, counts, port, worker, ["--rdzv_id", "job-a"])
+        job = self.static_job([1, 1])
+        worker = ["--nproc_per_node", 1, *self.env_worker()]
+        host = job.start(0, ["--rdzv_id", "job-a", *worker])
         self.wait_stderr(host, "hosting the store at")
-        stranger = self.static_agent(1, counts, port, worker, ["--rdzv_id", "job-b"])
+        stranger = job.start(1, ["--rdzv_id", "job-b", *worker])
         refused = self.finish(stranger, timeout=EVENT_TIMEOUT)
         self.assertEqual(refused.returncode, 2, refused.describe())
         self.assertIn("belongs to the job with --rdzv_id job-a, and this agent has --rdzv_id job-b",
                       refused.stderr)
         self.assertEqual(self.recorded_pids(), [], "the turned-away agent started a worker")
-        member = self.static_agent(1, counts, port, worker, ["--rdzv_id", "job-a"])
-        results = self.finish_all({0: host, 1: member})
+        job.start(1, ["--rdzv_id", "job-a", *worker])  # the member
+        results = job.finish()
         self.assert_all_exit(results, 0)
         self.assertIn("turned away an agent of job job-b", results[0].stderr)
 

@@ -23,6 +23,7 @@ import time
 
 import harness
 import netns_nodes
+import static_nodes
 from harness import EVENT_TIMEOUT
 
 PORT = 29500  # each node has its own network: any port is free there
@@ -60,10 +61,10 @@ class NetnsCase(harness.GangrunTestCase):
 
     def static_agents(self, nodes, counts, worker, extra=(), hostname=None):
         """{node: agent} of a static job with COUNTS[i-1] workers on node i; node 1 hosts."""
-        return {node: self.start_agent(nodes, node, [
-            "--nnodes", len(counts), "--node_rank", node - 1, "--master_addr", nodes.address(1),
-            "--master_port", PORT, "--nproc_per_node", counts[node - 1], *extra, *worker], hostname=hostname)
-            for node in range(1, len(counts) + 1)}
+        job = static_nodes.StaticJob(self, len(counts), nodes=nodes, master_port=PORT, env=harness.clean_env(),
+                                     hostname=hostname)
+        agents = job.start_all(lambda node_rank: ["--nproc_per_node", counts[node_rank], *extra, *worker])
+        return {node_rank + 1: agent for node_rank, agent in agents.items()}
 
     def c10d_agent(self, nodes, node, nnodes, worker, conf="", extra=()):
         args = ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{nodes.address(1)}:{PORT}", "--rdzv_id", "netns",
@@ -79,7 +80,7 @@ class NetnsCase(harness.GangrunTestCase):
         return host
 
     def finish_all(self, agents):
-        return {node: self.finish(agent, timeout=EVENT_TIMEOUT) for node, agent in agents.items()}
+        return static_nodes.finish(self, agents)
 
     def sigkill(self, agent):
         # The node's exec replaced itself with gangrun: the pid is the agent's.

@@ -15,6 +15,7 @@ import subprocess
 
 import harness
 import netns_nodes
+import static_nodes
 from harness import EVENT_TIMEOUT, GANGRUN, TEST_PYTHON, GangrunTestCase
 
 SCRIPT = os.path.join(harness.HERE, "multinode_ddp_worker.py")
@@ -50,12 +51,15 @@ class MultinodeTorch(GangrunTestCase):
     def worker_argv(self):
         return ["--python", TEST_PYTHON, SCRIPT, self.out, self.pid_dir]
 
+    def job_env(self):
+        # Run directories, and whatever torch writes to TMPDIR, stay in the test's directory.
+        return harness.clean_env(TMPDIR=self.tmp, GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
+
     def run_job(self, nodes, agent_args):
         """Starts one agent per node, node I with gangrun AGENT_ARGS[I - 1] plus the worker,
         all at once, and waits for every one; fails with their output when one has not
         ended within JOB_TIMEOUT. Returns [(node, exit code, output)]."""
-        # Run directories, and whatever torch writes to TMPDIR, stay in the test's directory.
-        env = harness.clean_env(TMPDIR=self.tmp, GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
+        env = self.job_env()
         started = []
         for node, args in enumerate(agent_args, start=1):
             log_path = self.path(f"agent{node}.log")
@@ -120,10 +124,15 @@ class MultinodeTorch(GangrunTestCase):
     def static_job(self, workers_per_node):
         with netns_nodes.Nodes(self, len(workers_per_node)) as nodes:
             master_addr = nodes.address(1)
-            outputs = self.run_job(nodes, [
-                ["--nnodes", len(workers_per_node), "--node_rank", node_rank, "--master_addr", master_addr,
-                 "--master_port", MASTER_PORT, "--nproc_per_node", workers]
-                for node_rank, workers in enumerate(workers_per_node)])
+            job = static_nodes.StaticJob(self, len(workers_per_node), nodes=nodes, master_port=MASTER_PORT,
+                                         env=self.job_env())
+            job.start_all(lambda node_rank: ["--nproc_per_node", workers_per_node[node_rank], *self.worker_argv()])
+            results = job.finish(timeout=JOB_TIMEOUT)
+            for node_rank, result in results.items():
+                self.assertEqual(result.returncode, 0, f"the agent on node {node_rank + 1} exited "
+                                 f"{result.returncode}" + static_nodes.describe(results))
+            outputs = [(node_rank + 1, result.returncode, result.stdout + result.stderr)
+                       for node_rank, result in results.items()]
         self.check_results(workers_per_node, master_addr, MASTER_PORT, outputs)
 
     def test_static_three_nodes_of_two_workers(self):

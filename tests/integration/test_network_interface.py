@@ -31,6 +31,7 @@ import sys
 
 import harness
 import netns_nodes
+import static_nodes
 from harness import EVENT_TIMEOUT, GANGRUN, TEST_PYTHON, GangrunTestCase
 
 SCRIPT = os.path.join(harness.HERE, "multinode_ddp_worker.py")
@@ -54,27 +55,17 @@ class NetworkInterface(GangrunTestCase):
     def nodes(self):
         return netns_nodes.Nodes(self, 2, ifnames=IFNAMES, decoy=True, loopback_hostname=True)
 
-    def run_on_nodes(self, nodes, argvs, env, timeout=JOB_TIMEOUT, expect_end=True):
-        """Starts ARGVS[I-1] on node I, all at once; returns [(node, exit code or None when
-        it had not ended within TIMEOUT and was killed, output)]."""
-        started = []
-        for node, argv in enumerate(argvs, start=1):
-            log_path = self.path(f"node{node}.{len(os.listdir(self.tmp))}.log")
-            with open(log_path, "wb") as log:
-                proc = nodes.popen(node, [str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                   cwd=self.tmp)
-            started.append((node, proc, log_path))
-        ended = []
-        for node, proc, log_path in started:
-            try:
-                code = proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                nodes._kill_group(proc)
-                proc.wait(timeout=EVENT_TIMEOUT)
-                code = None
-            with open(log_path, errors="replace") as f:
-                ended.append((node, code, f.read()))
-        return ended
+    def static_job(self, nodes, env, args, master_addr=None, program=GANGRUN, timeout=JOB_TIMEOUT, hung_ok=False):
+        """Starts PROGRAM on both nodes, all at once, as the nodes of a static job of one
+        worker each, node 1 hosting its store (at MASTER_ADDR, node 1's address by default)
+        with ARGS after the job's options; returns [(node, exit code or None when HUNG_OK and
+        it had not ended within TIMEOUT and was killed, stdout and stderr)]."""
+        job = static_nodes.StaticJob(self, 2, nodes=nodes, master_addr=master_addr, master_port=PORT, env=env,
+                                     program=program)
+        job.start_all(lambda node_rank: ["--nproc_per_node", 1, *args])
+        results = job.finish(timeout=timeout, hung_ok=hung_ok)
+        return [(node_rank + 1, result.returncode, result.stdout + result.stderr)
+                for node_rank, result in results.items()]
 
     def results(self):
         return {int(name.split(".")[1]): self.read_json(os.path.join(self.out, name))
@@ -84,10 +75,8 @@ class NetworkInterface(GangrunTestCase):
         return harness.clean_env(TMPDIR=self.tmp, GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET, **extra)
 
     def gangrun_job(self, nodes, env, master_addr=None):
-        return self.run_on_nodes(nodes, [
-            [GANGRUN, "--nnodes", 2, "--node_rank", node - 1, "--master_addr", master_addr or nodes.address(1),
-             "--master_port", PORT, "--nproc_per_node", 1, "--python", TEST_PYTHON, SCRIPT, self.out,
-             self.pid_dir] for node in (1, 2)], env)
+        return self.static_job(nodes, env, ["--python", TEST_PYTHON, SCRIPT, self.out, self.pid_dir],
+                               master_addr=master_addr)
 
     def check_setup(self, nodes):
         """The nodes are as the test says: decoy0 first, the real interface named per node,
@@ -161,10 +150,8 @@ class NetworkInterface(GangrunTestCase):
         torchrun = harness.peer_tool("torchrun")
         with self.nodes() as nodes:
             env = self.env(DDP_WORKER_GROUP_TIMEOUT_S=str(SHORT_GROUP_TIMEOUT_S))
-            ended = self.run_on_nodes(nodes, [
-                [torchrun, "--nnodes", 2, "--node_rank", node - 1,
-                 "--master_addr", nodes.address(1), "--master_port", PORT, "--nproc_per_node", 1, SCRIPT,
-                 self.out, self.pid_dir] for node in (1, 2)], env, timeout=SHORT_GROUP_TIMEOUT_S + 2 * EVENT_TIMEOUT)
+            ended = self.static_job(nodes, env, [SCRIPT, self.out, self.pid_dir], program=torchrun,
+                                    timeout=SHORT_GROUP_TIMEOUT_S + 2 * EVENT_TIMEOUT, hung_ok=True)
         where = "".join(f"\n--- node {node} ---\n{output[-3000:]}" for node, _, output in ended)
         codes = [code for _, code, _ in ended]
         if codes == [0, 0] and len(self.results()) == 2:
@@ -206,12 +193,12 @@ class Ipv6Loopback(GangrunTestCase):
         if self.port is None:
             self.skipTest("no IPv6 loopback (::1) here")
 
-    def run_pair(self, args_of):
-        env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
-        agents = [self.start([*args_of(node), "--nproc_per_node", 1,
-                              *self.fake("--print-env", self.path("env.{rank}.json"))], env=env)
-                  for node in (0, 1)]
-        results = [self.finish(agent) for agent in agents]
+    def run_pair(self, start):
+        """START(node, ARGS) starts the agent of node 0 or 1 with ARGS: one worker that notes
+        its environment."""
+        worker = ["--nproc_per_node", 1, *self.fake("--print-env", self.path("env.{rank}.json"))]
+        agents = {node: start(node, worker) for node in (0, 1)}
+        results = list(static_nodes.finish(self, agents).values())
         for result in results:
             self.assertEqual(result.returncode, 0, result.describe())
             self.assertIn("network: this node reaches the store through loopback (lo holds ::1)", result.stderr)
@@ -224,18 +211,19 @@ class Ipv6Loopback(GangrunTestCase):
         return results
 
     def test_c10d_endpoint_in_brackets(self):
-        results = self.run_pair(lambda node: ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"[::1]:{self.port}",
-                                              "--rdzv_id", "v6", "--nnodes", 2])
+        env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
+        results = self.run_pair(lambda node, args: self.start(
+            ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"[::1]:{self.port}", "--rdzv_id", "v6", "--nnodes", 2,
+             *args], env=env))
         self.assertTrue(any(f"hosting the store at [::1]:{self.port}" in r.stderr for r in results))
 
     def test_static_bare_master_addr(self):
-        self.run_pair(lambda node: ["--nnodes", 2, "--node_rank", node, "--master_addr", "::1",
-                                    "--master_port", self.port])
+        self.run_pair(static_nodes.StaticJob(self, 2, master_addr="::1", master_port=self.port).start)
 
     def test_messages_write_the_address_in_brackets(self):
         # The dry run, and the warning of a job without a secret, as an endpoint is written.
         where = f"[::1]:{self.port}"
-        args = ["--nnodes", 2, "--node_rank", 0, "--master_addr", "::1", "--master_port", self.port,
+        args = [*static_nodes.StaticJob(self, 2, master_addr="::1", master_port=self.port).args(0),
                 "--nproc_per_node", 1]
         dry = self.gangrun(["--dry-run", *args, *self.fake()])
         self.assertExit(dry, 0)

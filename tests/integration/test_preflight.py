@@ -10,11 +10,11 @@ import torch is an interpreter started with -S (no site-packages). Every wait ha
 import json
 import os
 import stat
-import subprocess
 
 import harness
 import netns_nodes
-from harness import EVENT_TIMEOUT, GANGRUN, TEST_PYTHON
+import static_nodes
+from harness import EVENT_TIMEOUT, TEST_PYTHON
 from test_devices import DeviceTestCase, gpu
 from test_multinode import LOOPBACK
 
@@ -44,10 +44,8 @@ class PreflightCase(harness.GangrunTestCase):
     def start_nodes(self, per_node_args, env=None):
         """{node: agent} of a static preflight over len(PER_NODE_ARGS) nodes on loopback."""
         env = {**(env or harness.clean_env()), "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET}
-        port = harness.free_port()
-        return {node: self.start(["preflight", "--nnodes", len(per_node_args), "--node_rank", node, "--master_addr",
-                                  LOOPBACK, "--master_port", port, *args], env=env)
-                for node, args in enumerate(per_node_args)}
+        job = static_nodes.StaticJob(self, len(per_node_args), env=env, command=["preflight"])
+        return job.start_all(lambda node: per_node_args[node])
 
 
 class OneNode(PreflightCase):
@@ -132,7 +130,7 @@ class TwoNodes(PreflightCase):
     def test_a_node_without_torch_is_named_on_the_head(self):
         agents = self.start_nodes([["--nproc_per_node", 2, "--python", TEST_PYTHON],
                                    ["--nproc_per_node", 1, "--python", self.python_without_torch()]])
-        head, other = (self.finish(agents[node], timeout=JOB_TIMEOUT) for node in (0, 1))
+        head, other = static_nodes.finish(self, agents, timeout=JOB_TIMEOUT).values()
         self.assertExit(head, PREFLIGHT_FAILED)
         self.assertExit(other, PREFLIGHT_FAILED)
         self.assertRegex(head.stdout, r"(?m)^torch\s+node 1 \(.*\)\s+FAIL\s+.*cannot import torch")
@@ -145,8 +143,7 @@ class TwoNodes(PreflightCase):
         agents = self.start_nodes([["--nproc_per_node", 1, "--python", TEST_PYTHON, "--json"],
                                    ["--nproc_per_node", 1, "--python", TEST_PYTHON]])
         # Node 1's environment differs from node 0's in one variable the workers inherit.
-        head = self.finish(agents[0], timeout=JOB_TIMEOUT)
-        other = self.finish(agents[1], timeout=JOB_TIMEOUT)
+        head, other = static_nodes.finish(self, agents, timeout=JOB_TIMEOUT).values()
         self.assertExit(head, 0)
         self.assertExit(other, 0)
         document = json.loads(head.stdout)
@@ -159,15 +156,11 @@ class TwoNodes(PreflightCase):
 
     def test_variables_that_differ_between_nodes_are_shown_as_a_diff(self):
         env = harness.clean_env()
-        port = harness.free_port()
-        agents = {}
+        job = static_nodes.StaticJob(self, 2, command=["preflight"])
         for node, debug in ((0, "WARN"), (1, "INFO")):
-            agents[node] = self.start(["preflight", "--nnodes", 2, "--node_rank", node, "--master_addr", LOOPBACK,
-                                       "--master_port", port, "--nproc_per_node", 1, "--python", TEST_PYTHON],
-                                      env={**env, "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET,
-                                           "NCCL_DEBUG": debug})
-        head = self.finish(agents[0], timeout=JOB_TIMEOUT)
-        self.finish(agents[1], timeout=JOB_TIMEOUT)
+            job.start(node, ["--nproc_per_node", 1, "--python", TEST_PYTHON],
+                      env={**env, "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET, "NCCL_DEBUG": debug})
+        head = job.finish(timeout=JOB_TIMEOUT)[0]
         self.assertExit(head, 0)
         self.assertRegex(head.stdout, r"(?m)^variables\s+nodes differ\s+warn\s+NCCL_DEBUG: 'INFO' on node 1 "
                                       r"\(.*\); 'WARN' on node 0")
@@ -203,8 +196,7 @@ class TwoNodes(PreflightCase):
         os.chmod(stuck, stat.S_IRWXU)
         agents = self.start_nodes([["--nproc_per_node", 2, "--python", TEST_PYTHON, "--preflight-timeout", 2],
                                    ["--nproc_per_node", 1, "--python", stuck, "--preflight-timeout", 2]])
-        head = self.finish(agents[0], timeout=JOB_TIMEOUT)
-        other = self.finish(agents[1], timeout=JOB_TIMEOUT)
+        head, other = static_nodes.finish(self, agents, timeout=JOB_TIMEOUT).values()
         self.assertExit(head, PREFLIGHT_FAILED)
         self.assertRegex(head.stdout, r"(?m)^store\s+ranks 2\s+FAIL\s+1 of 3 ranks sent nothing to the store at "
                                       r"\S+ within 2(\.0)? s")
@@ -212,12 +204,9 @@ class TwoNodes(PreflightCase):
         self.assertNotEqual(other.returncode, 0, other.describe())
 
     def test_a_node_that_never_comes_is_named_within_the_timeout(self):
-        port = harness.free_port()
-        result = self.gangrun(["preflight", "--nnodes", 2, "--node_rank", 0, "--master_addr", LOOPBACK,
-                               "--master_port", port, "--nproc_per_node", 1, "--python", TEST_PYTHON,
-                               "--preflight-timeout", 2],
-                              env={**harness.clean_env(), "GANGRUN_JOB_SECRET": harness.TEST_JOB_SECRET},
-                              timeout=JOB_TIMEOUT)
+        job = static_nodes.StaticJob(self, 2, command=["preflight"])
+        job.start(0, ["--nproc_per_node", 1, "--python", TEST_PYTHON, "--preflight-timeout", 2])
+        result = job.finish(timeout=JOB_TIMEOUT)[0]
         self.assertExit(result, 3)
         self.assertIn("waiting for node rank 1 to join", result.stderr)
 
@@ -233,36 +222,17 @@ class SlowNode(PreflightCase):
                                    "64kb", "latency", "100ms"], timeout=30)
             self.assertExit(shaped, 0)
             env = harness.clean_env(TMPDIR=self.tmp, GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
-            agents = {}
-            for node in (1, 2, 3):
-                with open(self.path(f"agent{node}.out"), "wb") as out, open(self.path(f"agent{node}.err"), "wb") as err:
-                    agents[node] = nodes.popen(node, [GANGRUN, "preflight", "--nnodes", "3", "--node_rank",
-                                                      str(node - 1), "--master_addr", nodes.address(1),
-                                                      "--master_port", "29500", "--nproc_per_node", "1",
-                                                      "--python", TEST_PYTHON, "--json"],
-                                               stdout=out, stderr=err, env=env, cwd=self.tmp)
-            for node, agent in agents.items():
-                try:
-                    agent.wait(timeout=JOB_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    self.fail(f"the preflight on node {node} did not end within {JOB_TIMEOUT}s" + self.outputs())
-            for node, agent in agents.items():
-                self.assertEqual(agent.returncode, 0, f"node {node}" + self.outputs())
-        with open(self.path("agent1.out")) as f:
-            document = json.load(f)
+            job = static_nodes.StaticJob(self, 3, nodes=nodes, master_port=29500, env=env, command=["preflight"])
+            job.start_all(lambda node_rank: ["--nproc_per_node", 1, "--python", TEST_PYTHON, "--json"])
+            results = job.finish(timeout=JOB_TIMEOUT)
+            for node_rank, result in results.items():
+                self.assertEqual(result.returncode, 0, f"node {node_rank + 1}" + static_nodes.describe(results))
+        document = json.loads(results[0].stdout)
         pairs = self.check(document, "node pairs")[0]
         self.assertEqual(pairs["result"], "warn", pairs)
         self.assertRegex(pairs["detail"], r"^node 2 \(node3\): [\d.]+ GB/s at best", pairs)
         self.assertNotIn("node 0 (", pairs["detail"].split(" (the median")[0])
         self.assertNotIn("node 1 (", pairs["detail"].split(" (the median")[0])
-
-    def outputs(self):
-        text = ""
-        for node in (1, 2, 3):
-            for stream in ("out", "err"):
-                with open(self.path(f"agent{node}.{stream}"), errors="replace") as f:
-                    text += f"\n--- node {node} std{stream} (tail) ---\n" + f.read()[-2000:]
-        return text
 
 
 if __name__ == "__main__":

@@ -6,19 +6,18 @@ waiting out the join timeout with a message about the store being unreachable.
 Loopback only: 127.0.0.5 is a loopback address of its own on Linux (all of 127/8 is)."""
 
 import harness
+import static_nodes
 from harness import EVENT_TIMEOUT
 
 
 class StoreHostAddress(harness.GangrunTestCase):
-    def agent(self, node_rank, port, master_addr, extra=()):
-        env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET)
-        return self.start(["--nnodes", 2, "--node_rank", node_rank, "--master_addr", master_addr,
-                           "--master_port", port, "--nproc_per_node", 1, "--rdzv_conf", "join_timeout=20",
-                           *extra, *self.fake("--exit", 0)], env=env)
+    def agent(self, job, node_rank, extra=()):
+        return job.start(node_rank, ["--nproc_per_node", 1, "--rdzv_conf", "join_timeout=20", *extra,
+                                     *self.fake("--exit", 0)])
 
     def test_a_local_addr_the_master_addr_does_not_name_is_refused_with_both_addresses(self):
-        port = harness.free_port()
-        host = self.agent(0, port, "127.0.0.1", extra=("--local_addr", "127.0.0.5"))
+        job = static_nodes.StaticJob(self, 2, master_addr="127.0.0.1")
+        host = self.agent(job, 0, extra=("--local_addr", "127.0.0.5"))
         result = self.finish(host, timeout=EVENT_TIMEOUT)
         self.assertEqual(result.returncode, 2, result.describe())
         self.assertIn("this node hosts the rendezvous store (node rank 0) and listens on --local_addr 127.0.0.5, "
@@ -29,11 +28,10 @@ class StoreHostAddress(harness.GangrunTestCase):
         self.assert_nothing_started()
 
     def test_the_same_address_to_both_runs_the_job(self):
-        port = harness.free_port()
-        agents = [self.agent(0, port, "127.0.0.5", extra=("--local_addr", "127.0.0.5")),
-                  self.agent(1, port, "127.0.0.5")]
-        for node, agent in enumerate(agents):
-            result = self.finish(agent, timeout=EVENT_TIMEOUT)
+        job = static_nodes.StaticJob(self, 2, master_addr="127.0.0.5")
+        self.agent(job, 0, extra=("--local_addr", "127.0.0.5"))
+        self.agent(job, 1)
+        for node, result in job.finish().items():
             self.assertEqual(result.returncode, 0, f"node {node}" + result.describe())
 
 
