@@ -42,7 +42,7 @@ report::AttemptRecord to_record(const supervise::AttemptOutcome& outcome, int at
     entry.stopped_by_gangrun = worker.stopped_by_gangrun;
     entry.last_lines = worker.last_lines;
     std::string error_file =
-        launch::worker_dir(run_dir.path(), attempt, worker.local_rank) + "/error.json";
+        launch::RunDirectory::error_file(run_dir.path(), attempt, worker.local_rank);
     if (outcome.root_cause == i || outcome.first_failure == i) {
       auto read = report::read_worker_error(error_file);
       if (read) {

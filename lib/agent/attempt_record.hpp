@@ -2,8 +2,8 @@
 // summary.
 #pragma once
 
-#include "launch/files.hpp"
 #include "launch/plan.hpp"
+#include "launch/run_directory.hpp"
 #include "report/run_record.hpp"
 #include "supervise/gang.hpp"
 

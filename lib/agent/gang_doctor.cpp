@@ -9,6 +9,7 @@
 #include "util/exit_codes.hpp"
 #include "util/signals.hpp"
 #include "util/strings.hpp"
+#include "util/temp_dir.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -103,8 +104,8 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
   if (env_lookup(plan.host_env, "TORCHELASTIC_ENABLE_FILE_TIMER") == "1") {
     // torchrun's agent names the pipe when the user did not (and tells the workers).
     std::string path = env_lookup(plan.host_env, "TORCHELASTIC_TIMER_FILE")
-                           .value_or(env_lookup(plan.host_env, "TMPDIR").value_or("/tmp") +
-                                     "/watchdog_timer_gangrun_" + std::to_string(::getpid()));
+                           .value_or(temp_dir(plan.host_env) + "/watchdog_timer_gangrun_" +
+                                     std::to_string(::getpid()));
     auto opened = FileTimers::open(
         io, path, [this](const FileTimers::Expired& expired) { on_timer_expired(expired); });
     if (opened) {

@@ -1,6 +1,7 @@
 #include "agent/launches.hpp"
 
 #include "launch/dialects/worker_variables.hpp"
+#include "launch/run_directory.hpp"
 
 #include <ctime>
 #include <optional>
@@ -16,7 +17,7 @@ logmux::StreamRoute route_for(const launch::LaunchPlan& plan, const launch::Work
   route.console_is_err = is_err;
   route.prefix = plan.prefix_output ? prefix : "";
   if (is_err ? worker.to_file.err : worker.to_file.out) {
-    route.file_path = dir + (is_err ? "/stderr.log" : "/stdout.log");
+    route.file_path = launch::RunDirectory::log_file(dir, is_err);
   }
   return route;
 }
@@ -66,7 +67,7 @@ std::vector<supervise::WorkerLaunch> make_launches(const launch::LaunchPlan& pla
     for (auto& [name, value] : launch::worker_variables(plan, worker, round, run_dir)) {
       launch.spawn.env[name] = value;
     }
-    std::string dir = launch::worker_dir(run_dir, round.attempt, worker.local_rank);
+    std::string dir = launch::RunDirectory::worker_path(run_dir, round.attempt, worker.local_rank);
     std::string prefix = launch::worker_prefix(plan, worker, round);
     logmux::StreamRoute out = route_for(plan, worker, prefix, false, dir);
     logmux::StreamRoute err = route_for(plan, worker, prefix, true, dir);

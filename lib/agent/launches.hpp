@@ -11,7 +11,7 @@
 namespace gangrun::agent {
 
 // One WorkerLaunch per local worker, in local-rank order, with its files in
-// run_dir (launch/files.hpp).
+// run_dir (launch/run_directory.hpp).
 std::vector<supervise::WorkerLaunch> make_launches(const launch::LaunchPlan& plan,
                                                    const launch::RoundAssignment& round,
                                                    const std::string& run_dir);

@@ -10,7 +10,7 @@
 #include "doctor/job_registry.hpp"
 #include "launch/dialects/deepspeed_pid_file.hpp"
 #include "launch/dry_run.hpp"
-#include "launch/files.hpp"
+#include "launch/run_directory.hpp"
 #include "logging/logging.hpp"
 #include "logmux/console.hpp"
 #include "rendezvous/messages.hpp"
@@ -23,6 +23,7 @@
 #include "util/host.hpp"
 #include "util/open_file_limit.hpp"
 #include "util/signals.hpp"
+#include "util/temp_dir.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -125,10 +126,8 @@ class NodeAgent {
       store_ = std::move(*started);
       master_port_ = std::to_string(store_->port());
     }
-    GANGRUN_TRY_ASSIGN(
-        run_dir,
-        launch::RunDirectory::create(
-            plan_.log_dir, env_lookup(plan_.host_env, "TMPDIR").value_or("/tmp"), plan_.run_id));
+    GANGRUN_TRY_ASSIGN(run_dir, launch::RunDirectory::create(
+                                    plan_.log_dir, temp_dir(plan_.host_env), plan_.run_id));
     run_dir_.emplace(std::move(*run_dir));
     if (!run_dir_->temporary()) spdlog::info("logs of this run: {}", run_dir_->path());
 
@@ -294,7 +293,7 @@ class NodeAgent {
     failed_here_ = false;
     set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
     std::vector<supervise::WorkerLaunch> launches = make_launches(plan_, round, run_dir_->path());
-    const std::string attempt_path = fmt::format("{}/attempt_{}", run_dir_->path(), round.attempt);
+    const std::string attempt_path = run_dir_->attempt_path(round.attempt);
     for (auto& [name, value] : doctor_->worker_env(attempt_path)) {
       for (supervise::WorkerLaunch& launch : launches) launch.spawn.env[name] = value;
     }
@@ -306,8 +305,7 @@ class NodeAgent {
     });
     doctor_->round_started(
         run_dir_->temporary() ? std::nullopt
-                              : std::optional<std::string>(
-                                    fmt::format("{}/attempt_{}", run_dir_->path(), round.attempt)),
+                              : std::optional<std::string>(run_dir_->attempt_path(round.attempt)),
         round.master_port.empty() ? "" : round.master_addr + ":" + round.master_port, node_round_);
     // A teardown signal that came between rounds ends this one before any
     // worker starts.

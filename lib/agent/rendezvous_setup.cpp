@@ -4,6 +4,7 @@
 #include "launch/network_interface.hpp"
 #include "rendezvous/keys.hpp"
 #include "store/client_common.hpp"
+#include "store/default_port.hpp"
 #include "util/exit_codes.hpp"
 #include "util/host.hpp"
 #include "util/signals.hpp"
@@ -33,7 +34,9 @@ store::KeepAlive keep_alive_of(const launch::LaunchPlan& plan) {
 }
 
 // make_plan gives a multi-node plan its master port (29500 by default).
-int store_port(const launch::LaunchPlan& plan) { return plan.master_port.value_or(29500); }
+int store_port(const launch::LaunchPlan& plan) {
+  return plan.master_port.value_or(store::k_default_port);
+}
 
 Expected<std::unique_ptr<store::Server>> listen_on(boost::asio::io_context& io,
                                                    const launch::LaunchPlan& plan,

@@ -1,5 +1,6 @@
 #include "agent/round_network.hpp"
 
+#include "store/default_port.hpp"
 #include "util/host.hpp"
 
 #include <spdlog/spdlog.h>
@@ -10,7 +11,7 @@ EnvMap RoundNetwork::decide(const launch::LaunchPlan& plan, std::uint64_t round,
                             const std::optional<store::AsyncClient::Ends>& ends,
                             const std::vector<launch::NetworkInterface>& interfaces,
                             const std::optional<std::string>& reached_here) {
-  const int port = plan.master_port.value_or(29500);
+  const int port = plan.master_port.value_or(store::k_default_port);
   launch::NetworkChoice choice;
   if (ends && reached_here && launch::is_loopback_address(ends->local_address)) {
     choice = launch::choose_network_interface(

@@ -2,11 +2,11 @@
 
 #include "agent/node_agent.hpp"
 #include "commands/launch_command.hpp"
-#include "launch/files.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/node_devices.hpp"
 #include "launch/plan.hpp"
 #include "launch/plan_checks.hpp"
+#include "launch/run_directory.hpp"
 #include "logging/logging.hpp"
 #include "preflight/checks.hpp"
 #include "preflight/json_fields.hpp"
@@ -17,6 +17,7 @@
 #include "remote/tool_start.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
+#include "util/temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -92,7 +93,7 @@ config::Options this_node_only(config::Options options) {
   options.nnodes = 1;
   options.min_nnodes = 1;
   options.node_rank = 0;
-  options.rdzv_backend = "static";
+  options.rdzv_backend = config::RendezvousBackend::static_ranks;
   options.rdzv_endpoint.reset();
   options.master_addr = "127.0.0.1";
   options.master_port.reset();
@@ -125,9 +126,7 @@ bool printed_here(const nlohmann::json& answer) {
 Expected<int> run_checks(const config::Options& launch_options, const EnvMap& env) {
   // A private temporary directory for the worker's program and its answer,
   // removed however the preflight ends (but a SIGKILL).
-  GANGRUN_TRY_ASSIGN(
-      made, launch::RunDirectory::create(std::nullopt, env_lookup(env, "TMPDIR").value_or("/tmp"),
-                                         "preflight"));
+  GANGRUN_TRY_ASSIGN(made, launch::RunDirectory::create(std::nullopt, temp_dir(env), "preflight"));
   std::optional<launch::RunDirectory> scratch(std::move(*made));
   std::string worker_path = scratch->path() + "/preflight_worker.py";
   std::string answer_path = scratch->path() + "/answer.json";
@@ -214,7 +213,7 @@ Expected<int> run_preflight_command(const config::PreflightRequest& request, con
 }
 
 Expected<int> preflight_before_launch(const config::Options& options, const EnvMap& env) {
-  bool many_nodes = options.nnodes > 1 || options.rdzv_backend == "c10d";
+  bool many_nodes = options.nnodes > 1 || options.rdzv_backend == config::RendezvousBackend::c10d;
   if (many_nodes) {
     spdlog::info("--preflight: checking this node on its own before it joins the job");
   }

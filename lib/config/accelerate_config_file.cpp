@@ -1,6 +1,7 @@
 // The only file that includes yaml-cpp.
 #include "config/accelerate_config_file.hpp"
 
+#include "config/accelerate_modes.hpp"
 #include "config/config_file.hpp"
 #include "config/option_table.hpp"
 #include "util/strings.hpp"
@@ -148,9 +149,9 @@ class Mapper {
     std::string option;
     if (one_process.contains(*text)) return {};
     if (multi.contains(*text)) option = opt::multi_gpu;
-    if (*text == "DEEPSPEED") option = opt::use_deepspeed;
-    if (*text == "FSDP") option = opt::use_fsdp;
-    if (*text == "MEGATRON_LM") option = opt::use_megatron_lm;
+    for (const AccelerateMode& mode : k_accelerate_modes) {
+      if (!mode.distributed_type.empty() && *text == mode.distributed_type) option = mode.option;
+    }
     if (*text == "XLA" || *text == "TPU") {
       return fail_usage(where(key) + ": " + *text +
                         ": gangrun cannot honour it: TPU training runs through torch_xla's "

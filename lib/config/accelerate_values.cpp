@@ -6,7 +6,9 @@
 // Python's str() of what its argument parser made of the text.
 #include "config/accelerate_values.hpp"
 
+#include "config/accelerate_modes.hpp"
 #include "config/option_values.hpp"
+#include "store/default_port.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -214,9 +216,8 @@ bool several_processes_without_mode(const Reader& read, const LayeredValues& val
   bool accelerate_spelling = count->where == "--num_processes" || count->where == "--num-processes";
   if (!accelerate_spelling && !speaks_accelerate(values)) return false;
   if (!o.num_processes || *o.num_processes <= std::max(o.nnodes, 1)) return false;
-  for (std::string_view mode :
-       {opt::multi_gpu, opt::cpu, opt::use_deepspeed, opt::use_fsdp, opt::use_megatron_lm}) {
-    if (read.on(mode)) return false;
+  for (const AccelerateMode& mode : k_accelerate_modes) {
+    if (mode.starts_workers && read.on(mode.option)) return false;
   }
   // A config file's distributed_type NO or MULTI_CPU is accelerate's simple
   // launcher, one process, on any machine: kept as it is.
@@ -230,9 +231,10 @@ Expected<Launcher> pick_launcher(const Reader& read, bool without_mode) {
   // accelerate refuses two of these given together; a config file's
   // distributed_type stands back for any of them (layering.cpp).
   const LayeredValue* first = nullptr;
-  for (std::string_view mode : {opt::multi_gpu, opt::cpu, opt::use_deepspeed, opt::use_fsdp}) {
-    const LayeredValue* value = read.given(mode);
-    if (value == nullptr || from_a_config_file(value->source) || !read.on(mode)) continue;
+  for (const AccelerateMode& mode : k_accelerate_modes) {
+    if (!mode.one_at_a_time) continue;
+    const LayeredValue* value = read.given(mode.option);
+    if (value == nullptr || from_a_config_file(value->source) || !read.on(mode.option)) continue;
     if (first != nullptr) {
       return fail_usage(first->given + " and " + value->given +
                         ": accelerate takes only one of --cpu, --multi_gpu, --tpu, "
@@ -506,7 +508,8 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
   if (!speaks_accelerate(values) && !without_mode) return {};
   AccelerateSettings& s = o.accelerate;
   s.active = true;
-  s.free_port_when_busy = o.nnodes <= 1 && !o.standalone && o.rdzv_backend == "static";
+  s.free_port_when_busy =
+      o.nnodes <= 1 && !o.standalone && o.rdzv_backend == RendezvousBackend::static_ranks;
   if (read.find(opt::config_file) != nullptr && read.given(opt::num_processes) == nullptr) {
     return fail_usage(read.find(opt::config_file)->text +
                       ": no num_processes in the config file; give --num_processes (accelerate "
@@ -563,10 +566,10 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
     s.split_physical_cores_among = std::max(*o.num_processes / std::max(o.nnodes, 1), 1);
   }
   if (*launcher == Launcher::simple) one_process_per_machine(o);
-  if (o.rdzv_backend == "c10d" && !o.rdzv_endpoint && o.master_addr) {
+  if (o.rdzv_backend == RendezvousBackend::c10d && !o.rdzv_endpoint && o.master_addr) {
     // accelerate launch meets at --main_process_ip:--main_process_port with
     // the c10d backend (torchrun's --rdzv_endpoint), port 29500 by default.
-    o.rdzv_endpoint = Endpoint{*o.master_addr, o.master_port.value_or(29500)};
+    o.rdzv_endpoint = Endpoint{*o.master_addr, o.master_port.value_or(store::k_default_port)};
   }
   return {};
 }

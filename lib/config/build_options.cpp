@@ -111,7 +111,7 @@ Expected<void> check_process_counts(const Options& o, const LayeredValues& value
 Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
   // c10d hands out node ranks itself; torchrun ignores --node_rank there.
   // --standalone launches as static (apply_rendezvous), so it is checked.
-  const bool ranks_given = o.rdzv_backend == "static" || o.standalone;
+  const bool ranks_given = o.rdzv_backend == RendezvousBackend::static_ranks || o.standalone;
   if (ranks_given && o.node_rank >= o.nnodes) {
     return fail_usage(value_of(values, opt::node_rank).where + ": " + std::to_string(o.node_rank) +
                       " is not a node rank for " + value_of(values, opt::nnodes).given +
@@ -138,7 +138,7 @@ Expected<void> check_scheduler_head(const Options& o, const LayeredValues& value
 // c10d's nodes meet at an endpoint that every node is given; --standalone
 // (torchrun's c10d on localhost) needs none.
 Expected<void> check_rendezvous(const Options& o, const LayeredValues& values) {
-  if (o.rdzv_backend == "c10d" && !o.standalone && !o.rdzv_endpoint) {
+  if (o.rdzv_backend == RendezvousBackend::c10d && !o.standalone && !o.rdzv_endpoint) {
     return fail_usage(value_of(values, opt::rdzv_backend).given +
                       " needs --rdzv_endpoint HOST[:PORT]" +
                       " (the same on every node, e.g. node0:29400)");
@@ -153,11 +153,11 @@ Expected<void> check_rendezvous(const Options& o, const LayeredValues& values) {
 // as torchrun does, where --master_addr/--master_port do not set them.
 void apply_rendezvous(Options& o, const LayeredValues& values) {
   if (o.standalone) {
-    o.rdzv_backend = "static";
+    o.rdzv_backend = RendezvousBackend::static_ranks;
     o.rdzv_endpoint.reset();
     return;
   }
-  if (o.rdzv_backend != "static" || !o.rdzv_endpoint) return;
+  if (o.rdzv_backend != RendezvousBackend::static_ranks || !o.rdzv_endpoint) return;
   const LayeredValue& endpoint = value_of(values, opt::rdzv_endpoint);
   auto derive = [&](std::string_view name, const std::string& text) {
     o.origins[std::string(name)] =

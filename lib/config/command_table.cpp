@@ -1,5 +1,6 @@
 #include "config/command_table.hpp"
 
+#include "store/default_port.hpp"
 #include "util/strings.hpp"
 
 namespace gangrun::config {
@@ -14,6 +15,12 @@ std::string alternatives(const std::vector<std::string_view>& words) {
 }  // namespace
 
 const std::vector<SubcommandSpec>& subcommand_table() {
+  // Texts that name the default port; they outlive the table that views them.
+  static const std::string store_manual =
+      "Runs the TCP store standalone, or operates on one as a client (the endpoint is "
+      "--endpoint, else $GANGRUN_STORE_ENDPOINT, else MASTER_ADDR:MASTER_PORT, else "
+      "127.0.0.1:" +
+      std::to_string(store::k_default_port) + "). See 'gangrun store --help'.";
   static const std::vector<SubcommandSpec> table = {
       {.id = Subcommand::devices,
        .name = "devices",
@@ -52,9 +59,7 @@ const std::vector<SubcommandSpec>& subcommand_table() {
        .arguments = alternatives(store_action_names()) + " ...",
        .summary = "operate a TCP store",
        .help_note = "gangrun store --help",
-       .manual = "Runs the TCP store standalone, or operates on one as a client (the endpoint is "
-                 "--endpoint, else $GANGRUN_STORE_ENDPOINT, else MASTER_ADDR:MASTER_PORT, else "
-                 "127.0.0.1:29500). See 'gangrun store --help'."},
+       .manual = store_manual},
       {.id = Subcommand::completion,
        .name = "completion",
        .arguments = alternatives(shell_names()),
@@ -111,6 +116,7 @@ const std::vector<std::string_view>& store_action_names() {
 }
 
 const std::vector<StoreOptionWord>& store_option_words() {
+  static const std::string default_port_text = std::to_string(store::k_default_port);
   static const std::vector<StoreOptionWord> words = {
       {.name = "endpoint", .metavar = "HOST:PORT", .help = "The store, as HOST:PORT"},
       {.name = "timeout",
@@ -131,7 +137,7 @@ const std::vector<StoreOptionWord>& store_option_words() {
       {.name = "port",
        .metavar = "PORT",
        .serve = true,
-       .default_text = "29500",
+       .default_text = default_port_text,
        .help = "Port to listen on; 0 for any free port"},
       {.name = "port-file",
        .metavar = "FILE",

@@ -1,6 +1,7 @@
 #include "config/layering.hpp"
 
 #include "config/accelerate_config_file.hpp"
+#include "config/accelerate_modes.hpp"
 #include "config/accelerate_values.hpp"
 #include "config/config_file.hpp"
 #include "config/hostfile.hpp"
@@ -16,6 +17,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <variant>
 
 namespace gangrun::config {
 
@@ -129,8 +131,9 @@ Partial from_json_config(const std::string& path, Problems& problems) {
 // The flags that choose accelerate's launcher; a config file's
 // distributed_type stands back when one of them is given above it.
 bool mode_given_above(const Partial& command_line, const EnvMap& env) {
-  for (std::string_view name : {opt::multi_gpu, opt::tpu, opt::tpu_cluster, opt::use_deepspeed,
-                                opt::use_fsdp, opt::use_megatron_lm}) {
+  for (const AccelerateMode& mode : k_accelerate_modes) {
+    if (!mode.outranks_config_file) continue;
+    std::string_view name = mode.option;
     const OptionSpec& spec = option_row(name);
     std::optional<LayeredValue> value;
     if (auto it = command_line.find(name); it != command_line.end()) value = it->second;
@@ -246,27 +249,20 @@ constexpr UserFileKind k_node_file_kind{.name = "the job's node file",
                                         .max_bytes = k_max_hostfile_bytes,
                                         .holds = "a node file holds a line per slot of the job"};
 
-// The job gangrun runs in. An MPI launcher's task comes first: Open MPI's
-// mpirun starts its daemons on a Slurm allocation's nodes through srun, so
-// its tasks see a Slurm step too. Then Slurm, then the other schedulers.
+// The job gangrun runs in (schedulers/job_readers.cpp decides which system
+// is asked first).
 void read_job(const EnvMap& env, bool worker_per_task, Layers& layers, Problems& problems) {
-  Expected<std::optional<schedulers::Job>> mpi = schedulers::read_mpi_job(env, worker_per_task);
-  if (!problems.keep(mpi)) return;
-  if (*mpi) {
-    layers.scheduler_job = std::move(*mpi);
-    return;
-  }
-  Expected<std::optional<slurm::Job>> slurm_job = slurm::read_job(env);
-  if (!problems.keep(slurm_job)) return;
-  if (*slurm_job) {
-    layers.slurm_job = std::move(*slurm_job);
-    return;
-  }
   schedulers::Context context{
       .read_file = [](const std::string& path) { return read_user_file(path, k_node_file_kind); },
-      .host_name = host::host_name()};
-  Expected<std::optional<schedulers::Job>> other = schedulers::read_job(env, context);
-  if (problems.keep(other)) layers.scheduler_job = std::move(*other);
+      .host_name = host::host_name(),
+      .worker_per_task = worker_per_task};
+  Expected<std::optional<schedulers::AnyJob>> found = schedulers::read_job(env, context);
+  if (!problems.keep(found) || !*found) return;
+  if (auto* slurm_job = std::get_if<slurm::Job>(&**found)) {
+    layers.slurm_job = std::move(*slurm_job);
+  } else {
+    layers.scheduler_job = std::get<schedulers::Job>(std::move(**found));
+  }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "config/option_apply.hpp"
 #include "config/option_values.hpp"
 #include "config/slurm_values.hpp"
+#include "store/default_port.hpp"
 #include "util/strings.hpp"
 
 #include <algorithm>
@@ -20,7 +21,7 @@ using K = OptionKind;
 // backend's row is applied before every other (build_options.cpp).
 Expected<void> apply_nnodes(std::string_view text, Options& o) {
   NodeRange nodes{.min = o.min_nnodes, .max = o.nnodes};
-  if (o.rdzv_backend == "c10d") {
+  if (o.rdzv_backend == RendezvousBackend::c10d) {
     GANGRUN_TRY_ASSIGN(range, parse_node_range(text));
     nodes = *range;
   } else {
@@ -48,7 +49,17 @@ Expected<std::string> start_method_choice(std::string_view text) {
   return fail_usage("'" + std::string(text) + "' is not one of spawn, fork, forkserver");
 }
 
+std::vector<std::string_view> backend_names() {
+  std::vector<std::string_view> names;
+  for (const RendezvousBackendName& row : k_rendezvous_backends) names.push_back(row.name);
+  return names;
+}
+
 std::vector<OptionSpec> make_table() {
+  // Texts that name the default port; they outlive the table that views them.
+  static const std::string master_port_help =
+      "port of the store, 1..65535. Default (or 0): a free port on a single node, else " +
+      std::to_string(store::k_default_port);
   return {
       // ---- process counts: three spellings, three meanings (torchrun, accelerate, deepspeed)
       {.name = "nproc_per_node",
@@ -152,8 +163,7 @@ std::vector<OptionSpec> make_table() {
        .aliases = {"main_process_port"},
        .group = G::nodes,
        .metavar = "PORT",
-       .help = "port of the store, 1..65535. Default (or 0): a free port on a single node, "
-               "else 29500",
+       .help = master_port_help,
        .apply = into<&Options::master_port, parse_port>},
       {.name = "standalone",
        .group = G::nodes,
@@ -163,8 +173,8 @@ std::vector<OptionSpec> make_table() {
       {.name = "rdzv_backend",
        .group = G::nodes,
        .metavar = "BACKEND",
-       .default_text = "static",
-       .choices = {"static", "c10d"},
+       .default_text = backend_name(k_default_rendezvous_backend),
+       .choices = backend_names(),
        .help = "how nodes meet: static (each node gives --node_rank; the store is at "
                "--master_addr/--master_port or --rdzv_endpoint); c10d (nodes join at "
                "--rdzv_endpoint and are given their ranks; --nnodes may be a MIN:MAX range)",

@@ -7,6 +7,7 @@
 #include "config/accelerate_settings.hpp"
 #include "config/deepspeed_settings.hpp"
 #include "config/hosts_settings.hpp"
+#include "config/rendezvous_backend.hpp"
 #include "schedulers/job.hpp"
 #include "slurm/job_environment.hpp"
 
@@ -123,7 +124,7 @@ struct Options {
   std::optional<std::string> master_addr;  // unset: 127.0.0.1
   std::optional<int> master_port;          // 1..65535; unset: a free port on one node, else 29500
   bool standalone = false;
-  std::string rdzv_backend = "static";    // "static" or "c10d"
+  RendezvousBackend rdzv_backend = k_default_rendezvous_backend;
   std::optional<Endpoint> rdzv_endpoint;  // --rdzv_endpoint HOST[:PORT]; c10d's port 29400
   RendezvousConf rdzv_conf;               // --rdzv_conf k=v,...
   std::optional<std::string> local_addr;  // --local_addr: the address this node advertises

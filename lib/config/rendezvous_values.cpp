@@ -179,9 +179,9 @@ Expected<int> parse_nnodes(std::string_view text) {
   return range->max;
 }
 
-Expected<std::string> parse_rdzv_backend(std::string_view text) {
+Expected<RendezvousBackend> parse_rdzv_backend(std::string_view text) {
   std::string word = strings::to_lower(strings::trim(text));
-  if (word == "static" || word == "c10d") return word;
+  if (std::optional<RendezvousBackend> backend = backend_named(word)) return *backend;
   if (word == "etcd" || word == "etcd-v2") {
     return fail_usage("rendezvous backend " + word +
                       " is not supported; use c10d (--rdzv_backend c10d --rdzv_endpoint "

@@ -27,9 +27,9 @@ Expected<NodeRange> parse_node_range(std::string_view text);
 // refused with a hint that it needs --rdzv_backend c10d.
 Expected<int> parse_nnodes(std::string_view text);
 
-// "static" or "c10d" (any case), returned lower-cased. torchrun's etcd and
+// A name of rendezvous_backend.hpp's table, in any case. torchrun's etcd and
 // etcd-v2 are refused with a pointer to c10d.
-Expected<std::string> parse_rdzv_backend(std::string_view text);
+Expected<RendezvousBackend> parse_rdzv_backend(std::string_view text);
 
 // torchrun's default port of a c10d endpoint given without one.
 inline constexpr int k_default_rdzv_port = 29400;

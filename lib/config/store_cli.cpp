@@ -5,6 +5,7 @@
 // global flags are.
 #include "config/store_cli.hpp"
 
+#include "store/default_port.hpp"
 #include "util/strings.hpp"
 
 #include <CLI/CLI.hpp>
@@ -20,21 +21,23 @@
 namespace gangrun::config {
 namespace {
 
-constexpr int k_default_port = 29500;
 constexpr double k_longest_timeout_seconds = 365.0 * 24 * 3600;
 
 constexpr std::string_view k_description =
     "Operate a TCP store that PyTorch's torch.distributed.TCPStore can use: serve one, or "
     "read and write keys of a running one from a shell script.";
 
-constexpr std::string_view k_footer =
-    "Keys: like PyTorch's TCPStore client, gangrun puts \"/\" before every key, so 'gangrun "
-    "store get foo' reads what Python's store.set(\"foo\", ...) wrote; --raw-keys sends keys "
-    "as typed.\n"
-    "Endpoint: --endpoint, else GANGRUN_STORE_ENDPOINT, else MASTER_ADDR:MASTER_PORT, else "
-    "127.0.0.1:29500.\n"
-    "Exit status: 0 done; 1 check found a key missing, or delete found no key; 2 usage "
-    "error; 3 the store could not be reached, timed out, or failed.";
+std::string footer() {
+  return "Keys: like PyTorch's TCPStore client, gangrun puts \"/\" before every key, so 'gangrun "
+         "store get foo' reads what Python's store.set(\"foo\", ...) wrote; --raw-keys sends keys "
+         "as typed.\n"
+         "Endpoint: --endpoint, else GANGRUN_STORE_ENDPOINT, else MASTER_ADDR:MASTER_PORT, else "
+         "127.0.0.1:" +
+         std::to_string(store::k_default_port) +
+         ".\n"
+         "Exit status: 0 done; 1 check found a key missing, or delete found no key; 2 usage "
+         "error; 3 the store could not be reached, timed out, or failed.";
+}
 
 constexpr std::string_view k_client_footer =
     "Client options (before or after the command; see gangrun store --help):\n"
@@ -150,7 +153,7 @@ void build_app(CLI::App& app, Words& words, Parsed& parsed) {
     sub->allow_extras();
     if (sub->get_name() != "serve") sub->footer(std::string(k_client_footer));
   }
-  app.footer(std::string(k_footer));
+  app.footer(footer());
 }
 
 // ---- did you mean ------------------------------------------------------------
@@ -323,7 +326,7 @@ Expected<HostPort> default_endpoint(const EnvMap& env) {
   if (std::optional<std::string> text = env_lookup(env, "GANGRUN_STORE_ENDPOINT")) {
     return parse_endpoint(*text, "GANGRUN_STORE_ENDPOINT");
   }
-  HostPort endpoint{"127.0.0.1", k_default_port};
+  HostPort endpoint{"127.0.0.1", store::k_default_port};
   if (std::optional<std::string> addr = env_lookup(env, "MASTER_ADDR");
       addr && !strings::trim(*addr).empty()) {
     endpoint.host = std::string(strings::trim(*addr));
@@ -368,7 +371,7 @@ Expected<std::int64_t> parse_delta(const std::string& text) {
 
 Expected<HostPort> parse_endpoint(const std::string& text, const std::string& what) {
   std::string_view rest = strings::trim(text);
-  HostPort endpoint{"", k_default_port};
+  HostPort endpoint{"", store::k_default_port};
   std::string_view port_text;
   bool has_port = false;
   if (rest.starts_with("[")) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "config/command_table.hpp"
+#include "store/default_port.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -23,8 +24,8 @@ enum class StoreDialect { validated, legacy };
 // `gangrun store serve`. Unset limits keep the server's defaults.
 struct StoreServeOptions {
   std::string host = "127.0.0.1";
-  int port = 29500;       // 0: an ephemeral port
-  std::string port_file;  // empty: none; else the bound port is written there
+  int port = store::k_default_port;  // 0: an ephemeral port
+  std::string port_file;             // empty: none; else the bound port is written there
   std::optional<std::size_t> max_key_bytes;
   std::optional<std::size_t> max_value_bytes;
   std::optional<std::size_t> max_keys_per_request;
@@ -37,7 +38,7 @@ struct StoreServeOptions {
 // Every other subcommand is a client of a running store.
 struct StoreClientOptions {
   std::string host = "127.0.0.1";
-  int port = 29500;
+  int port = store::k_default_port;
   // For connecting, and for each operation (a wait included).
   std::chrono::milliseconds timeout{300000};
   StoreDialect dialect = StoreDialect::validated;

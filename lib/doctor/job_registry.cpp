@@ -1,6 +1,7 @@
 #include "doctor/job_registry.hpp"
 
 #include "doctor/proc_stat.hpp"
+#include "util/temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -108,7 +109,7 @@ Expected<std::string> registry_dir(const EnvMap& env) {
   if (auto runtime = env_lookup(env, "XDG_RUNTIME_DIR"); runtime && !runtime->empty()) {
     dir = *runtime + "/gangrun";
   } else {
-    dir = env_lookup(env, "TMPDIR").value_or("/tmp") + "/gangrun-" + std::to_string(::getuid());
+    dir = temp_dir(env) + "/gangrun-" + std::to_string(::getuid());
   }
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     return fail(ErrorCode::io, "cannot make " + dir + ": " + std::strerror(errno));

@@ -1,17 +1,24 @@
 #include "launch/dry_run.hpp"
 
 #include "launch/dialects/worker_variables.hpp"
-#include "launch/files.hpp"
 #include "launch/network_interface.hpp"
 #include "launch/numa_cpus.hpp"
+#include "launch/run_directory.hpp"
 #include "util/host.hpp"
 #include "util/strings.hpp"
+#include "util/temp_dir.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 namespace gangrun::launch {
 namespace {
+
+// The backend's name as --rdzv_backend spells it (config/rendezvous_backend.hpp).
+std::string_view rendezvous_backend_name(const LaunchPlan& plan) {
+  return config::backend_name(plan.c10d ? config::RendezvousBackend::c10d
+                                        : config::RendezvousBackend::static_ranks);
+}
 
 std::string planned_port(const LaunchPlan& plan) {
   return plan.master_port ? std::to_string(*plan.master_port) : k_free_port_placeholder;
@@ -44,9 +51,7 @@ std::string planned_network(const LaunchPlan& plan) {
 
 std::string planned_run_dir(const LaunchPlan& plan) {
   // XXXXXX: the unique part is chosen when the run starts.
-  if (plan.log_dir) return *plan.log_dir + "/" + run_dir_prefix(plan.run_id) + "XXXXXX";
-  std::string tmp = env_lookup(plan.host_env, "TMPDIR").value_or("/tmp");
-  return tmp + "/gangrun-" + run_dir_prefix(plan.run_id) + "XXXXXX";
+  return RunDirectory::planned_path(plan.log_dir, temp_dir(plan.host_env), plan.run_id);
 }
 
 nlohmann::json plan_to_json(const LaunchPlan& plan) {
@@ -82,7 +87,7 @@ nlohmann::json plan_to_json(const LaunchPlan& plan) {
       {"output", plan.prefix_output ? "prefix" : "inherit"},
       {"log_dir", plan.log_dir ? nlohmann::json(*plan.log_dir) : nlohmann::json()},
       {"max_restarts", plan.max_restarts},
-      {"rendezvous", plan.multi_node ? nlohmann::json{{"backend", plan.c10d ? "c10d" : "static"},
+      {"rendezvous", plan.multi_node ? nlohmann::json{{"backend", rendezvous_backend_name(plan)},
                                                       {"min_nnodes", plan.min_nnodes},
                                                       {"max_nnodes", plan.nnodes}}
                                      : nlohmann::json()},

@@ -7,6 +7,7 @@
 #include "launch/plan_checks.hpp"
 #include "logmux/prefix.hpp"
 #include "placement/masks.hpp"
+#include "store/default_port.hpp"
 #include "util/host.hpp"
 #include "util/strings.hpp"
 
@@ -20,8 +21,6 @@
 
 namespace gangrun::launch {
 namespace {
-
-constexpr int k_default_multi_node_port = 29500;
 
 // Why --nproc_per_node gpu/xpu found nothing to count: "no GPU found (CUDA:
 // libcuda.so.1 not found; ...)", or what hides the devices of the kind in use.
@@ -209,10 +208,6 @@ Expected<PlacedWorkers> place_workers(const config::Options& options,
   return placed;
 }
 
-std::string worker_dir(const std::string& run_dir, int attempt, int local_rank) {
-  return fmt::format("{}/attempt_{}/{}", run_dir, attempt, local_rank);
-}
-
 Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& host_env,
                                std::optional<NodeDevices> devices,
                                const ProcessCapacity& capacity) {
@@ -287,7 +282,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 
   plan.master_addr = options.master_addr.value_or("127.0.0.1");
   plan.master_port = options.master_port;
-  plan.c10d = options.rdzv_backend == "c10d";
+  plan.c10d = options.rdzv_backend == config::RendezvousBackend::c10d;
   plan.min_nnodes = options.min_nnodes;
   plan.multi_node = plan.c10d || plan.nnodes > 1;
   if (plan.c10d && options.rdzv_endpoint) {
@@ -297,7 +292,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   }
   plan.master_addr_origin = master_addr_origin(options, plan.c10d);
   plan.master_port_origin = master_port_origin(options, plan.c10d);
-  if (!plan.master_port && plan.multi_node) plan.master_port = k_default_multi_node_port;
+  if (!plan.master_port && plan.multi_node) plan.master_port = store::k_default_port;
   remove_job_secret(plan.host_env);
   if (plan.multi_node) {
     GANGRUN_TRY_ASSIGN(secret, read_job_secret(host_env));
@@ -320,7 +315,8 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
       plan.prefix_output = plan.local_world_size > 1;
       break;
   }
-  plan.log_dir = options.log_dir;  // each run makes its own directory inside (launch/files.hpp)
+  plan.log_dir =
+      options.log_dir;  // each run makes its own directory inside (launch/run_directory.hpp)
 
   plan.teardown_signals.insert(options.signals_to_handle.begin(), options.signals_to_handle.end());
   if (plan.teardown_signals.empty()) plan.teardown_signals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};

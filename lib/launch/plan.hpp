@@ -177,7 +177,4 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
 std::string worker_prefix(const LaunchPlan& plan, const WorkerPlan& worker,
                           const RoundAssignment& round);
 
-// Where a worker's files of an attempt live: RUN_DIR/attempt_<n>/<local_rank>.
-std::string worker_dir(const std::string& run_dir, int attempt, int local_rank);
-
 }  // namespace gangrun::launch

@@ -1,6 +1,7 @@
 #include "launch/plan_checks.hpp"
 
 #include "util/strings.hpp"
+#include "util/temp_dir.hpp"
 
 #include <fmt/format.h>
 
@@ -194,11 +195,9 @@ Expected<void> check_output_paths(const LaunchPlan& plan) {
     return check_writable_directory(*plan.log_dir, "--log_dir " + *plan.log_dir,
                                     "give a directory you may write");
   }
-  // The directory RunDirectory::create uses: TMPDIR (an empty one leaves the
-  // root directory), else /tmp.
-  auto tmpdir = env_lookup(plan.host_env, "TMPDIR");
-  std::string what = tmpdir ? "TMPDIR=" + *tmpdir : "/tmp";
-  std::string root = tmpdir ? (tmpdir->empty() ? "/" : *tmpdir) : "/tmp";
+  // The directory the run directory goes in without --log_dir.
+  std::string what = temp_dir_origin(plan.host_env);
+  std::string root = temp_dir(plan.host_env);
   struct stat info {};
   if (::stat(root.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) ||
       ::access(root.c_str(), W_OK | X_OK) != 0) {

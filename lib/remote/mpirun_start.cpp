@@ -8,6 +8,7 @@
 #include "remote/remote_start.hpp"
 #include "remote/ssh_start.hpp"
 #include "remote/tool_start.hpp"
+#include "store/default_port.hpp"
 #include "util/strings.hpp"
 
 #include <spdlog/spdlog.h>
@@ -24,9 +25,6 @@ using config::Options;
 namespace {
 
 namespace opt = config::opt;
-
-// The store's port when the user gives none, as over ssh and in torchrun.
-constexpr int k_default_port = 29500;
 
 Expected<std::vector<std::string>> command_for(const Options& options,
                                                const std::vector<std::string>& arguments,
@@ -57,7 +55,7 @@ std::vector<std::string> mpirun_command(const Options& options, const std::strin
                                 : hosts.front().host;
   std::vector<std::string> exports = {
       "-x", "MASTER_ADDR=" + master_addr, "-x",
-      "MASTER_PORT=" + std::to_string(options.master_port.value_or(k_default_port)),
+      "MASTER_PORT=" + std::to_string(options.master_port.value_or(store::k_default_port)),
       // By name: mpirun reads the value from its own environment.
       "-x", std::string(launch::k_job_secret_variable)};
   for (const auto& [name, value] : exported)

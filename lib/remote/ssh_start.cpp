@@ -8,6 +8,7 @@
 #include "launch/program.hpp"
 #include "remote/remote_start.hpp"
 #include "remote/tool_start.hpp"
+#include "store/default_port.hpp"
 #include "util/exit_codes.hpp"
 #include "util/strings.hpp"
 
@@ -148,7 +149,7 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
               {self, self_option(opt::launcher), "local", self_option(opt::nnodes),
                std::to_string(hosts.size()), self_option(opt::node_rank), std::to_string(index),
                self_option(opt::master_addr), master_addr, self_option(opt::master_port),
-               std::to_string(options.master_port.value_or(29500)),
+               std::to_string(options.master_port.value_or(store::k_default_port)),
                self_option(opt::nproc_per_node), std::to_string(host.slots.size())});
   if (auto include = config::device_include(host, options.accelerator))
     copy.insert(copy.end(), {self_option(opt::include), *include});

@@ -22,23 +22,6 @@ namespace asio = boost::asio;
 
 namespace {
 
-// "<r>/<agent>" of a failed or result key, after its kind.
-struct RoundAndAgent {
-  std::uint64_t round = 0;
-  std::string agent;
-};
-
-std::optional<RoundAndAgent> split_round_and_agent(std::string_view rest) {
-  std::size_t slash = rest.find('/');
-  if (slash == std::string_view::npos || slash == 0) return std::nullopt;
-  std::uint64_t round = 0;
-  for (char digit : rest.substr(0, slash)) {
-    if (digit < '0' || digit > '9') return std::nullopt;
-    round = round * 10 + static_cast<std::uint64_t>(digit - '0');
-  }
-  return RoundAndAgent{round, std::string(rest.substr(slash + 1))};
-}
-
 JobOutcome ended_with(int exit_code, std::string message, std::string root_agent = "",
                       std::optional<int> stop_signal = std::nullopt,
                       std::vector<int> waited_for = {}) {
@@ -213,39 +196,46 @@ struct Coordinator::Impl {
   // ---- what the agents write ------------------------------------------------
 
   void on_key(store::ConnectionId from, const std::string& key, const std::string& value) {
-    std::string_view rest(key);
-    if (rest.starts_with(keys::k_doctor_prefix)) return on_doctor_key(from, key, value);
-    if (!rest.starts_with(keys::k_prefix)) return;
-    rest.remove_prefix(keys::k_prefix.size());
-    if (rest.starts_with("join/")) return on_join(from, key, rest.substr(5), value);
-    if (rest.starts_with("conn/")) return on_connection(from, key, rest.substr(5), value);
+    const keys::ParsedKey parsed = keys::parse(key);
+    switch (parsed.kind) {
+      case keys::Kind::foreign:
+        return;
+      case keys::Kind::doctor_ask:
+      case keys::Kind::other_doctor:
+        return on_doctor_key(from, key, parsed, value);
+      case keys::Kind::join:
+        return on_join(from, key, parsed.agent, value);
+      case keys::Kind::connection:
+        return on_connection(from, key, parsed, value);
+      default:
+        break;
+    }
     // Whatever else an agent writes counts only on the link it joined with.
     auto link = agent_of_link.find(from);
     if (link == agent_of_link.end()) return reject(from, key + " was written by no agent's link");
     Agent& agent = agents.at(link->second);
     auto message = signer.open(key, value);
     if (!message) return reject(from, message.error().message());
-    if (rest.starts_with("alive/")) return on_heartbeat(from, agent, *message);
+    if (parsed.kind == keys::Kind::alive) return on_heartbeat(from, agent, *message);
     agent.last_heard = Clock::now();
-    bool failed = rest.starts_with("failed/");
-    if (!failed && !rest.starts_with("result/")) return;
-    auto where = split_round_and_agent(rest.substr(rest.find('/') + 1));
-    if (!where || where->agent != agent.info.id) {
+    bool failed = parsed.kind == keys::Kind::failed;
+    if (!failed && parsed.kind != keys::Kind::result) return;
+    if (!parsed.round || parsed.agent != agent.info.id) {
       return reject(from, key + ": an agent reports for itself only");
     }
-    if (!round || round->plan.round != where->round) return;  // a stale round's
+    if (!round || round->plan.round != *parsed.round) return;  // a stale round's
     auto report = node_report_from_json(*message);
     if (!report || report->agent != agent.info.id) {
       return reject(from,
                     report ? key + ": the report names another agent" : report.error().message());
     }
-    if (!round->answers.contains(where->agent)) return;  // a spare has no workers to report
-    round->heard[where->agent] = Heard{*report, std::chrono::system_clock::now()};
+    if (!round->answers.contains(parsed.agent)) return;  // a spare has no workers to report
+    round->heard[parsed.agent] = Heard{*report, std::chrono::system_clock::now()};
     if (failed) {
       if (!round->end) on_failure(*report);
       return;
     }
-    on_result(where->agent, *report);
+    on_result(parsed.agent, *report);
   }
 
   // Turns an agent away with the reason, once per id: an id that was
@@ -320,11 +310,10 @@ struct Coordinator::Impl {
   // One of an agent's other connections: protected like its link, when
   // sealed for this job (with a secret) and while the agent has fewer than
   // k_max_connections_per_agent (without a secret anyone may claim a few).
-  void on_connection(store::ConnectionId from, const std::string& key, std::string_view rest,
-                     const std::string& value) {
-    std::size_t slash = rest.find('/');
-    if (slash == std::string_view::npos) return reject(from, key + " names no token");
-    std::string agent(rest.substr(0, slash));
+  void on_connection(store::ConnectionId from, const std::string& key,
+                     const keys::ParsedKey& parsed, const std::string& value) {
+    if (!parsed.token) return reject(from, key + " names no token");
+    const std::string& agent = parsed.agent;
     auto message = signer.open(key, value);
     if (!message) return reject(from, message.error().message());
     if (!agents.contains(agent)) return reject(from, key + ": no agent " + agent + " has joined");
@@ -371,13 +360,11 @@ struct Coordinator::Impl {
   // Without a secret anyone's ask is taken: a request only makes the nodes
   // read and answer, never stop (the lead stops a hung gang on its own
   // reading of the silences).
-  void on_doctor_key(store::ConnectionId from, const std::string& key, const std::string& value) {
-    std::string_view rest(key);
-    rest.remove_prefix(keys::k_doctor_prefix.size());
-    if (!rest.starts_with("ask/")) return;
-    auto where = split_round_and_agent(rest.substr(4));
-    if (!where || where->agent.empty() || where->agent.size() > 64 ||
-        !std::all_of(where->agent.begin(), where->agent.end(),
+  void on_doctor_key(store::ConnectionId from, const std::string& key, const keys::ParsedKey& where,
+                     const std::string& value) {
+    if (where.kind != keys::Kind::doctor_ask) return;
+    if (!where.round || where.agent.empty() || where.agent.size() > 64 ||
+        !std::all_of(where.agent.begin(), where.agent.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; })) {
       return reject(from, "a stack request's key is not ask/<round>/<letters and digits>");
     }
@@ -397,9 +384,9 @@ struct Coordinator::Impl {
       return reject(
           from, fmt::format("a stack request past the {} of this round", k_max_requests_per_round));
     }
-    if (!round || round->end || round->plan.round != where->round) {
+    if (!round || round->end || round->plan.round != *where.round) {
       return reject(
-          from, fmt::format("a stack request for round {}, which is not running", where->round));
+          from, fmt::format("a stack request for round {}, which is not running", *where.round));
     }
     Clock::time_point now = Clock::now();
     doctor_ask_budget = std::min(
@@ -410,8 +397,8 @@ struct Coordinator::Impl {
     if (doctor_ask_budget < 1) return reject(from, "stack requests came faster than 2 a second");
     doctor_ask_budget -= 1;
     std::int64_t number = ++doctor_requests;
-    publish(keys::doctor_request(where->round, number), *message);
-    publish(keys::doctor_asked(where->agent), std::to_string(number));
+    publish(keys::doctor_request(*where.round, number), *message);
+    publish(keys::doctor_asked(where.agent), std::to_string(number));
   }
 
   // The run id of a join that this job's secret sealed for another run id:

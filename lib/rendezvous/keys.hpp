@@ -4,9 +4,14 @@
 // latest and waiting, and the store refuses those to every client
 // (coordinator_only_prefixes).
 // Every value is sealed with the job's secret (signing.hpp).
+//
+// The key grammar lives here alone: the functions below build the keys, and
+// parse() (keys.cpp) reads back the ones agents and askers write, so no
+// other file cuts a key apart (tests/integration/test_one_owner.py).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,5 +95,38 @@ inline std::vector<std::string> coordinator_only_prefixes() {
           prefix + "end/",     prefix + "waiting",  prefix + "nonce",
           doctor + "asked/",   doctor + "request/", doctor + "requests/"};
 }
+
+// What a key written by a client names, read back by the coordinator.
+enum class Kind {
+  join,          // join(agent)
+  connection,    // connection(agent, token)
+  alive,         // alive(agent)
+  failed,        // failed(round, agent)
+  result,        // result(round, agent)
+  other_rdzv,    // any other key under k_prefix (the coordinator's own, or unknown)
+  doctor_ask,    // doctor_ask(round, ask_id)
+  other_doctor,  // any other key under k_doctor_prefix
+  foreign,       // outside both prefixes: not the rendezvous' business
+};
+
+struct ParsedKey {
+  Kind kind = Kind::foreign;
+  // join: the id the key claims (everything after "join/", whatever it
+  // holds); connection, alive: the agent; failed, result: the agent after
+  // the round; doctor_ask: the ask id after the round.
+  std::string agent = {};
+  // failed, result, doctor_ask: the round, when "<round>/" reads (decimal
+  // digits, at least one, then '/'); nullopt when it does not.
+  std::optional<std::uint64_t> round = {};
+  // connection: the token after the agent's '/'; nullopt when the key names
+  // no token.
+  std::optional<std::string> token = {};
+  bool operator==(const ParsedKey&) const = default;
+};
+
+// Reads any key; never fails (a key that does not fit the grammar of its
+// kind keeps its kind, with round or token unset, so that the coordinator
+// can say what was wrong with it).
+ParsedKey parse(std::string_view key);
 
 }  // namespace gangrun::rendezvous::keys

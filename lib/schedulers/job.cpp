@@ -64,14 +64,4 @@ std::string head_origin(const Job& job) {
   return "the head node: " + slurm::variable_text(*job.head);
 }
 
-Expected<std::optional<Job>> read_job(const EnvMap& env, const Context& context) {
-  GANGRUN_TRY_ASSIGN(kubeflow, read_kubeflow_job(env));
-  if (*kubeflow) return kubeflow;
-  GANGRUN_TRY_ASSIGN(skypilot, read_skypilot_job(env));
-  if (*skypilot) return skypilot;
-  GANGRUN_TRY_ASSIGN(pbs, read_pbs_job(env, context));
-  if (*pbs) return pbs;
-  return read_lsf_job(env, context);
-}
-
 }  // namespace gangrun::schedulers

@@ -5,6 +5,7 @@
 // the files it names are read; nothing asks the scheduler.
 #pragma once
 
+#include "slurm/job_environment.hpp"
 #include "slurm/variables.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
@@ -12,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace gangrun::schedulers {
@@ -66,18 +68,26 @@ struct Job {
 };
 
 // What a reader needs besides the environment: how to read a file the job
-// names (config's read_user_file, so that this module opens no file itself)
-// and this host's name, to find it in a list of the job's hosts.
+// names (config's read_user_file, so that this module opens no file itself),
+// this host's name, to find it in a list of the job's hosts, and whether
+// each MPI task runs one worker (--worker-per-task, mpi_job.hpp).
 struct Context {
   std::function<Expected<std::string>(const std::string& path)> read_file;
   std::string host_name;
+  bool worker_per_task = false;
 };
 
-// The job gangrun runs in under Kubeflow, SkyPilot, PBS or LSF (tried in
-// that order), or nullopt under none. An MPI launcher's task (mpi_job.hpp)
-// and Slurm are asked before this, by config's layering. Usage errors name
-// the variable or file and what to do.
-Expected<std::optional<Job>> read_job(const EnvMap& env, const Context& context);
+// A job of any system: Slurm's (slurm/job_environment.hpp, which reads more
+// of it) or another's.
+using AnyJob = std::variant<slurm::Job, Job>;
+
+// The job gangrun runs in, or nullopt under none: the first system whose
+// variables are set, asked in the one order of job_readers.cpp (an MPI
+// launcher's task, Slurm, Kubeflow, SkyPilot, PBS, LSF). A system whose
+// variables are there but do not describe a job gangrun can run in gives
+// the usage error, naming the variable or file and what to do; the systems
+// after it are not asked.
+Expected<std::optional<AnyJob>> read_job(const EnvMap& env, const Context& context);
 
 // Where the head came from, for messages and --dry-run -v: "the head node:
 // MASTER_ADDR=train-master-0", "the head node: the first of SKYPILOT_NODE_IPS".

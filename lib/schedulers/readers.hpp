@@ -1,7 +1,7 @@
 // One reader per system, each pure over the variables as that system sets
-// them (read_job in job.hpp tries them in order). Each returns nullopt when
-// its system's variables are absent, and a usage error naming the variable
-// or file when they are there but do not describe a job gangrun can run in.
+// them (job_readers.cpp lists them in the order read_job in job.hpp asks). Each returns nullopt
+// when its system's variables are absent, and a usage error naming the variable or file when they
+// are there but do not describe a job gangrun can run in.
 #pragma once
 
 #include "schedulers/job.hpp"

@@ -6,6 +6,7 @@
 // keys; a caller that wants to meet PyTorch programs' keys adds it itself.
 #pragma once
 
+#include "store/default_port.hpp"
 #include "store/keep_alive.hpp"
 #include "store/protocol.hpp"
 #include "util/error.hpp"
@@ -21,7 +22,7 @@ namespace gangrun::store {
 
 struct ClientSettings {
   std::string host = "127.0.0.1";
-  int port = 29500;
+  int port = k_default_port;
   // validated: VALIDATE + PING at connect (PyTorch 2.x); legacy: PyTorch 1.13.
   Dialect dialect = Dialect::validated;
   // Connecting is retried with exponential backoff (and jitter) until this

@@ -50,8 +50,8 @@ TEST_CASE("config::parse_node_range reads N and MIN:MAX", "[config][rendezvous]"
 TEST_CASE("config::parse_rdzv_backend takes static and c10d, points etcd to c10d",
           "[config][rendezvous]") {
   using gangrun::config::parse_rdzv_backend;
-  CHECK(parse_rdzv_backend("static") == "static");
-  CHECK(parse_rdzv_backend("C10D") == "c10d");
+  CHECK(parse_rdzv_backend("static") == gangrun::config::RendezvousBackend::static_ranks);
+  CHECK(parse_rdzv_backend("C10D") == gangrun::config::RendezvousBackend::c10d);
   CHECK(parse_rdzv_backend("etcd").error().message() ==
         "rendezvous backend etcd is not supported; use c10d (--rdzv_backend c10d "
         "--rdzv_endpoint HOST:PORT)");
@@ -126,7 +126,7 @@ TEST_CASE("config::parse_rdzv_conf names what is wrong", "[config][rendezvous]")
 TEST_CASE("config::parse_command_line takes an elastic --nnodes range with c10d",
           "[config][rendezvous]") {
   Options o = launch(c10d({"--nnodes", "1:4"}));
-  CHECK(o.rdzv_backend == "c10d");
+  CHECK(o.rdzv_backend == gangrun::config::RendezvousBackend::c10d);
   CHECK(o.min_nnodes == 1);
   CHECK(o.nnodes == 4);
   CHECK(o.rdzv_endpoint == Endpoint{"node0", 29400});
@@ -136,7 +136,7 @@ TEST_CASE("config::parse_command_line takes an elastic --nnodes range with c10d"
   Options same = launch({"--nnodes", "2:2", "x"});
   CHECK(same.min_nnodes == 2);
   CHECK(same.nnodes == 2);
-  CHECK(same.rdzv_backend == "static");
+  CHECK(same.rdzv_backend == gangrun::config::RendezvousBackend::static_ranks);
   CHECK(launch({"x"}).min_nnodes == 1);
 
   std::string elastic = usage_error({"--nnodes", "1:4", "--rdzv_backend", "static", "x"});
@@ -159,7 +159,7 @@ TEST_CASE("config::parse_command_line: c10d needs an endpoint and ignores --node
              StartsWith("--rdzv-backend: rendezvous backend etcd is not supported; use c10d"));
 
   Options o = launch(c10d({"--nnodes", "2", "--node_rank", "5"}));
-  CHECK(o.rdzv_backend == "c10d");
+  CHECK(o.rdzv_backend == gangrun::config::RendezvousBackend::c10d);
   CHECK_THAT(usage_error({"--nnodes", "2", "--node_rank", "5", "x"}),
              StartsWith("--node_rank: 5 is not a node rank for --nnodes 2"));
 }
@@ -168,11 +168,11 @@ TEST_CASE("config::parse_command_line: --standalone stays a single static node",
           "[config][rendezvous]") {
   Options o = launch({"--standalone", "--rdzv_backend", "c10d", "x"});
   CHECK(o.standalone);
-  CHECK(o.rdzv_backend == "static");
+  CHECK(o.rdzv_backend == gangrun::config::RendezvousBackend::static_ranks);
   CHECK_FALSE(o.rdzv_endpoint);
   Options with_endpoint =
       launch({"--standalone", "--rdzv_backend", "c10d", "--rdzv_endpoint", "node0:1234", "x"});
-  CHECK(with_endpoint.rdzv_backend == "static");
+  CHECK(with_endpoint.rdzv_backend == gangrun::config::RendezvousBackend::static_ranks);
   CHECK_FALSE(with_endpoint.rdzv_endpoint);
   CHECK_FALSE(with_endpoint.master_port);
   CHECK_THAT(usage_error({"--standalone", "--rdzv_backend", "c10d", "--nnodes", "1:2", "x"}),
@@ -182,7 +182,7 @@ TEST_CASE("config::parse_command_line: --standalone stays a single static node",
 TEST_CASE("config::parse_command_line: the static backend's master comes from the endpoint",
           "[config][rendezvous]") {
   Options o = launch({"--rdzv_endpoint", "node7:1234", "x"});
-  CHECK(o.rdzv_backend == "static");
+  CHECK(o.rdzv_backend == gangrun::config::RendezvousBackend::static_ranks);
   CHECK(o.master_addr == "node7");
   CHECK(o.master_port == 1234);
   CHECK(o.origins.at("master_addr").text == "node7 (from --rdzv_endpoint node7:1234)");
@@ -235,7 +235,7 @@ TEST_CASE("config::parse_command_line layers the rendezvous options from the env
                              {"PET_NNODES", "2:3"},
                              {"PET_RDZV_CONF", "join_timeout=60"},
                              {"PET_LOCAL_ADDR", "10.0.0.2"}});
-  CHECK(o.rdzv_backend == "c10d");
+  CHECK(o.rdzv_backend == gangrun::config::RendezvousBackend::c10d);
   CHECK(o.rdzv_endpoint == Endpoint{"pet-node", 1111});
   CHECK(o.min_nnodes == 2);
   CHECK(o.nnodes == 3);

@@ -1,5 +1,6 @@
 #include "launch/dialects/torchrun.hpp"
 
+#include "launch/run_directory.hpp"
 #include "util/strings.hpp"
 
 #include <vector>
@@ -49,7 +50,7 @@ EnvMap torchrun_variables(const LaunchPlan& plan, const WorkerPlan& worker,
       // Workers are clients of the store gangrun hosts (agent/agent_store.hpp).
       {"TORCHELASTIC_USE_AGENT_STORE", "True"},
       {"TORCHELASTIC_ERROR_FILE",
-       worker_dir(run_dir, round.attempt, worker.local_rank) + "/error.json"},
+       RunDirectory::error_file(run_dir, round.attempt, worker.local_rank)},
       {"TORCH_NCCL_ASYNC_ERROR_HANDLING", inherited_or("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")},
       {"NCCL_ASYNC_ERROR_HANDLING", inherited_or("NCCL_ASYNC_ERROR_HANDLING", "1")},
   };

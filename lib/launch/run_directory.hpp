@@ -3,6 +3,12 @@
 // torchrun makes them), so a second run never touches the first one's logs;
 // else a private temporary folder that is removed when the run ends. The run
 // id is only part of a name, never a path: see run_dir_prefix().
+//
+// This file alone spells the layout; everyone else asks it:
+//   RUN_DIR/attempt_<n>/                  an attempt (attempt_path)
+//   RUN_DIR/attempt_<n>/<local_rank>/     a worker's files (worker_path)
+//     stdout.log, stderr.log              its output with --log_dir (log_file)
+//     error.json                          torch's TORCHELASTIC_ERROR_FILE (error_file)
 #pragma once
 
 #include "util/error.hpp"
@@ -23,6 +29,16 @@ class RunDirectory {
   // inside it, else gangrun-run_dir_prefix()XXXXXX under tmp_root.
   static Expected<RunDirectory> create(const std::optional<std::string>& log_dir,
                                        const std::string& tmp_root, const std::string& run_id);
+  // The pattern create() fills in, XXXXXX still in it (--dry-run shows it).
+  static std::string planned_path(const std::optional<std::string>& log_dir,
+                                  const std::string& tmp_root, const std::string& run_id);
+
+  // The layout under a run directory's path (see the top of this file).
+  static std::string attempt_path(const std::string& run_dir, int attempt);
+  static std::string worker_path(const std::string& run_dir, int attempt, int local_rank);
+  static std::string log_file(const std::string& worker_path, bool stderr_stream);
+  static std::string error_file(const std::string& run_dir, int attempt, int local_rank);
+
   RunDirectory(RunDirectory&& other) noexcept;
   RunDirectory& operator=(RunDirectory&&) = delete;
   RunDirectory(const RunDirectory&) = delete;
@@ -31,6 +47,7 @@ class RunDirectory {
 
   const std::string& path() const { return path_; }
   bool temporary() const { return temporary_; }
+  std::string attempt_path(int attempt) const { return attempt_path(path_, attempt); }
 
   // Creates attempt_<n>/<local_rank>/ for every local rank (deleting what a
   // previous use of the same attempt number left, which in a directory of
