@@ -191,10 +191,12 @@ Expected<void> take_mpirun_hostfile(const Reader& read, Options& o) {
   return {};
 }
 
+// Which of accelerate's launchers sets the workers' variables (not to be
+// confused with Options::Launcher, how gangrun starts its nodes).
 // multi_process: N processes per machine without a launcher mode
 // (AccelerateSettings::multi_process_without_mode); the workers' variables
 // are the multi-GPU launcher's.
-enum class Launcher { simple, multi_gpu, deepspeed, multi_process };
+enum class AccelerateLauncher { simple, multi_gpu, deepspeed, multi_process };
 
 // accelerate launch without a launcher mode and without a config file picks
 // by the GPUs it sees: its multi-GPU launcher when there are several, else
@@ -227,7 +229,7 @@ bool several_processes_without_mode(const Reader& read, const LayeredValues& val
   return read.find(opt::config_file) == nullptr;
 }
 
-Expected<Launcher> pick_launcher(const Reader& read, bool without_mode) {
+Expected<AccelerateLauncher> pick_launcher(const Reader& read, bool without_mode) {
   // accelerate refuses two of these given together; a config file's
   // distributed_type stands back for any of them (layering.cpp).
   const LayeredValue* first = nullptr;
@@ -242,12 +244,12 @@ Expected<Launcher> pick_launcher(const Reader& read, bool without_mode) {
     }
     first = value;
   }
-  if (read.on(opt::cpu)) return Launcher::simple;
-  if (read.on(opt::use_deepspeed)) return Launcher::deepspeed;
+  if (read.on(opt::cpu)) return AccelerateLauncher::simple;
+  if (read.on(opt::use_deepspeed)) return AccelerateLauncher::deepspeed;
   if (read.on(opt::use_fsdp) || read.on(opt::use_megatron_lm) || read.on(opt::multi_gpu)) {
-    return Launcher::multi_gpu;
+    return AccelerateLauncher::multi_gpu;
   }
-  return without_mode ? Launcher::multi_process : Launcher::simple;
+  return without_mode ? AccelerateLauncher::multi_process : AccelerateLauncher::simple;
 }
 
 Expected<void> add_dynamo(const Reader& read, Variables& out) {
@@ -516,11 +518,11 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
                       "launch asks for it too)");
   }
   GANGRUN_TRY_ASSIGN(launcher, pick_launcher(read, without_mode));
-  if (*launcher == Launcher::multi_process) {
+  if (*launcher == AccelerateLauncher::multi_process) {
     s.multi_process_without_mode = true;
     s.process_count_given = read.given(opt::num_processes)->given;
   }
-  if (*launcher != Launcher::simple && read.on(opt::multi_gpu) && o.num_processes &&
+  if (*launcher != AccelerateLauncher::simple && read.on(opt::multi_gpu) && o.num_processes &&
       *o.num_processes < 2) {
     return fail_usage(read.given(opt::num_processes)->given +
                       ": --multi_gpu needs at least 2 processes (as in accelerate launch)");
@@ -530,31 +532,32 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
     return fail_usage(read.given(opt::use_parallelism_config)->where +
                       ": needs --use_fsdp and --fsdp_version 2 (as in accelerate launch)");
   }
-  if (*launcher == Launcher::deepspeed) GANGRUN_TRY(check_deepspeed_nodes(read, o));
+  if (*launcher == AccelerateLauncher::deepspeed) GANGRUN_TRY(check_deepspeed_nodes(read, o));
 
   Variables& out = s.variables;
   const bool use_cpu = read.on(opt::cpu);
-  if (*launcher == Launcher::simple) out.emplace_back("ACCELERATE_USE_CPU", python_bool(use_cpu));
+  if (*launcher == AccelerateLauncher::simple)
+    out.emplace_back("ACCELERATE_USE_CPU", python_bool(use_cpu));
   if (read.on(opt::debug)) out.emplace_back("ACCELERATE_DEBUG_MODE", "true");
-  if (*launcher == Launcher::simple && use_cpu) {
+  if (*launcher == AccelerateLauncher::simple && use_cpu) {
     out.emplace_back("KMP_AFFINITY", "granularity=fine,compact,1,0");
     out.emplace_back("KMP_BLOCKTIME", "1");
   }
   GANGRUN_TRY(add_mixed_precision(read, out));
-  if (*launcher == Launcher::deepspeed) {
+  if (*launcher == AccelerateLauncher::deepspeed) {
     GANGRUN_TRY(add_deepspeed(read, values, out));
     s.add_cwd_to_python_path = true;
   } else {
     GANGRUN_TRY(add_dynamo(read, out));
-    if (*launcher == Launcher::multi_gpu && read.on(opt::use_fsdp))
+    if (*launcher == AccelerateLauncher::multi_gpu && read.on(opt::use_fsdp))
       GANGRUN_TRY(add_fsdp(read, out));
-    if (*launcher == Launcher::multi_gpu && read.on(opt::use_megatron_lm)) {
+    if (*launcher == AccelerateLauncher::multi_gpu && read.on(opt::use_megatron_lm)) {
       GANGRUN_TRY(add_megatron(read, out));
     }
     s.sets_omp_threads = true;
   }
   if (read.on(opt::enable_cpu_affinity)) out.emplace_back("ACCELERATE_CPU_AFFINITY", "1");
-  if (*launcher != Launcher::simple && read.on(opt::use_parallelism_config)) {
+  if (*launcher != AccelerateLauncher::simple && read.on(opt::use_parallelism_config)) {
     GANGRUN_TRY(add_parallelism_config(read, out));
   }
 
@@ -565,7 +568,7 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
   } else if (use_cpu && o.num_processes) {
     s.split_physical_cores_among = std::max(*o.num_processes / std::max(o.nnodes, 1), 1);
   }
-  if (*launcher == Launcher::simple) one_process_per_machine(o);
+  if (*launcher == AccelerateLauncher::simple) one_process_per_machine(o);
   if (o.rdzv_backend == RendezvousBackend::c10d && !o.rdzv_endpoint && o.master_addr) {
     // accelerate launch meets at --main_process_ip:--main_process_port with
     // the c10d backend (torchrun's --rdzv_endpoint), port 29500 by default.
