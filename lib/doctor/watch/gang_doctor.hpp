@@ -19,11 +19,11 @@
 // a stranger may have written. `gangrun stacks` asks the same way.
 #pragma once
 
-#include "agent/doctor_link.hpp"
-#include "agent/file_timers.hpp"
-#include "agent/hang_watch.hpp"
-#include "agent/stack_probe.hpp"
 #include "doctor/straggler.hpp"
+#include "doctor/watch/doctor_link.hpp"
+#include "doctor/watch/file_timers.hpp"
+#include "doctor/watch/hang_watch.hpp"
+#include "doctor/watch/stack_probe.hpp"
 #include "launch/plan.hpp"
 #include "report/run_record.hpp"
 #include "store/server.hpp"
@@ -38,7 +38,7 @@
 #include <set>
 #include <string>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 class GangDoctor {
  public:
@@ -206,4 +206,4 @@ class GangDoctor {
   std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs
 };
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 // The variables every worker of a round gets; dir is made here.
 EnvMap flight_recorder_env(const std::string& dir, const EnvMap& host_env);
@@ -28,4 +28,4 @@ int request_flight_recorder_dumps(const std::string& dir);
 // The dumps written into dir so far (one file per rank).
 std::vector<std::string> flight_recorder_dumps(const std::string& dir);
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

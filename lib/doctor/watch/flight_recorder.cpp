@@ -1,4 +1,4 @@
-#include "agent/flight_recorder.hpp"
+#include "doctor/watch/flight_recorder.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 namespace fs = std::filesystem;
 
@@ -63,4 +63,4 @@ std::vector<std::string> flight_recorder_dumps(const std::string& dir) {
   return dumps;
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

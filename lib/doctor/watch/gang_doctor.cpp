@@ -1,9 +1,9 @@
-#include "agent/gang_doctor.hpp"
+#include "doctor/watch/gang_doctor.hpp"
 
-#include "agent/flight_recorder.hpp"
 #include "doctor/stack_tool.hpp"
 #include "doctor/stacks_json.hpp"
 #include "doctor/store_peers.hpp"
+#include "doctor/watch/flight_recorder.hpp"
 #include "report/blame.hpp"
 #include "util/env.hpp"
 #include "util/exit_codes.hpp"
@@ -20,7 +20,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 namespace {
 
@@ -659,4 +659,4 @@ std::optional<std::string> GangDoctor::write_text(const std::string& name,
   return path;
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor
