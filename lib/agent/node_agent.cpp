@@ -318,17 +318,12 @@ class NodeAgent {
                      const supervise::AttemptOutcome& outcome) {
     record_.attempts.push_back(to_record(outcome, round.attempt, *run_dir_));
     // A stack reading still under way (bounded) lands in this round's record.
-    doctor_->round_ended([this, round, outcome,
-                          at = record_.attempts.size() - 1](doctor::GangDoctor::Findings found) {
-      report::AttemptRecord& attempt = record_.attempts.at(at);
-      attempt.hang = std::move(found.hang);
-      attempt.stacks_at_failure = std::move(found.stacks_at_failure);
-      attempt.timer_expired = std::move(found.timer_expired);
-      attempt.late_to_store = std::move(found.late_to_store);
-      attempt.straggler_watch = std::move(found.straggler_watch);
-      attempt.flight_recorder_dumps = std::move(found.flight_recorder_dumps);
-      ask_interpreter(round, outcome);
-    });
+    doctor_->round_ended(
+        [this, round, outcome, at = record_.attempts.size() - 1](report::DoctorFindings found) {
+          report::AttemptRecord& attempt = record_.attempts.at(at);
+          attempt.doctor = std::move(found);
+          ask_interpreter(round, outcome);
+        });
   }
 
   void ask_interpreter(const launch::RoundAssignment& round,

@@ -4,7 +4,6 @@
 #include "doctor/stacks_json.hpp"
 #include "doctor/store_peers.hpp"
 #include "doctor/watch/flight_recorder.hpp"
-#include "report/blame.hpp"
 #include "util/env.hpp"
 #include "util/exit_codes.hpp"
 #include "util/signals.hpp"
@@ -262,9 +261,9 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
   }
   probe_.start(tool_, plan_.host, targets, plan_.host_env, k_hang_read_limit,
                [this, silent_s](const std::vector<doctor::RankStacks>& ranks) {
-                 auto [not_at_store, store_line] = store_arrivals(ranks);
+                 StoreArrivals arrivals = store_arrivals(ranks, store_, runs_python(plan_));
                  after_hang_read(ranks, silent_s, "where the ranks are, the odd ones out first:",
-                                 std::move(not_at_store), store_line);
+                                 std::move(arrivals.missing), arrivals.line);
                });
 }
 
@@ -319,8 +318,9 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
   auto answer = [this, number, hang, own_hang,
                  silent_s = request.silent_for_s](const std::vector<doctor::RankStacks>& ranks) {
     doctor::NodeAnswer mine{.ranks = ranks, .not_at_store = {}};
-    nlohmann::json missing = store_arrivals(ranks).first;
-    if (missing.is_array()) mine.not_at_store = missing.get<std::vector<int>>();
+    if (auto missing = store_arrivals(ranks, store_, runs_python(plan_)).missing) {
+      mine.not_at_store = std::move(*missing);
+    }
     link_->answer(number, mine);
     if (!hang || !watching()) return;
     if (!own_hang) {
@@ -328,7 +328,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
       return after_hang_read(
           mine.ranks, silent_s,
           "where this node's ranks are (the lead's console has every node's):", mine.not_at_store,
-          not_at_store_line(mine.not_at_store, mine.ranks.size()),
+          not_at_store_line(mine.not_at_store, mine.ranks.size(), store_),
           /*act=*/false);
     }
     link_->collect(number, k_hang_read_limit + k_answer_margin,
@@ -365,7 +365,7 @@ void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>&
       ranks.begin(), ranks.end(),
       [](const doctor::RankStacks& a, const doctor::RankStacks& b) { return a.rank < b.rank; });
   std::sort(missing.begin(), missing.end());
-  std::string line = not_at_store_line(missing, ranks.size());
+  std::string line = not_at_store_line(missing, ranks.size(), store_);
   if (!unanswered.empty()) {
     if (!line.empty()) line += "\n  ";
     line += fmt::format(
@@ -378,15 +378,17 @@ void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>&
 }
 
 void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
-                                 const std::string& heading, nlohmann::json not_at_store,
+                                 const std::string& heading,
+                                 std::optional<std::vector<int>> not_at_store,
                                  const std::string& store_line, bool act) {
   const config::OnHang action = plan_.doctor.on_hang;
   nlohmann::json stacks = tell(ranks, "hang-stacks.txt", heading, store_line);
-  findings_.hang = nlohmann::json{{"timeout_s", *plan_.doctor.hang_timeout_s},
-                                  {"silent_for_s", silent_for_s},
-                                  {"action", on_hang_word(action)},
-                                  {"not_at_store", std::move(not_at_store)},
-                                  {"stacks", std::move(stacks)}};
+  findings_.hang = report::HangFinding{.timeout_s = *plan_.doctor.hang_timeout_s,
+                                       .silent_for_s = silent_for_s,
+                                       .action = on_hang_word(action),
+                                       .not_at_store = std::move(not_at_store),
+                                       .stacks = std::move(stacks),
+                                       .flight_recorder_dumps = std::nullopt};
   if (!act) {
     // The lead acts for the whole gang; this node's record says what the job does.
     hang_acted_ = action != config::OnHang::report;
@@ -429,7 +431,7 @@ void GangDoctor::act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked
   }
   if (round_over_) return deliver_if_over();
   if (dumps_asked > 0 && findings_.hang) {
-    (*findings_.hang)["flight_recorder_dumps"] = flight_recorder_dumps(*recorder_dir_);
+    findings_.hang->flight_recorder_dumps = flight_recorder_dumps(*recorder_dir_);
   }
   const config::OnHang action = plan_.doctor.on_hang;
   hang_acted_ = true;
@@ -449,37 +451,6 @@ void GangDoctor::act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked
           "allows)");
       return stop_hung_();
   }
-}
-
-std::pair<nlohmann::json, std::string> GangDoctor::store_arrivals(
-    const std::vector<doctor::RankStacks>& ranks) const {
-  std::size_t colon = store_.rfind(':');
-  if (colon == std::string::npos) return {nullptr, ""};
-  std::optional<std::int64_t> port = strings::parse_int(store_.substr(colon + 1));
-  if (!port || *port <= 0) return {nullptr, ""};
-  std::vector<long> pids;
-  pids.reserve(ranks.size());
-  for (const doctor::RankStacks& rank : ranks) pids.push_back(rank.pid);
-  std::set<long> connected = doctor::connected_to_port(pids, static_cast<int>(*port));
-  std::vector<int> missing;
-  for (const doctor::RankStacks& rank : ranks) {
-    if (!connected.contains(rank.pid)) missing.push_back(rank.rank);
-  }
-  // Said only of Python workers: other programs need not meet through it.
-  if (connected.empty() && !missing.empty() && !runs_python(plan_)) return {nullptr, ""};
-  return {missing, not_at_store_line(missing, ranks.size())};
-}
-
-std::string GangDoctor::not_at_store_line(const std::vector<int>& missing,
-                                          std::size_t total) const {
-  if (missing.empty()) return "";
-  if (missing.size() == total) {
-    return "no rank has connected to the store at " + store_ +
-           " yet: none has reached init_process_group";
-  }
-  return report::rank_list(missing) + (missing.size() == 1 ? " has" : " have") +
-         " not connected to the store at " + store_ + ": the others wait for " +
-         (missing.size() == 1 ? "it" : "them") + " in init_process_group (or a rendezvous)";
 }
 
 // ---- ranks late to the store ----------------------------------------------------
@@ -502,18 +473,19 @@ void GangDoctor::check_arrivals() {
                      .unavailable = std::nullopt});
   }
   if (ranks.empty()) return look_again();  // not started yet, or all ended
-  nlohmann::json missing = store_arrivals(ranks).first;
-  if (!missing.is_array() || missing.empty()) return;  // every rank here is at the store
+  std::optional<std::vector<int>> missing =
+      store_arrivals(ranks, store_, runs_python(plan_)).missing;
+  if (!missing || missing->empty()) return;  // every rank here is at the store
   // The others have waited since the first arrival: a rank of this node,
   // or, on the store's own host, a request of any rank of any node.
   auto now = std::chrono::steady_clock::now();
-  if (!first_arrival_ && missing.size() < ranks.size()) first_arrival_ = now;
+  if (!first_arrival_ && missing->size() < ranks.size()) first_arrival_ = now;
   if (!first_arrival_ && store_server_ && store_server_->last_round_request() &&
       *store_server_->last_round_request() >= round_start_) {
     first_arrival_ = *store_server_->last_round_request();
   }
   if (!first_arrival_ || now - *first_arrival_ < timeout) return look_again();
-  auto late = missing.get<std::vector<int>>();
+  const std::vector<int>& late = *missing;
   std::vector<std::string> named;
   for (const doctor::RankStacks& rank : ranks) {
     if (std::find(late.begin(), late.end(), rank.rank) == late.end()) continue;
@@ -526,10 +498,10 @@ void GangDoctor::check_arrivals() {
       strings::join(named, ", "), late.size() == 1 ? "has" : "have", store_,
       seconds_text(*plan_.doctor.arrival_timeout_s), late.size() == 1 ? "it" : "them",
       late.size() == 1 ? "it" : "they", late.size() == 1 ? "is" : "are");
-  findings_.late_to_store = nlohmann::json{{"after_s", *plan_.doctor.arrival_timeout_s},
-                                           {"host", plan_.host},
-                                           {"store", store_},
-                                           {"ranks", late}};
+  findings_.late_to_store = report::LateToStoreFinding{.after_s = *plan_.doctor.arrival_timeout_s,
+                                                       .host = plan_.host,
+                                                       .store = store_,
+                                                       .ranks = late};
 }
 
 // ---- a file timer that expired ----------------------------------------------------
@@ -554,18 +526,19 @@ void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
   auto act = [this, expired] {
     if (expired.signal > 0) gang_.signal_worker(expired.pid, expired.signal);
   };
-  nlohmann::json timer{{"rank", *rank},
-                       {"pid", expired.pid},
-                       {"scope_id", expired.scope_id},
-                       {"signal", expired.signal}};
+  report::TimerExpiredFinding timer{.rank = *rank,
+                                    .pid = expired.pid,
+                                    .scope_id = expired.scope_id,
+                                    .signal = expired.signal,
+                                    .stacks = std::nullopt};
   if (probe_.running()) {
     findings_.timer_expired = std::move(timer);
     return act();
   }
   probe_.start(tool_, plan_.host, live_targets(), plan_.host_env, k_failure_read_limit,
                [this, act, timer](const std::vector<doctor::RankStacks>& ranks) mutable {
-                 timer["stacks"] = tell(ranks, "timer-stacks.txt",
-                                        "where the ranks were when the timer expired:");
+                 timer.stacks = tell(ranks, "timer-stacks.txt",
+                                     "where the ranks were when the timer expired:");
                  findings_.timer_expired = std::move(timer);
                  if (round_over_) return deliver_if_over();
                  act();
@@ -625,7 +598,7 @@ void GangDoctor::deliver_if_over() {
   if (!round_over_ || !after_reading_ || probe_.running() || sampler_.running()) return;
   if (!tally_.empty()) findings_.straggler_watch = tally_.to_json();
   // The round ended (a signal, a failure) before --on-hang could act.
-  if (findings_.hang && !hang_acted_) (*findings_.hang)["action"] = "none";
+  if (findings_.hang && !hang_acted_) findings_.hang->action = "none";
   if (recorder_dir_) findings_.flight_recorder_dumps = flight_recorder_dumps(*recorder_dir_);
   std::function<void(Findings)> then = std::move(after_reading_);
   after_reading_ = nullptr;

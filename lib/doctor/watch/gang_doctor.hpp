@@ -19,6 +19,7 @@
 // a stranger may have written. `gangrun stacks` asks the same way.
 #pragma once
 
+#include "doctor/store_peers.hpp"
 #include "doctor/straggler.hpp"
 #include "doctor/watch/doctor_link.hpp"
 #include "doctor/watch/file_timers.hpp"
@@ -74,16 +75,9 @@ class GangDoctor {
                      std::optional<NodeRound> nodes = std::nullopt);
   // A worker failed by itself: the survivors' stacks are read once per round.
   void worker_failed();
-  // What the round's readings found, in the report's form
-  // (doctor/stacks_json.hpp) under "hang" and "stacks_at_failure".
-  struct Findings {
-    std::optional<nlohmann::json> hang;
-    std::optional<nlohmann::json> stacks_at_failure;
-    std::optional<nlohmann::json> timer_expired;
-    std::optional<nlohmann::json> late_to_store;
-    std::optional<nlohmann::json> straggler_watch;
-    std::vector<std::string> flight_recorder_dumps;
-  };
+  // What the round's readings found, typed; the report writes it
+  // (report/run_report.cpp), the agent only hands it over.
+  using Findings = report::DoctorFindings;
   // The round's gang is done: `then` gets what was found, at once or when a
   // reading still under way has ended (within its limit).
   void round_ended(std::function<void(Findings)> then);
@@ -122,7 +116,7 @@ class GangDoctor {
   // act: this node acts on --on-hang (one node: always; many: the lead, for
   // its own hang only).
   void after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
-                       const std::string& heading, nlohmann::json not_at_store,
+                       const std::string& heading, std::optional<std::vector<int>> not_at_store,
                        const std::string& store_line, bool act = true);
   // Across nodes: this node's silence to the lead, or the others' to it.
   void exchange_silence();
@@ -153,12 +147,6 @@ class GangDoctor {
   // Hands the findings over when the round has ended meanwhile.
   void deliver_if_over();
   std::vector<StackTarget> live_targets() const;
-  // The ranks read that have no connection to the round's store, and the
-  // line that says so (empty when every rank has one, or it is not known).
-  std::pair<nlohmann::json, std::string> store_arrivals(
-      const std::vector<doctor::RankStacks>& ranks) const;
-  // The line that names the ranks in missing as not at the store, of total ranks read.
-  std::string not_at_store_line(const std::vector<int>& missing, std::size_t total) const;
   // Groups ranks, writes every thread of every rank into the attempt's
   // file_name, prints heading, the groups and extra_line (when not empty),
   // and returns the report's form of it all.
