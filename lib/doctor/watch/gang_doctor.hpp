@@ -17,14 +17,20 @@
 // on every node. No other node acts on a request, and the lead acts only on
 // its own reading of the silences: a request is a number in a message that
 // a stranger may have written. `gangrun stacks` asks the same way.
+//
+// The watches that stand alone (watch.hpp: the ranks late to the store, the
+// straggler sampling, NCCL's flight recorder) are a list: each hears of
+// every round and puts its own part into the round's findings
+// (report::DoctorFindings), which the agent hands to the report whole.
 #pragma once
 
 #include "doctor/store_peers.hpp"
-#include "doctor/straggler.hpp"
 #include "doctor/watch/doctor_link.hpp"
 #include "doctor/watch/file_timers.hpp"
+#include "doctor/watch/flight_recorder.hpp"
 #include "doctor/watch/hang_watch.hpp"
 #include "doctor/watch/stack_probe.hpp"
+#include "doctor/watch/watch.hpp"
 #include "launch/plan.hpp"
 #include "report/run_record.hpp"
 #include "store/server.hpp"
@@ -86,11 +92,7 @@ class GangDoctor {
   // others, and the lead still watches them.
   void gang_round_ended();
 
-  std::set<pid_t> supervisor_pids() const {
-    std::set<pid_t> pids = probe_.supervisor_pids();
-    pids.merge(sampler_.supervisor_pids());
-    return pids;
-  }
+  std::set<pid_t> supervisor_pids() const;
 
   // What the doctor adds to every worker's environment in the round whose
   // directory is attempt_path: the named pipe of torch's file timers
@@ -101,15 +103,15 @@ class GangDoctor {
  private:
   void on_hang(HangWatch::Clock::duration silent_for);
   void on_timer_expired(const FileTimers::Expired& expired);
-  // Every second until every rank is at the store: once the first has
-  // waited there for --arrival-timeout, the ranks not there yet are named.
-  void check_arrivals();
-  // --straggler-watch: the next sample after the interval, and what it says.
-  void sample_later();
-  void after_sample(const std::vector<doctor::RankStacks>& ranks);
   // The live workers, each with its last sign of life: a line, or a file
   // timer request.
   std::vector<supervise::Gang::LiveWorker> live_workers() const;
+  // What the hang watch counts the silence of: the live workers, the
+  // store's last request and, on the lead, every other node's silence.
+  std::vector<supervise::Gang::LiveWorker> hang_watch_workers() const;
+  // The watches that stand alone (watch.hpp) that the plan asks for, in
+  // the order each hears of a round. A new watch is made here.
+  void add_watches(boost::asio::io_context& io, supervise::Spawner& spawner);
   // What a hang's reading found, told and acted on: ranks as read (every
   // node's, on the lead), the ranks without a store connection and the line
   // that says so.
@@ -146,7 +148,6 @@ class GangDoctor {
   void after_failure_read(const std::vector<doctor::RankStacks>& ranks);
   // Hands the findings over when the round has ended meanwhile.
   void deliver_if_over();
-  std::vector<StackTarget> live_targets() const;
   // Groups ranks, writes every thread of every rank into the attempt's
   // file_name, prints heading, the groups and extra_line (when not empty),
   // and returns the report's form of it all.
@@ -160,21 +161,17 @@ class GangDoctor {
   supervise::Gang& gang_;
   StopHandler stop_hung_;
   const store::Server* store_server_;  // hosted here, else null
-  StackProbe probe_;
+  StackProbe probe_;                   // the hang's, a failure's and a file timer's readings
+  SharedStackTool tool_;
   std::optional<HangWatch> watch_;
   std::unique_ptr<FileTimers> file_timers_;
-  StackProbe sampler_;  // --straggler-watch's own, so that sampling never holds up a hang's reading
-  boost::asio::steady_timer sample_timer_;
-  doctor::StragglerTally tally_;     // per round
-  std::set<int> stragglers_named_;   // per round
-  std::optional<std::string> tool_;  // the stack tool, when one was found
-  bool told_missing_tool_ = false;
+  // The watches that stand alone (watch.hpp), each told of every round.
+  std::vector<std::unique_ptr<Watch>> watches_;
+  FlightRecorder* recorder_ = nullptr;  // among watches_ (--flight-recorder), asked on a hang
 
   std::unique_ptr<DoctorLink> link_;  // several nodes
   std::string hang_ask_;              // the lead's ask for its own hang, this round
   boost::asio::steady_timer silence_timer_;
-  boost::asio::steady_timer arrival_timer_;
-  std::optional<std::chrono::steady_clock::time_point> first_arrival_;  // at the store, per round
 
   // Per round.
   std::optional<NodeRound> nodes_;
@@ -183,7 +180,6 @@ class GangDoctor {
   std::map<std::string, HangWatch::Clock::time_point> node_progress_;
   HangWatch::Clock::time_point round_start_;
   std::optional<std::string> attempt_dir_;
-  std::optional<std::string> recorder_dir_;  // this round's flight recorder dumps
   boost::asio::steady_timer dump_wait_;
   std::string store_;
   bool read_for_failure_ = false;
