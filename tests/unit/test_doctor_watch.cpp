@@ -5,6 +5,7 @@
 // would, or never ends).
 #include "config/option_values.hpp"
 #include "doctor/watch/file_timers.hpp"
+#include "doctor/watch/flight_recorder.hpp"
 #include "doctor/watch/hang_watch.hpp"
 #include "doctor/watch/stack_probe.hpp"
 #include "supervise/shim_spawner.hpp"
@@ -299,4 +300,26 @@ TEST_CASE(
   run_until(io, [&] { return reports.size() == 2; });
   CHECK(reports[0] >= 40ms);
   CHECK(reports[1] >= reports[0] + 40ms);  // the silence goes on from the round's start
+}
+
+TEST_CASE("the flight recorder watch lists the round's dumps in the round's findings",
+          "[doctor][watch]") {
+  TempDir attempt;
+  const gangrun::EnvMap host_env = {{"TORCH_NCCL_DUMP_ON_TIMEOUT", "0"}};
+  gangrun::doctor::FlightRecorder recorder(host_env);
+  gangrun::report::DoctorFindings before_any_round;
+  recorder.add_findings(before_any_round);
+  CHECK(before_any_round.flight_recorder_dumps.empty());
+
+  gangrun::EnvMap env = recorder.worker_env(attempt.path().string());
+  CHECK(env.at("TORCH_FR_DUMP_TEMP_FILE") == attempt / "flight_recorder/rank_");
+  CHECK_FALSE(env.contains("TORCH_NCCL_DUMP_ON_TIMEOUT"));  // the user's own stays
+  CHECK(recorder.request_dumps() == 0);                     // no rank made its pipe
+  attempt.write("flight_recorder/rank_1", "dump");
+  attempt.write("flight_recorder/rank_0", "dump");
+  gangrun::report::DoctorFindings found;
+  recorder.add_findings(found);
+  CHECK(found.flight_recorder_dumps ==
+        std::vector<std::string>{attempt / "flight_recorder/rank_0",
+                                 attempt / "flight_recorder/rank_1"});
 }
