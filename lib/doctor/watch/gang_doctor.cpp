@@ -1,9 +1,9 @@
 #include "doctor/watch/gang_doctor.hpp"
 
 #include "doctor/stack_tool.hpp"
-#include "doctor/stacks_json.hpp"
 #include "doctor/store_peers.hpp"
 #include "doctor/watch/arrival_check.hpp"
+#include "doctor/watch/failure_stacks.hpp"
 #include "doctor/watch/straggler_sampler.hpp"
 #include "util/env.hpp"
 #include "util/exit_codes.hpp"
@@ -15,10 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 namespace gangrun::doctor {
 
@@ -52,12 +49,6 @@ const char* on_hang_word(config::OnHang action) {
   return "stop";
 }
 
-std::string indented(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += "\n  " + line;
-  return text;
-}
-
 }  // namespace
 
 GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
@@ -67,7 +58,7 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
       gang_(gang),
       stop_hung_(std::move(stop_hung)),
       store_server_(store),
-      probe_(io, spawner),
+      reader_(io, spawner, plan),
       silence_timer_(io),
       dump_wait_(io) {
   const launch::DoctorPlan& settings = plan.doctor;
@@ -79,7 +70,8 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
       interpreter_dir =
           std::filesystem::path(plan.program.interpreter->path).parent_path().string();
     }
-    tool_.path = doctor::find_stack_tool(settings.stack_tool, interpreter_dir, plan.host_env);
+    reader_.tool().path =
+        doctor::find_stack_tool(settings.stack_tool, interpreter_dir, plan.host_env);
   }
   if (env_lookup(plan.host_env, "TORCHELASTIC_ENABLE_FILE_TIMER") == "1") {
     // torchrun's agent names the pipe when the user did not (and tells the workers).
@@ -111,11 +103,15 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
 
 void GangDoctor::add_watches(boost::asio::io_context& io, supervise::Spawner& spawner) {
   const launch::DoctorPlan& settings = plan_.doctor;
+  if (settings.stacks_at_failure) {
+    watches_.push_back(
+        std::make_unique<FailureStacks>(plan_, gang_, reader_, [this] { deliver_if_over(); }));
+  }
   if (settings.arrival_timeout_s) {
     watches_.push_back(std::make_unique<ArrivalCheck>(io, plan_, gang_, store_server_));
   }
   if (settings.straggler_interval_s) {
-    watches_.push_back(std::make_unique<StragglerSampler>(io, spawner, plan_, gang_, tool_,
+    watches_.push_back(std::make_unique<StragglerSampler>(io, spawner, plan_, gang_, reader_.tool(),
                                                           [this] { deliver_if_over(); }));
   }
   if (settings.flight_recorder) {
@@ -152,9 +148,8 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
   round_start_ = HangWatch::Clock::now();
   if (nodes_) link_->round_started(nodes_->round, nodes_->members, nodes_->job_nonce);
   hang_ask_.clear();
-  attempt_dir_ = std::move(attempt_dir);
+  reader_.round_started(std::move(attempt_dir));
   store_ = std::move(store);
-  read_for_failure_ = false;
   hang_acted_ = false;
   round_over_ = false;
   round_goes_on_ = static_cast<bool>(nodes_);
@@ -168,7 +163,7 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
 }
 
 std::set<pid_t> GangDoctor::supervisor_pids() const {
-  std::set<pid_t> pids = probe_.supervisor_pids();
+  std::set<pid_t> pids = reader_.supervisor_pids();
   for (const std::unique_ptr<Watch>& watch : watches_) pids.merge(watch->supervisor_pids());
   return pids;
 }
@@ -196,7 +191,7 @@ std::vector<supervise::Gang::LiveWorker> GangDoctor::live_workers() const {
 
 void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
   std::vector<StackTarget> targets = live_targets(gang_);
-  if (!watching() || probe_.running() || (targets.empty() && !nodes_)) return;
+  if (!watching() || reader_.running() || (targets.empty() && !nodes_)) return;
   double silent_s = static_cast<double>(
                         std::chrono::duration_cast<std::chrono::milliseconds>(silent_for).count()) /
                     1000.0;
@@ -206,8 +201,8 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
       "no rank made progress for {} (--hang-timeout {}): no output line from any {}; reading "
       "their stacks before anything is stopped",
       seconds_text(silent_s), seconds_text(*plan_.doctor.hang_timeout_s), where);
-  if (!tool_.path && !tool_.told_missing) {
-    tool_.told_missing = true;
+  if (!reader_.tool().path && !reader_.tool().told_missing) {
+    reader_.tool().told_missing = true;
     spdlog::warn("{}", doctor::missing_tool_hint());
   }
   if (nodes_) {
@@ -216,12 +211,13 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
         link_->ask({.why = doctor::NodeRequest::Why::hang, .silent_for_s = silent_s, .ask_id = {}});
     return;
   }
-  probe_.start(tool_.path, plan_.host, targets, plan_.host_env, k_hang_read_limit,
-               [this, silent_s](const std::vector<doctor::RankStacks>& ranks) {
-                 StoreArrivals arrivals = store_arrivals(ranks, store_, runs_python(plan_));
-                 after_hang_read(ranks, silent_s, "where the ranks are, the odd ones out first:",
-                                 std::move(arrivals.missing), arrivals.line);
-               });
+  reader_.read(
+      targets, k_hang_read_limit, [this, silent_s](const std::vector<doctor::RankStacks>& ranks) {
+        StoreArrivals arrivals = store_arrivals(ranks, store_, runs_python(plan_));
+        after_hang_read(ranks, silent_s,
+                        "where the ranks are, the odd ones out first:", std::move(arrivals.missing),
+                        arrivals.line);
+      });
 }
 
 // ---- across nodes -------------------------------------------------------------
@@ -256,7 +252,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
   // A node whose ranks are done still answers while the round goes on elsewhere: with no
   // ranks, at once, so that the asking side waits only for the nodes that have some.
   if (round_over_ && !round_goes_on_) return;
-  if (probe_.running()) {
+  if (reader_.running()) {
     spdlog::warn(
         "gang doctor: request {} came while this node's ranks were being read; the "
         "asking side goes without this node's",
@@ -296,7 +292,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
   };
   std::vector<StackTarget> targets = live_targets(gang_);
   if (targets.empty()) return answer({});
-  probe_.start(tool_.path, plan_.host, targets, plan_.host_env, k_hang_read_limit, answer);
+  reader_.read(targets, k_hang_read_limit, answer);
 }
 
 std::string GangDoctor::node_name_of(const std::string& agent_id) const {
@@ -340,7 +336,7 @@ void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, d
                                  std::optional<std::vector<int>> not_at_store,
                                  const std::string& store_line, bool act) {
   const config::OnHang action = plan_.doctor.on_hang;
-  nlohmann::json stacks = tell(ranks, "hang-stacks.txt", heading, store_line);
+  nlohmann::json stacks = reader_.tell(ranks, "hang-stacks.txt", heading, store_line);
   findings_.hang = report::HangFinding{.timeout_s = *plan_.doctor.hang_timeout_s,
                                        .silent_for_s = silent_for_s,
                                        .action = on_hang_word(action),
@@ -438,14 +434,14 @@ void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
                                     .scope_id = expired.scope_id,
                                     .signal = expired.signal,
                                     .stacks = std::nullopt};
-  if (probe_.running()) {
+  if (reader_.running()) {
     findings_.timer_expired = std::move(timer);
     return act();
   }
-  probe_.start(tool_.path, plan_.host, live_targets(gang_), plan_.host_env, k_failure_read_limit,
+  reader_.read(live_targets(gang_), k_failure_read_limit,
                [this, act, timer](const std::vector<doctor::RankStacks>& ranks) mutable {
-                 timer.stacks = tell(ranks, "timer-stacks.txt",
-                                     "where the ranks were when the timer expired:");
+                 timer.stacks = reader_.tell(ranks, "timer-stacks.txt",
+                                             "where the ranks were when the timer expired:");
                  findings_.timer_expired = std::move(timer);
                  if (round_over_) return deliver_if_over();
                  act();
@@ -457,21 +453,6 @@ void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
 void GangDoctor::worker_failed() {
   if (watch_) watch_->stop();  // the round is ending: a failure, not a hang
   for (const std::unique_ptr<Watch>& watch : watches_) watch->worker_failed();
-  // Only a Python program's ranks have stacks the tool reads; there is no
-  // time to tell anyone how to install it now.
-  if (!plan_.doctor.stacks_at_failure || !tool_.path || !runs_python(plan_)) return;
-  if (read_for_failure_ || round_over_ || probe_.running()) return;
-  std::vector<StackTarget> targets = live_targets(gang_);
-  if (targets.empty()) return;
-  read_for_failure_ = true;
-  probe_.start(tool_.path, plan_.host, targets, plan_.host_env, k_failure_read_limit,
-               [this](const std::vector<doctor::RankStacks>& ranks) { after_failure_read(ranks); });
-}
-
-void GangDoctor::after_failure_read(const std::vector<doctor::RankStacks>& ranks) {
-  findings_.stacks_at_failure = tell(ranks, "failure-stacks.txt",
-                                     "where the other ranks were when the first failure was seen:");
-  deliver_if_over();
 }
 
 // ---- the round's end ------------------------------------------------------------
@@ -502,7 +483,7 @@ void GangDoctor::gang_round_ended() {
 }
 
 void GangDoctor::deliver_if_over() {
-  if (!round_over_ || !after_reading_ || probe_.running()) return;
+  if (!round_over_ || !after_reading_ || reader_.running()) return;
   for (const std::unique_ptr<Watch>& watch : watches_) {
     if (watch->reading()) return;
   }
@@ -513,32 +494,6 @@ void GangDoctor::deliver_if_over() {
   after_reading_ = nullptr;
   then(std::move(findings_));
   findings_ = {};
-}
-
-nlohmann::json GangDoctor::tell(const std::vector<doctor::RankStacks>& ranks,
-                                const std::string& file_name, const std::string& heading,
-                                const std::string& extra_line) {
-  std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
-  std::vector<std::string> summary = doctor::summary_lines(groups);
-  std::optional<std::string> file = write_text(file_name, doctor::full_text(ranks, groups));
-  spdlog::warn("{}{}{}{}", heading, indented(summary),
-               extra_line.empty() ? "" : "\n  " + extra_line,
-               file ? "\n  every thread of every rank: " + *file : "");
-  return doctor::stacks_json(ranks, summary, file);
-}
-
-std::optional<std::string> GangDoctor::write_text(const std::string& name,
-                                                  const std::string& text) {
-  if (!attempt_dir_) return std::nullopt;
-  std::string path = *attempt_dir_ + "/" + name;
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    spdlog::warn("could not write {}: {}", path, std::strerror(errno));
-    return std::nullopt;
-  }
-  return path;
 }
 
 }  // namespace gangrun::doctor

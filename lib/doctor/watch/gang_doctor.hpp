@@ -18,10 +18,10 @@
 // its own reading of the silences: a request is a number in a message that
 // a stranger may have written. `gangrun stacks` asks the same way.
 //
-// The watches that stand alone (watch.hpp: the ranks late to the store, the
-// straggler sampling, NCCL's flight recorder) are a list: each hears of
-// every round and puts its own part into the round's findings
-// (report::DoctorFindings), which the agent hands to the report whole.
+// The watches that stand alone (watch.hpp: the stacks at a failure, the ranks late to the store,
+// the straggler sampling, NCCL's flight recorder) are a list: each hears of every round and puts
+// its own part into the round's findings (report::DoctorFindings), which the agent hands to the
+// report whole.
 #pragma once
 
 #include "doctor/store_peers.hpp"
@@ -30,6 +30,7 @@
 #include "doctor/watch/flight_recorder.hpp"
 #include "doctor/watch/hang_watch.hpp"
 #include "doctor/watch/stack_probe.hpp"
+#include "doctor/watch/stack_reader.hpp"
 #include "doctor/watch/watch.hpp"
 #include "launch/plan.hpp"
 #include "report/run_record.hpp"
@@ -145,24 +146,14 @@ class GangDoctor {
   // --on-hang's action, once the flight recorder's dumps asked for are in
   // (or did not come within a bound).
   void act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked_at);
-  void after_failure_read(const std::vector<doctor::RankStacks>& ranks);
   // Hands the findings over when the round has ended meanwhile.
   void deliver_if_over();
-  // Groups ranks, writes every thread of every rank into the attempt's
-  // file_name, prints heading, the groups and extra_line (when not empty),
-  // and returns the report's form of it all.
-  nlohmann::json tell(const std::vector<doctor::RankStacks>& ranks, const std::string& file_name,
-                      const std::string& heading, const std::string& extra_line = "");
-  // Writes the whole text into the attempt's directory; the path, or
-  // nullopt when there is none or it could not be written.
-  std::optional<std::string> write_text(const std::string& name, const std::string& text);
 
   const launch::LaunchPlan& plan_;
   supervise::Gang& gang_;
   StopHandler stop_hung_;
   const store::Server* store_server_;  // hosted here, else null
-  StackProbe probe_;                   // the hang's, a failure's and a file timer's readings
-  SharedStackTool tool_;
+  StackReader reader_;                 // the hang's, a failure's and a file timer's readings
   std::optional<HangWatch> watch_;
   std::unique_ptr<FileTimers> file_timers_;
   // The watches that stand alone (watch.hpp), each told of every round.
@@ -179,10 +170,8 @@ class GangDoctor {
   // it has told (a node that has not told counts as making progress).
   std::map<std::string, HangWatch::Clock::time_point> node_progress_;
   HangWatch::Clock::time_point round_start_;
-  std::optional<std::string> attempt_dir_;
   boost::asio::steady_timer dump_wait_;
   std::string store_;
-  bool read_for_failure_ = false;
   bool hang_acted_ = false;     // --on-hang's action was taken this round
   bool round_over_ = false;     // this node's ranks are done
   bool round_goes_on_ = false;  // across nodes: until gang_round_ended()
