@@ -2,12 +2,12 @@
 
 #include "agent/agent_store.hpp"
 #include "agent/attempt_record.hpp"
-#include "agent/gang_doctor.hpp"
 #include "agent/interpreter_probe.hpp"
 #include "agent/launches.hpp"
 #include "agent/rendezvous_setup.hpp"
 #include "agent/round_network.hpp"
 #include "doctor/job_registry.hpp"
+#include "doctor/watch/gang_doctor.hpp"
 #include "launch/dialects/deepspeed_pid_file.hpp"
 #include "launch/dry_run.hpp"
 #include "launch/run_directory.hpp"
@@ -149,12 +149,12 @@ class NodeAgent {
       participant_->report_failure(failure_report(participant_->me(), so_far));
     };
     gang_.emplace(io_, console_, *spawner_, settings);
-    std::optional<DoctorLink::Settings> nodes;
+    std::optional<doctor::DoctorLink::Settings> nodes;
     if (plan_.multi_node) {
-      nodes = DoctorLink::Settings{.store = agent_store_client(plan_),
-                                   .secret = plan_.job_secret,
-                                   .run_id = plan_.run_id,
-                                   .agent_id = agent_id_};
+      nodes = doctor::DoctorLink::Settings{.store = agent_store_client(plan_),
+                                           .secret = plan_.job_secret,
+                                           .run_id = plan_.run_id,
+                                           .agent_id = agent_id_};
     }
     doctor_.emplace(
         io_, *spawner_, plan_, *gang_, [this] { stop_hung(); }, nodes, store_.get());
@@ -240,11 +240,11 @@ class NodeAgent {
                                    ? ""
                                    : fmt::format("; MASTER_ADDR={} ({}, as this node reached it)",
                                                  assignment.master_addr, round.master_addr));
-                  GangDoctor::NodeRound nodes{.round = round.round,
-                                              .members = {},
-                                              .names = {},
-                                              .lead = me.group_rank == 0,
-                                              .job_nonce = participant_->job_nonce()};
+                  doctor::GangDoctor::NodeRound nodes{.round = round.round,
+                                                      .members = {},
+                                                      .names = {},
+                                                      .lead = me.group_rank == 0,
+                                                      .job_nonce = participant_->job_nonce()};
                   for (const rendezvous::Member& member : round.members) {
                     nodes.members.push_back(member.id);
                     nodes.names.emplace(member.id, rendezvous::node_name(member));
@@ -317,14 +317,9 @@ class NodeAgent {
     record_.attempts.push_back(to_record(outcome, round.attempt, *run_dir_));
     // A stack reading still under way (bounded) lands in this round's record.
     doctor_->round_ended(
-        [this, round, outcome, at = record_.attempts.size() - 1](GangDoctor::Findings found) {
+        [this, round, outcome, at = record_.attempts.size() - 1](report::DoctorFindings found) {
           report::AttemptRecord& attempt = record_.attempts.at(at);
-          attempt.hang = std::move(found.hang);
-          attempt.stacks_at_failure = std::move(found.stacks_at_failure);
-          attempt.timer_expired = std::move(found.timer_expired);
-          attempt.late_to_store = std::move(found.late_to_store);
-          attempt.straggler_watch = std::move(found.straggler_watch);
-          attempt.flight_recorder_dumps = std::move(found.flight_recorder_dumps);
+          attempt.doctor = std::move(found);
           ask_interpreter(round, outcome);
         });
   }
@@ -619,11 +614,12 @@ class NodeAgent {
   std::unique_ptr<supervise::Spawner> spawner_;
   std::optional<supervise::Gang> gang_;
   InterpreterProbe probe_{io_, *spawner_};
-  std::optional<GangDoctor> doctor_;  // made with the gang, which it watches
+  std::optional<doctor::GangDoctor> doctor_;  // made with the gang, which it watches
   // The interface variables of the round on many nodes (agent/round_network.hpp).
   RoundNetwork round_network_;
   EnvMap network_env_;
-  std::optional<GangDoctor::NodeRound> node_round_;  // the round this node runs, on many nodes
+  std::optional<doctor::GangDoctor::NodeRound>
+      node_round_;  // the round this node runs, on many nodes
   asio::signal_set signals_{io_};
 
   // Many nodes: the coordinator (on the store's host) and this agent's part.

@@ -30,7 +30,7 @@ struct RegisteredJob {
   // environment's bin/ holds py-spy beside it); nullopt for other programs.
   std::optional<std::string> interpreter;
   // A job of several nodes: the store its agents meet at, where `gangrun
-  // stacks` asks every node's agent (agent/doctor_link.hpp), and the stacks
+  // stacks` asks every node's agent (doctor/watch/doctor_link.hpp), and the stacks
   // key derived from the job's secret (rendezvous/signing.hpp: derived_key),
   // which seals an ask and the answers and can do nothing else: the secret
   // itself is never written here.

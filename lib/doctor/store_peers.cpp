@@ -1,5 +1,8 @@
 #include "doctor/store_peers.hpp"
 
+#include "report/blame.hpp"
+#include "util/strings.hpp"
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -63,6 +66,37 @@ std::set<long> connected_to_port(const std::vector<long>& pids, int port,
     if (!inodes.empty() && holds_one_of(dir + "/fd", inodes)) connected.insert(pid);
   }
   return connected;
+}
+
+StoreArrivals store_arrivals(const std::vector<RankStacks>& ranks, const std::string& store,
+                             bool python) {
+  std::size_t colon = store.rfind(':');
+  if (colon == std::string::npos) return {};
+  std::optional<std::int64_t> port = strings::parse_int(store.substr(colon + 1));
+  if (!port || *port <= 0) return {};
+  std::vector<long> pids;
+  pids.reserve(ranks.size());
+  for (const RankStacks& rank : ranks) pids.push_back(rank.pid);
+  std::set<long> connected = connected_to_port(pids, static_cast<int>(*port));
+  std::vector<int> missing;
+  for (const RankStacks& rank : ranks) {
+    if (!connected.contains(rank.pid)) missing.push_back(rank.rank);
+  }
+  if (connected.empty() && !missing.empty() && !python) return {};
+  std::string line = not_at_store_line(missing, ranks.size(), store);
+  return {.missing = std::move(missing), .line = std::move(line)};
+}
+
+std::string not_at_store_line(const std::vector<int>& missing, std::size_t total,
+                              const std::string& store) {
+  if (missing.empty()) return "";
+  if (missing.size() == total) {
+    return "no rank has connected to the store at " + store +
+           " yet: none has reached init_process_group";
+  }
+  return report::rank_list(missing) + (missing.size() == 1 ? " has" : " have") +
+         " not connected to the store at " + store + ": the others wait for " +
+         (missing.size() == 1 ? "it" : "them") + " in init_process_group (or a rendezvous)";
 }
 
 }  // namespace gangrun::doctor

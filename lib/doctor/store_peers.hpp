@@ -8,6 +8,9 @@
 // workers run and wherever the store is.
 #pragma once
 
+#include "doctor/stack_groups.hpp"
+
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,5 +21,21 @@ namespace gangrun::doctor {
 // (on any address).
 std::set<long> connected_to_port(const std::vector<long>& pids, int port,
                                  const std::string& proc_root = "/proc");
+
+// Which of the ranks read have reached the store at `store` ("host:port").
+struct StoreArrivals {
+  // The ranks with no connection to it; nullopt when that is not known: no
+  // port in `store`, or no rank connected and the program is not Python
+  // (other programs need not meet through the store).
+  std::optional<std::vector<int>> missing;
+  std::string line;  // what says so (empty when every rank has one, or not known)
+};
+StoreArrivals store_arrivals(const std::vector<RankStacks>& ranks, const std::string& store,
+                             bool python);
+
+// The line that names the ranks in missing as not at the store, of total
+// ranks read; empty when none is missing.
+std::string not_at_store_line(const std::vector<int>& missing, std::size_t total,
+                              const std::string& store);
 
 }  // namespace gangrun::doctor

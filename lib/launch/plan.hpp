@@ -52,7 +52,7 @@ struct StoreLimits {
   std::optional<std::size_t> max_bytes_per_address;
 };
 
-// The gang doctor's settings (agent/hang_watch.hpp, agent/stack_probe.hpp).
+// The gang doctor's settings (doctor/watch/hang_watch.hpp, doctor/watch/stack_probe.hpp).
 struct DoctorPlan {
   std::optional<double> hang_timeout_s;  // --hang-timeout; nullopt: no hang watch
   config::OnHang on_hang = config::OnHang::stop;

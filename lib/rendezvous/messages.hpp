@@ -87,7 +87,7 @@ struct NodeReport {
   std::optional<int> stop_signal;      // the agent was told to stop by this signal
   bool stopped_for_round_end = false;  // its workers were stopped because the round ended
   // Its workers were stopped because the whole gang made no progress for
-  // --hang-timeout (agent/gang_doctor.hpp): the job ends with exit code 5
+  // --hang-timeout (doctor/watch/gang_doctor.hpp): the job ends with exit code 5
   // unless --on-hang restart has a restart left.
   bool stopped_for_hang = false;
   // Its workers that ended by themselves so far; the others of the node are

@@ -46,6 +46,57 @@ struct WorkerRecord {
   bool succeeded() const { return exit_code && *exit_code == 0; }
 };
 
+// A hang the watch reported: no rank made progress for --hang-timeout.
+struct HangFinding {
+  double timeout_s = 0;     // --hang-timeout
+  double silent_for_s = 0;  // how long no rank had made progress
+  // --on-hang's action as taken ("report", "stop", "restart"), or "none"
+  // when the round ended (a signal, a failure) before it could act.
+  std::string action;
+  // The ranks read that had no connection to the round's store; nullopt
+  // when that is not known.
+  std::optional<std::vector<int>> not_at_store;
+  nlohmann::json stacks;  // every rank's, as doctor/stacks_json.hpp writes them
+  // The NCCL flight recorder's dumps, when some were asked for before acting.
+  std::optional<std::vector<std::string>> flight_recorder_dumps;
+};
+
+// A rank whose torch.distributed.elastic.timer expired.
+struct TimerExpiredFinding {
+  int rank = 0;
+  long pid = 0;
+  std::string scope_id;
+  int signal = 0;  // what it was killed with; 0: not killed
+  // Every rank's stack, read before it was killed; nullopt when a reading
+  // was already under way.
+  std::optional<nlohmann::json> stacks;
+};
+
+// Ranks not at the store --arrival-timeout after the first rank was, while
+// others were.
+struct LateToStoreFinding {
+  double after_s = 0;  // --arrival-timeout
+  std::string host;
+  std::string store;  // "host:port"
+  std::vector<int> ranks;
+};
+
+// What the gang doctor found in an attempt (doctor/watch/gang_doctor.hpp),
+// each watch its own part; run_report.cpp writes it into the attempt's
+// JSON, under one key per finding.
+struct DoctorFindings {
+  std::optional<HangFinding> hang;
+  // The survivors' stacks read when a rank failed (doctor/stacks_json.hpp).
+  std::optional<nlohmann::json> stacks_at_failure;
+  std::optional<TimerExpiredFinding> timer_expired;
+  std::optional<LateToStoreFinding> late_to_store;
+  // What --straggler-watch sampled: every rank's share of samples spent
+  // waiting on the others, and the ranks it named (doctor/straggler.hpp).
+  std::optional<nlohmann::json> straggler_watch;
+  // The NCCL flight recorder's dumps of this attempt (--flight-recorder).
+  std::vector<std::string> flight_recorder_dumps;
+};
+
 struct AttemptRecord {
   int attempt = 0;  // TORCHELASTIC_RESTART_COUNT of this attempt
   std::vector<WorkerRecord> workers;
@@ -63,22 +114,7 @@ struct AttemptRecord {
   // Log files whose writes failed (a full disk, an I/O error): what they
   // hold stops where the failure happened.
   std::vector<std::string> incomplete_logs;
-  // The gang doctor's findings, as the report writes them (doctor/stacks_json.hpp):
-  // the hang the watch reported (when no rank made progress) with every
-  // rank's stack, and the survivors' stacks read when a rank failed.
-  std::optional<nlohmann::json> hang;
-  std::optional<nlohmann::json> stacks_at_failure;
-  // A rank whose torch.distributed.elastic.timer expired, with every rank's
-  // stack read before it was killed.
-  std::optional<nlohmann::json> timer_expired;
-  // Ranks not at the store --arrival-timeout after the round began, while
-  // others were.
-  std::optional<nlohmann::json> late_to_store;
-  // What --straggler-watch sampled: every rank's share of samples spent
-  // waiting on the others, and the ranks it named.
-  std::optional<nlohmann::json> straggler_watch;
-  // The NCCL flight recorder's dumps of this attempt (--flight-recorder).
-  std::vector<std::string> flight_recorder_dumps;
+  DoctorFindings doctor;  // what the gang doctor found
 };
 
 struct RunRecord {

@@ -71,6 +71,40 @@ nlohmann::json worker_json(const RunRecord& run, const WorkerRecord& worker,
   return out;
 }
 
+// The gang doctor's findings, one key each, into the attempt's object; a
+// finding the doctor did not make has no key.
+void add_doctor_findings(const DoctorFindings& found, nlohmann::json& attempt) {
+  if (const std::optional<HangFinding>& hang = found.hang) {
+    attempt["hang"] = {{"timeout_s", hang->timeout_s},
+                       {"silent_for_s", hang->silent_for_s},
+                       {"action", hang->action},
+                       {"not_at_store", hang->not_at_store ? nlohmann::json(*hang->not_at_store)
+                                                           : nlohmann::json()},
+                       {"stacks", hang->stacks}};
+    if (hang->flight_recorder_dumps) {
+      attempt["hang"]["flight_recorder_dumps"] = *hang->flight_recorder_dumps;
+    }
+  }
+  if (found.stacks_at_failure) attempt["stacks_at_failure"] = *found.stacks_at_failure;
+  if (const std::optional<TimerExpiredFinding>& timer = found.timer_expired) {
+    attempt["timer_expired"] = {{"rank", timer->rank},
+                                {"pid", timer->pid},
+                                {"scope_id", timer->scope_id},
+                                {"signal", timer->signal}};
+    if (timer->stacks) attempt["timer_expired"]["stacks"] = *timer->stacks;
+  }
+  if (const std::optional<LateToStoreFinding>& late = found.late_to_store) {
+    attempt["late_to_store"] = {{"after_s", late->after_s},
+                                {"host", late->host},
+                                {"store", late->store},
+                                {"ranks", late->ranks}};
+  }
+  if (found.straggler_watch) attempt["straggler_watch"] = *found.straggler_watch;
+  if (!found.flight_recorder_dumps.empty()) {
+    attempt["flight_recorder_dumps"] = found.flight_recorder_dumps;
+  }
+}
+
 }  // namespace
 
 std::string format_time(TimePoint time) {
@@ -119,15 +153,7 @@ nlohmann::json to_json(const RunRecord& run) {
         {"workers", workers},
         {"incomplete_logs", attempt.incomplete_logs},
     });
-    if (attempt.hang) attempts.back()["hang"] = *attempt.hang;
-    if (attempt.stacks_at_failure)
-      attempts.back()["stacks_at_failure"] = *attempt.stacks_at_failure;
-    if (attempt.timer_expired) attempts.back()["timer_expired"] = *attempt.timer_expired;
-    if (attempt.late_to_store) attempts.back()["late_to_store"] = *attempt.late_to_store;
-    if (attempt.straggler_watch) attempts.back()["straggler_watch"] = *attempt.straggler_watch;
-    if (!attempt.flight_recorder_dumps.empty()) {
-      attempts.back()["flight_recorder_dumps"] = attempt.flight_recorder_dumps;
-    }
+    add_doctor_findings(attempt.doctor, attempts.back());
   }
   return {
       {"version", 1},

@@ -164,7 +164,7 @@ class Gang {
   // Delivers signal_number to the group of the one live worker whose
   // program runs as pid (nothing when none does), without a teardown: its
   // end is its own, a failure like any other (the file timer of
-  // agent/file_timers.hpp kills a rank whose timer expired this way).
+  // doctor/watch/file_timers.hpp kills a rank whose timer expired this way).
   void signal_worker(pid_t pid, int signal_number);
 
   bool running() const;

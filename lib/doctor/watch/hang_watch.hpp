@@ -15,7 +15,7 @@
 #include <functional>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 class HangWatch {
  public:
@@ -53,4 +53,4 @@ class HangWatch {
   Clock::time_point not_before_;  // no report before this
 };
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

@@ -12,12 +12,14 @@
 // only dump on their own timeout; workers without NCCL ignore them all.
 #pragma once
 
+#include "doctor/watch/watch.hpp"
 #include "util/env.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 // The variables every worker of a round gets; dir is made here.
 EnvMap flight_recorder_env(const std::string& dir, const EnvMap& host_env);
@@ -28,4 +30,28 @@ int request_flight_recorder_dumps(const std::string& dir);
 // The dumps written into dir so far (one file per rank).
 std::vector<std::string> flight_recorder_dumps(const std::string& dir);
 
-}  // namespace gangrun::agent
+// The doctor's watch of it: the round's dumps go into the round's findings,
+// and a hang asks for them (gang_doctor.cpp) before it acts.
+class FlightRecorder final : public Watch {
+ public:
+  explicit FlightRecorder(const EnvMap& host_env) : host_env_(host_env) {}
+
+  // The variables for the workers of the round whose directory is
+  // attempt_path; its dumps go to attempt_path/flight_recorder. Before
+  // round_started.
+  EnvMap worker_env(const std::string& attempt_path);
+  // Asks every rank of the round for its dump now; how many took it.
+  int request_dumps() const;
+  // The round's dumps written so far.
+  std::vector<std::string> dumps() const;
+
+  void round_started(const RoundStart&) override {}
+  void round_ended() override {}
+  void add_findings(report::DoctorFindings& findings) const override;
+
+ private:
+  const EnvMap& host_env_;
+  std::optional<std::string> dir_;  // this round's
+};
+
+}  // namespace gangrun::doctor

@@ -17,13 +17,21 @@
 // on every node. No other node acts on a request, and the lead acts only on
 // its own reading of the silences: a request is a number in a message that
 // a stranger may have written. `gangrun stacks` asks the same way.
+//
+// The watches that stand alone (watch.hpp: the stacks at a failure, the ranks late to the store,
+// the straggler sampling, NCCL's flight recorder) are a list: each hears of every round and puts
+// its own part into the round's findings (report::DoctorFindings), which the agent hands to the
+// report whole.
 #pragma once
 
-#include "agent/doctor_link.hpp"
-#include "agent/file_timers.hpp"
-#include "agent/hang_watch.hpp"
-#include "agent/stack_probe.hpp"
-#include "doctor/straggler.hpp"
+#include "doctor/store_peers.hpp"
+#include "doctor/watch/doctor_link.hpp"
+#include "doctor/watch/file_timers.hpp"
+#include "doctor/watch/flight_recorder.hpp"
+#include "doctor/watch/hang_watch.hpp"
+#include "doctor/watch/stack_probe.hpp"
+#include "doctor/watch/stack_reader.hpp"
+#include "doctor/watch/watch.hpp"
 #include "launch/plan.hpp"
 #include "report/run_record.hpp"
 #include "store/server.hpp"
@@ -38,7 +46,7 @@
 #include <set>
 #include <string>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 class GangDoctor {
  public:
@@ -74,16 +82,9 @@ class GangDoctor {
                      std::optional<NodeRound> nodes = std::nullopt);
   // A worker failed by itself: the survivors' stacks are read once per round.
   void worker_failed();
-  // What the round's readings found, in the report's form
-  // (doctor/stacks_json.hpp) under "hang" and "stacks_at_failure".
-  struct Findings {
-    std::optional<nlohmann::json> hang;
-    std::optional<nlohmann::json> stacks_at_failure;
-    std::optional<nlohmann::json> timer_expired;
-    std::optional<nlohmann::json> late_to_store;
-    std::optional<nlohmann::json> straggler_watch;
-    std::vector<std::string> flight_recorder_dumps;
-  };
+  // What the round's readings found, typed; the report writes it
+  // (report/run_report.cpp), the agent only hands it over.
+  using Findings = report::DoctorFindings;
   // The round's gang is done: `then` gets what was found, at once or when a
   // reading still under way has ended (within its limit).
   void round_ended(std::function<void(Findings)> then);
@@ -92,11 +93,7 @@ class GangDoctor {
   // others, and the lead still watches them.
   void gang_round_ended();
 
-  std::set<pid_t> supervisor_pids() const {
-    std::set<pid_t> pids = probe_.supervisor_pids();
-    pids.merge(sampler_.supervisor_pids());
-    return pids;
-  }
+  std::set<pid_t> supervisor_pids() const;
 
   // What the doctor adds to every worker's environment in the round whose
   // directory is attempt_path: the named pipe of torch's file timers
@@ -107,22 +104,22 @@ class GangDoctor {
  private:
   void on_hang(HangWatch::Clock::duration silent_for);
   void on_timer_expired(const FileTimers::Expired& expired);
-  // Every second until every rank is at the store: once the first has
-  // waited there for --arrival-timeout, the ranks not there yet are named.
-  void check_arrivals();
-  // --straggler-watch: the next sample after the interval, and what it says.
-  void sample_later();
-  void after_sample(const std::vector<doctor::RankStacks>& ranks);
   // The live workers, each with its last sign of life: a line, or a file
   // timer request.
   std::vector<supervise::Gang::LiveWorker> live_workers() const;
+  // What the hang watch counts the silence of: the live workers, the
+  // store's last request and, on the lead, every other node's silence.
+  std::vector<supervise::Gang::LiveWorker> hang_watch_workers() const;
+  // The watches that stand alone (watch.hpp) that the plan asks for, in
+  // the order each hears of a round. A new watch is made here.
+  void add_watches(boost::asio::io_context& io, supervise::Spawner& spawner);
   // What a hang's reading found, told and acted on: ranks as read (every
   // node's, on the lead), the ranks without a store connection and the line
   // that says so.
   // act: this node acts on --on-hang (one node: always; many: the lead, for
   // its own hang only).
   void after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
-                       const std::string& heading, nlohmann::json not_at_store,
+                       const std::string& heading, std::optional<std::vector<int>> not_at_store,
                        const std::string& store_line, bool act = true);
   // Across nodes: this node's silence to the lead, or the others' to it.
   void exchange_silence();
@@ -149,44 +146,23 @@ class GangDoctor {
   // --on-hang's action, once the flight recorder's dumps asked for are in
   // (or did not come within a bound).
   void act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked_at);
-  void after_failure_read(const std::vector<doctor::RankStacks>& ranks);
   // Hands the findings over when the round has ended meanwhile.
   void deliver_if_over();
-  std::vector<StackTarget> live_targets() const;
-  // The ranks read that have no connection to the round's store, and the
-  // line that says so (empty when every rank has one, or it is not known).
-  std::pair<nlohmann::json, std::string> store_arrivals(
-      const std::vector<doctor::RankStacks>& ranks) const;
-  // The line that names the ranks in missing as not at the store, of total ranks read.
-  std::string not_at_store_line(const std::vector<int>& missing, std::size_t total) const;
-  // Groups ranks, writes every thread of every rank into the attempt's
-  // file_name, prints heading, the groups and extra_line (when not empty),
-  // and returns the report's form of it all.
-  nlohmann::json tell(const std::vector<doctor::RankStacks>& ranks, const std::string& file_name,
-                      const std::string& heading, const std::string& extra_line = "");
-  // Writes the whole text into the attempt's directory; the path, or
-  // nullopt when there is none or it could not be written.
-  std::optional<std::string> write_text(const std::string& name, const std::string& text);
 
   const launch::LaunchPlan& plan_;
   supervise::Gang& gang_;
   StopHandler stop_hung_;
   const store::Server* store_server_;  // hosted here, else null
-  StackProbe probe_;
+  StackReader reader_;                 // the hang's, a failure's and a file timer's readings
   std::optional<HangWatch> watch_;
   std::unique_ptr<FileTimers> file_timers_;
-  StackProbe sampler_;  // --straggler-watch's own, so that sampling never holds up a hang's reading
-  boost::asio::steady_timer sample_timer_;
-  doctor::StragglerTally tally_;     // per round
-  std::set<int> stragglers_named_;   // per round
-  std::optional<std::string> tool_;  // the stack tool, when one was found
-  bool told_missing_tool_ = false;
+  // The watches that stand alone (watch.hpp), each told of every round.
+  std::vector<std::unique_ptr<Watch>> watches_;
+  FlightRecorder* recorder_ = nullptr;  // among watches_ (--flight-recorder), asked on a hang
 
   std::unique_ptr<DoctorLink> link_;  // several nodes
   std::string hang_ask_;              // the lead's ask for its own hang, this round
   boost::asio::steady_timer silence_timer_;
-  boost::asio::steady_timer arrival_timer_;
-  std::optional<std::chrono::steady_clock::time_point> first_arrival_;  // at the store, per round
 
   // Per round.
   std::optional<NodeRound> nodes_;
@@ -194,11 +170,8 @@ class GangDoctor {
   // it has told (a node that has not told counts as making progress).
   std::map<std::string, HangWatch::Clock::time_point> node_progress_;
   HangWatch::Clock::time_point round_start_;
-  std::optional<std::string> attempt_dir_;
-  std::optional<std::string> recorder_dir_;  // this round's flight recorder dumps
   boost::asio::steady_timer dump_wait_;
   std::string store_;
-  bool read_for_failure_ = false;
   bool hang_acted_ = false;     // --on-hang's action was taken this round
   bool round_over_ = false;     // this node's ranks are done
   bool round_goes_on_ = false;  // across nodes: until gang_round_ended()
@@ -206,4 +179,4 @@ class GangDoctor {
   std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs
 };
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

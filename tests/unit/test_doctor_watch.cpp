@@ -3,10 +3,11 @@
 // stack probe reading every rank at once through the real spawn path, with a
 // stand-in for py-spy (a script that prints what py-spy would, fails as it
 // would, or never ends).
-#include "agent/file_timers.hpp"
-#include "agent/hang_watch.hpp"
-#include "agent/stack_probe.hpp"
 #include "config/option_values.hpp"
+#include "doctor/watch/file_timers.hpp"
+#include "doctor/watch/flight_recorder.hpp"
+#include "doctor/watch/hang_watch.hpp"
+#include "doctor/watch/stack_probe.hpp"
 #include "supervise/shim_spawner.hpp"
 #include "temp_dir.hpp"
 
@@ -24,9 +25,9 @@
 #include <thread>
 
 using Catch::Matchers::Contains;
-using gangrun::agent::HangWatch;
-using gangrun::agent::StackProbe;
+using gangrun::doctor::HangWatch;
 using gangrun::doctor::RankStacks;
+using gangrun::doctor::StackProbe;
 using gangrun::supervise::Gang;
 using gangrun::test::TempDir;
 using namespace std::chrono_literals;
@@ -74,7 +75,7 @@ TEST_CASE("the hang timeout takes seconds or a unit, and 0 or off for none", "[d
 }
 
 TEST_CASE("the hang watch reports a silent gang once, and only after the timeout",
-          "[doctor][agent]") {
+          "[doctor][watch]") {
   boost::asio::io_context io;
   std::optional<HangWatch::Clock::duration> silent_for;
   int reports = 0;
@@ -95,7 +96,7 @@ TEST_CASE("the hang watch reports a silent gang once, and only after the timeout
   CHECK(reports == 1);
 }
 
-TEST_CASE("the hang watch counts the silence from the last line of any rank", "[doctor][agent]") {
+TEST_CASE("the hang watch counts the silence from the last line of any rank", "[doctor][watch]") {
   boost::asio::io_context io;
   auto started = HangWatch::Clock::now();
   // Rank 1 printed a line 80 ms after the start (as the watch sees it when it
@@ -118,7 +119,7 @@ TEST_CASE("the hang watch counts the silence from the last line of any rank", "[
 }
 
 TEST_CASE("the stack probe reads every rank at once and says why a rank has no stack",
-          "[doctor][agent]") {
+          "[doctor][watch]") {
   TempDir dir;
   // The stand-in answers by the pid it is given: 1 a stack, 2 "not Python",
   // anything else never ends (so the limit ends it).
@@ -148,7 +149,7 @@ TEST_CASE("the stack probe reads every rank at once and says why a rank has no s
   CHECK(probe.supervisor_pids().empty());
 }
 
-TEST_CASE("without a stack tool every rank says so, with what /proc knows", "[doctor][agent]") {
+TEST_CASE("without a stack tool every rank says so, with what /proc knows", "[doctor][watch]") {
   boost::asio::io_context io;
   gangrun::supervise::ShimSpawner spawner(io);
   StackProbe probe(io, spawner);
@@ -163,15 +164,15 @@ TEST_CASE("without a stack tool every rank says so, with what /proc knows", "[do
 }
 
 TEST_CASE("torch's file timers: requests are signs of life, an expired timer is reported once",
-          "[doctor][agent]") {
+          "[doctor][watch]") {
   TempDir dir;
   boost::asio::io_context io;
-  std::vector<gangrun::agent::FileTimers::Expired> expired;
-  auto opened = gangrun::agent::FileTimers::open(
+  std::vector<gangrun::doctor::FileTimers::Expired> expired;
+  auto opened = gangrun::doctor::FileTimers::open(
       io, dir / "timers",
-      [&](const gangrun::agent::FileTimers::Expired& e) { expired.push_back(e); });
+      [&](const gangrun::doctor::FileTimers::Expired& e) { expired.push_back(e); });
   REQUIRE(opened);
-  gangrun::agent::FileTimers& timers = **opened;
+  gangrun::doctor::FileTimers& timers = **opened;
   CHECK_FALSE(timers.last_request_from(41));
   // As FileTimerClient writes them: one JSON line per request, through a
   // descriptor it opens without blocking.
@@ -211,8 +212,8 @@ TEST_CASE("torch's file timers: requests are signs of life, an expired timer is 
 TEST_CASE(
     "torch's file timers: an over-long line is dropped and reading resumes at the next; a "
     "signal that is none is refused",
-    "[doctor][agent]") {
-  using gangrun::agent::FileTimers;
+    "[doctor][watch]") {
+  using gangrun::doctor::FileTimers;
   TempDir dir;
   boost::asio::io_context io;
   std::vector<FileTimers::Expired> expired;
@@ -285,7 +286,7 @@ TEST_CASE(
 
 TEST_CASE(
     "after a reported hang the watch reports again a timeout later, counting the whole silence",
-    "[doctor][agent]") {
+    "[doctor][watch]") {
   boost::asio::io_context io;
   std::vector<HangWatch::Clock::duration> reports;
   std::optional<HangWatch> watch;
@@ -299,4 +300,26 @@ TEST_CASE(
   run_until(io, [&] { return reports.size() == 2; });
   CHECK(reports[0] >= 40ms);
   CHECK(reports[1] >= reports[0] + 40ms);  // the silence goes on from the round's start
+}
+
+TEST_CASE("the flight recorder watch lists the round's dumps in the round's findings",
+          "[doctor][watch]") {
+  TempDir attempt;
+  const gangrun::EnvMap host_env = {{"TORCH_NCCL_DUMP_ON_TIMEOUT", "0"}};
+  gangrun::doctor::FlightRecorder recorder(host_env);
+  gangrun::report::DoctorFindings before_any_round;
+  recorder.add_findings(before_any_round);
+  CHECK(before_any_round.flight_recorder_dumps.empty());
+
+  gangrun::EnvMap env = recorder.worker_env(attempt.path().string());
+  CHECK(env.at("TORCH_FR_DUMP_TEMP_FILE") == attempt / "flight_recorder/rank_");
+  CHECK_FALSE(env.contains("TORCH_NCCL_DUMP_ON_TIMEOUT"));  // the user's own stays
+  CHECK(recorder.request_dumps() == 0);                     // no rank made its pipe
+  attempt.write("flight_recorder/rank_1", "dump");
+  attempt.write("flight_recorder/rank_0", "dump");
+  gangrun::report::DoctorFindings found;
+  recorder.add_findings(found);
+  CHECK(found.flight_recorder_dumps ==
+        std::vector<std::string>{attempt / "flight_recorder/rank_0",
+                                 attempt / "flight_recorder/rank_1"});
 }

@@ -1,4 +1,4 @@
-#include "agent/doctor_link.hpp"
+#include "doctor/watch/doctor_link.hpp"
 
 #include "rendezvous/keys.hpp"
 #include "rendezvous/participant.hpp"
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 namespace {
 
@@ -235,4 +235,4 @@ void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
       limit);
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

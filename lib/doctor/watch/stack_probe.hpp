@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 // A rank whose stack is to be read.
 struct StackTarget {
@@ -72,4 +72,4 @@ class StackProbe {
   DoneHandler done_;
 };
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

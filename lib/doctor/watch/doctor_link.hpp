@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 class DoctorLink {
  public:
@@ -100,4 +100,4 @@ class DoctorLink {
   bool silence_in_flight_ = false;
 };
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

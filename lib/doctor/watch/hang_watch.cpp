@@ -1,8 +1,8 @@
-#include "agent/hang_watch.hpp"
+#include "doctor/watch/hang_watch.hpp"
 
 #include <algorithm>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 HangWatch::HangWatch(boost::asio::io_context& io, Clock::duration timeout, WorkersFn workers,
                      HangHandler on_hang)
@@ -46,4 +46,4 @@ void HangWatch::check() {
   on_hang_(now - last);
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

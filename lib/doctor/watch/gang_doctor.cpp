@@ -1,10 +1,10 @@
-#include "agent/gang_doctor.hpp"
+#include "doctor/watch/gang_doctor.hpp"
 
-#include "agent/flight_recorder.hpp"
 #include "doctor/stack_tool.hpp"
-#include "doctor/stacks_json.hpp"
 #include "doctor/store_peers.hpp"
-#include "report/blame.hpp"
+#include "doctor/watch/arrival_check.hpp"
+#include "doctor/watch/failure_stacks.hpp"
+#include "doctor/watch/straggler_sampler.hpp"
 #include "util/env.hpp"
 #include "util/exit_codes.hpp"
 #include "util/signals.hpp"
@@ -16,12 +16,9 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 namespace {
 
@@ -53,28 +50,6 @@ const char* on_hang_word(config::OnHang action) {
   return "stop";
 }
 
-// An option's seconds as the agent's clock counts them.
-std::chrono::steady_clock::duration steady(double seconds) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(seconds));
-}
-
-// "3 s", "2.5 s", "0.012 s": the value as a user would write it.
-std::string seconds_text(double seconds) { return fmt::format("{:.4g} s", seconds); }
-
-// gangrun chose the interpreter or read it from the script's #! line, or
-// the program is one (gangrun python train.py).
-bool runs_python(const launch::LaunchPlan& plan) {
-  return plan.program.interpreter.has_value() ||
-         std::filesystem::path(plan.program.executable).filename().string().starts_with("python");
-}
-
-std::string indented(const std::vector<std::string>& lines) {
-  std::string text;
-  for (const std::string& line : lines) text += "\n  " + line;
-  return text;
-}
-
 }  // namespace
 
 GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
@@ -84,11 +59,8 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
       gang_(gang),
       stop_hung_(std::move(stop_hung)),
       store_server_(store),
-      probe_(io, spawner),
-      sampler_(io, spawner),
-      sample_timer_(io),
+      reader_(io, spawner, plan),
       silence_timer_(io),
-      arrival_timer_(io),
       dump_wait_(io) {
   const launch::DoctorPlan& settings = plan.doctor;
   // A node of several answers `gangrun stacks` asked on any of them.
@@ -99,7 +71,8 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
       interpreter_dir =
           std::filesystem::path(plan.program.interpreter->path).parent_path().string();
     }
-    tool_ = doctor::find_stack_tool(settings.stack_tool, interpreter_dir, plan.host_env);
+    reader_.tool().path =
+        doctor::find_stack_tool(settings.stack_tool, interpreter_dir, plan.host_env);
   }
   if (env_lookup(plan.host_env, "TORCHELASTIC_ENABLE_FILE_TIMER") == "1") {
     // torchrun's agent names the pipe when the user did not (and tells the workers).
@@ -117,27 +90,7 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
   }
   if (settings.hang_timeout_s) {
     watch_.emplace(
-        io, steady(*settings.hang_timeout_s),
-        [this] {
-          std::vector<supervise::Gang::LiveWorker> workers = live_workers();
-          // A worker's request to the store, as one more worker that spoke then.
-          if (auto request = store_server_ ? store_server_->last_round_request() : std::nullopt) {
-            workers.push_back({.rank = -1, .local_rank = -1, .pid = 0, .last_line_at = request});
-          }
-          if (!nodes_) return workers;
-          // The other nodes, each as one worker that last spoke when its
-          // node did; a node that has not told counts as speaking now.
-          for (const std::string& id : link_->others()) {
-            auto told = node_progress_.find(id);
-            workers.push_back({.rank = -1,
-                               .local_rank = -1,
-                               .pid = 0,
-                               .last_line_at = told == node_progress_.end()
-                                                   ? HangWatch::Clock::now()
-                                                   : told->second});
-          }
-          return workers;
-        },
+        io, steady(*settings.hang_timeout_s), [this] { return hang_watch_workers(); },
         [this](HangWatch::Clock::duration silent_for) { on_hang(silent_for); });
   }
   if (nodes) {
@@ -146,6 +99,47 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
           on_node_request(number, request);
         });
   }
+  add_watches(io, spawner);
+}
+
+void GangDoctor::add_watches(boost::asio::io_context& io, supervise::Spawner& spawner) {
+  const launch::DoctorPlan& settings = plan_.doctor;
+  if (settings.stacks_at_failure) {
+    watches_.push_back(
+        std::make_unique<FailureStacks>(plan_, gang_, reader_, [this] { deliver_if_over(); }));
+  }
+  if (settings.arrival_timeout_s) {
+    watches_.push_back(std::make_unique<ArrivalCheck>(io, plan_, gang_, store_server_));
+  }
+  if (settings.straggler_interval_s) {
+    watches_.push_back(std::make_unique<StragglerSampler>(io, spawner, plan_, gang_, reader_.tool(),
+                                                          [this] { deliver_if_over(); }));
+  }
+  if (settings.flight_recorder) {
+    auto recorder = std::make_unique<FlightRecorder>(plan_.host_env);
+    recorder_ = recorder.get();
+    watches_.push_back(std::move(recorder));
+  }
+}
+
+std::vector<supervise::Gang::LiveWorker> GangDoctor::hang_watch_workers() const {
+  std::vector<supervise::Gang::LiveWorker> workers = live_workers();
+  // A worker's request to the store, as one more worker that spoke then.
+  if (auto request = store_server_ ? store_server_->last_round_request() : std::nullopt) {
+    workers.push_back({.rank = -1, .local_rank = -1, .pid = 0, .last_line_at = request});
+  }
+  if (!nodes_) return workers;
+  // The other nodes, each as one worker that last spoke when its node did;
+  // a node that has not told counts as speaking now.
+  for (const std::string& id : link_->others()) {
+    auto told = node_progress_.find(id);
+    workers.push_back(
+        {.rank = -1,
+         .local_rank = -1,
+         .pid = 0,
+         .last_line_at = told == node_progress_.end() ? HangWatch::Clock::now() : told->second});
+  }
+  return workers;
 }
 
 void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::string store,
@@ -155,9 +149,8 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
   round_start_ = HangWatch::Clock::now();
   if (nodes_) link_->round_started(nodes_->round, nodes_->members, nodes_->job_nonce);
   hang_ask_.clear();
-  attempt_dir_ = std::move(attempt_dir);
+  reader_.round_started(std::move(attempt_dir));
   store_ = std::move(store);
-  read_for_failure_ = false;
   hang_acted_ = false;
   round_over_ = false;
   round_goes_on_ = static_cast<bool>(nodes_);
@@ -165,55 +158,21 @@ void GangDoctor::round_started(std::optional<std::string> attempt_dir, std::stri
   if (file_timers_) file_timers_->clear();
   if (watch_ && watches_whole_gang()) watch_->start();
   if (watch_ && nodes_) exchange_silence();
-  // Only a Python program's ranks are expected at the store.
-  first_arrival_.reset();
-  if (plan_.doctor.arrival_timeout_s && !store_.empty() && runs_python(plan_)) check_arrivals();
-  tally_ = {};
-  stragglers_named_.clear();
-  if (plan_.doctor.straggler_interval_s) {
-    if (tool_) {
-      sample_later();
-    } else if (!told_missing_tool_) {
-      told_missing_tool_ = true;
-      spdlog::warn("--straggler-watch reads the ranks' stacks: {}", doctor::missing_tool_hint());
-    }
+  for (const std::unique_ptr<Watch>& watch : watches_) {
+    watch->round_started({.store = store_, .at = round_start_});
   }
 }
 
-// ---- stragglers -------------------------------------------------------------------
-
-void GangDoctor::sample_later() {
-  sample_timer_.expires_after(steady(*plan_.doctor.straggler_interval_s));
-  sample_timer_.async_wait([this](const boost::system::error_code& error) {
-    if (error || round_over_) return;
-    std::vector<StackTarget> targets = live_targets();
-    if (targets.size() < 2 || sampler_.running()) return sample_later();
-    sampler_.start(
-        tool_, plan_.host, targets, plan_.host_env, k_failure_read_limit,
-        [this](const std::vector<doctor::RankStacks>& ranks) { after_sample(ranks); },
-        /*nonblocking=*/true);
-  });
-}
-
-void GangDoctor::after_sample(const std::vector<doctor::RankStacks>& ranks) {
-  if (round_over_) return deliver_if_over();
-  tally_.add(ranks);
-  for (int rank : tally_.stragglers()) {
-    if (stragglers_named_.insert(rank).second) {
-      spdlog::warn("straggler: {}", tally_.describe(rank));
-    }
-  }
-  sample_later();
+std::set<pid_t> GangDoctor::supervisor_pids() const {
+  std::set<pid_t> pids = reader_.supervisor_pids();
+  for (const std::unique_ptr<Watch>& watch : watches_) pids.merge(watch->supervisor_pids());
+  return pids;
 }
 
 EnvMap GangDoctor::worker_env(const std::string& attempt_path) {
   EnvMap env;
   if (file_timers_) env["TORCHELASTIC_TIMER_FILE"] = file_timers_->path();
-  recorder_dir_.reset();
-  if (plan_.doctor.flight_recorder) {
-    recorder_dir_ = attempt_path + "/flight_recorder";
-    env.merge(flight_recorder_env(*recorder_dir_, plan_.host_env));
-  }
+  if (recorder_) env.merge(recorder_->worker_env(attempt_path));
   return env;
 }
 
@@ -229,19 +188,11 @@ std::vector<supervise::Gang::LiveWorker> GangDoctor::live_workers() const {
   return workers;
 }
 
-std::vector<StackTarget> GangDoctor::live_targets() const {
-  std::vector<StackTarget> targets;
-  for (const supervise::Gang::LiveWorker& worker : gang_.live_worker_list()) {
-    targets.push_back({.rank = worker.rank, .pid = worker.pid});
-  }
-  return targets;
-}
-
 // ---- a hang -------------------------------------------------------------------
 
 void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
-  std::vector<StackTarget> targets = live_targets();
-  if (!watching() || probe_.running() || (targets.empty() && !nodes_)) return;
+  std::vector<StackTarget> targets = live_targets(gang_);
+  if (!watching() || reader_.running() || (targets.empty() && !nodes_)) return;
   double silent_s = static_cast<double>(
                         std::chrono::duration_cast<std::chrono::milliseconds>(silent_for).count()) /
                     1000.0;
@@ -251,8 +202,8 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
       "no rank made progress for {} (--hang-timeout {}): no output line from any {}; reading "
       "their stacks before anything is stopped",
       seconds_text(silent_s), seconds_text(*plan_.doctor.hang_timeout_s), where);
-  if (!tool_ && !told_missing_tool_) {
-    told_missing_tool_ = true;
+  if (!reader_.tool().path && !reader_.tool().told_missing) {
+    reader_.tool().told_missing = true;
     spdlog::warn("{}", doctor::missing_tool_hint());
   }
   if (nodes_) {
@@ -261,12 +212,13 @@ void GangDoctor::on_hang(HangWatch::Clock::duration silent_for) {
         link_->ask({.why = doctor::NodeRequest::Why::hang, .silent_for_s = silent_s, .ask_id = {}});
     return;
   }
-  probe_.start(tool_, plan_.host, targets, plan_.host_env, k_hang_read_limit,
-               [this, silent_s](const std::vector<doctor::RankStacks>& ranks) {
-                 auto [not_at_store, store_line] = store_arrivals(ranks);
-                 after_hang_read(ranks, silent_s, "where the ranks are, the odd ones out first:",
-                                 std::move(not_at_store), store_line);
-               });
+  reader_.read(
+      targets, k_hang_read_limit, [this, silent_s](const std::vector<doctor::RankStacks>& ranks) {
+        StoreArrivals arrivals = store_arrivals(ranks, store_, runs_python(plan_));
+        after_hang_read(ranks, silent_s,
+                        "where the ranks are, the odd ones out first:", std::move(arrivals.missing),
+                        arrivals.line);
+      });
 }
 
 // ---- across nodes -------------------------------------------------------------
@@ -301,7 +253,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
   // A node whose ranks are done still answers while the round goes on elsewhere: with no
   // ranks, at once, so that the asking side waits only for the nodes that have some.
   if (round_over_ && !round_goes_on_) return;
-  if (probe_.running()) {
+  if (reader_.running()) {
     spdlog::warn(
         "gang doctor: request {} came while this node's ranks were being read; the "
         "asking side goes without this node's",
@@ -319,9 +271,11 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
   }
   auto answer = [this, number, hang, own_hang,
                  silent_s = request.silent_for_s](const std::vector<doctor::RankStacks>& ranks) {
-    doctor::NodeAnswer mine{.ranks = ranks, .not_at_store = {}};
-    nlohmann::json missing = store_arrivals(ranks).first;
-    if (missing.is_array()) mine.not_at_store = missing.get<std::vector<int>>();
+    // Not known (no store port): none named.
+    doctor::NodeAnswer mine{
+        .ranks = ranks,
+        .not_at_store =
+            store_arrivals(ranks, store_, runs_python(plan_)).missing.value_or(std::vector<int>{})};
     link_->answer(number, mine);
     if (!hang || !watching()) return;
     if (!own_hang) {
@@ -329,7 +283,7 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
       return after_hang_read(
           mine.ranks, silent_s,
           "where this node's ranks are (the lead's console has every node's):", mine.not_at_store,
-          not_at_store_line(mine.not_at_store, mine.ranks.size()),
+          not_at_store_line(mine.not_at_store, mine.ranks.size(), store_),
           /*act=*/false);
     }
     link_->collect(number, k_hang_read_limit + k_answer_margin,
@@ -337,9 +291,9 @@ void GangDoctor::on_node_request(std::int64_t number, const doctor::NodeRequest&
                      after_nodes_read(answers, silent_s);
                    });
   };
-  std::vector<StackTarget> targets = live_targets();
+  std::vector<StackTarget> targets = live_targets(gang_);
   if (targets.empty()) return answer({});
-  probe_.start(tool_, plan_.host, targets, plan_.host_env, k_hang_read_limit, answer);
+  reader_.read(targets, k_hang_read_limit, answer);
 }
 
 std::string GangDoctor::node_name_of(const std::string& agent_id) const {
@@ -366,7 +320,7 @@ void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>&
       ranks.begin(), ranks.end(),
       [](const doctor::RankStacks& a, const doctor::RankStacks& b) { return a.rank < b.rank; });
   std::sort(missing.begin(), missing.end());
-  std::string line = not_at_store_line(missing, ranks.size());
+  std::string line = not_at_store_line(missing, ranks.size(), store_);
   if (!unanswered.empty()) {
     if (!line.empty()) line += "\n  ";
     line += fmt::format(
@@ -379,15 +333,17 @@ void GangDoctor::after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>&
 }
 
 void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
-                                 const std::string& heading, nlohmann::json not_at_store,
+                                 const std::string& heading,
+                                 std::optional<std::vector<int>> not_at_store,
                                  const std::string& store_line, bool act) {
   const config::OnHang action = plan_.doctor.on_hang;
-  nlohmann::json stacks = tell(ranks, "hang-stacks.txt", heading, store_line);
-  findings_.hang = nlohmann::json{{"timeout_s", *plan_.doctor.hang_timeout_s},
-                                  {"silent_for_s", silent_for_s},
-                                  {"action", on_hang_word(action)},
-                                  {"not_at_store", std::move(not_at_store)},
-                                  {"stacks", std::move(stacks)}};
+  nlohmann::json stacks = reader_.tell(ranks, "hang-stacks.txt", heading, store_line);
+  findings_.hang = report::HangFinding{.timeout_s = *plan_.doctor.hang_timeout_s,
+                                       .silent_for_s = silent_for_s,
+                                       .action = on_hang_word(action),
+                                       .not_at_store = std::move(not_at_store),
+                                       .stacks = std::move(stacks),
+                                       .flight_recorder_dumps = std::nullopt};
   if (!act) {
     // The lead acts for the whole gang; this node's record says what the job does.
     hang_acted_ = action != config::OnHang::report;
@@ -406,7 +362,7 @@ void GangDoctor::after_hang_read(const std::vector<doctor::RankStacks>& ranks, d
     stop_hung_();
     return deliver_if_over();
   }
-  int asked = recorder_dir_ ? request_flight_recorder_dumps(*recorder_dir_) : 0;
+  int asked = recorder_ ? recorder_->request_dumps() : 0;
   if (asked > 0) {
     spdlog::warn("asked {} rank{} for the NCCL flight recorder's dump", asked,
                  asked == 1 ? "" : "s");
@@ -420,7 +376,7 @@ void GangDoctor::act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked
   constexpr auto k_dump_wait = std::chrono::seconds(5);
   constexpr auto k_dump_poll = std::chrono::milliseconds(100);
   if (dumps_asked > 0 && !round_over_ &&
-      static_cast<int>(flight_recorder_dumps(*recorder_dir_).size()) < dumps_asked &&
+      static_cast<int>(recorder_->dumps().size()) < dumps_asked &&
       HangWatch::Clock::now() - asked_at < k_dump_wait) {
     dump_wait_.expires_after(k_dump_poll);
     dump_wait_.async_wait([this, dumps_asked, asked_at](const boost::system::error_code& error) {
@@ -430,7 +386,7 @@ void GangDoctor::act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked
   }
   if (round_over_) return deliver_if_over();
   if (dumps_asked > 0 && findings_.hang) {
-    (*findings_.hang)["flight_recorder_dumps"] = flight_recorder_dumps(*recorder_dir_);
+    findings_.hang->flight_recorder_dumps = recorder_->dumps();
   }
   const config::OnHang action = plan_.doctor.on_hang;
   hang_acted_ = true;
@@ -450,87 +406,6 @@ void GangDoctor::act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked
           "allows)");
       return stop_hung_();
   }
-}
-
-std::pair<nlohmann::json, std::string> GangDoctor::store_arrivals(
-    const std::vector<doctor::RankStacks>& ranks) const {
-  std::size_t colon = store_.rfind(':');
-  if (colon == std::string::npos) return {nullptr, ""};
-  std::optional<std::int64_t> port = strings::parse_int(store_.substr(colon + 1));
-  if (!port || *port <= 0) return {nullptr, ""};
-  std::vector<long> pids;
-  pids.reserve(ranks.size());
-  for (const doctor::RankStacks& rank : ranks) pids.push_back(rank.pid);
-  std::set<long> connected = doctor::connected_to_port(pids, static_cast<int>(*port));
-  std::vector<int> missing;
-  for (const doctor::RankStacks& rank : ranks) {
-    if (!connected.contains(rank.pid)) missing.push_back(rank.rank);
-  }
-  // Said only of Python workers: other programs need not meet through it.
-  if (connected.empty() && !missing.empty() && !runs_python(plan_)) return {nullptr, ""};
-  return {missing, not_at_store_line(missing, ranks.size())};
-}
-
-std::string GangDoctor::not_at_store_line(const std::vector<int>& missing,
-                                          std::size_t total) const {
-  if (missing.empty()) return "";
-  if (missing.size() == total) {
-    return "no rank has connected to the store at " + store_ +
-           " yet: none has reached init_process_group";
-  }
-  return report::rank_list(missing) + (missing.size() == 1 ? " has" : " have") +
-         " not connected to the store at " + store_ + ": the others wait for " +
-         (missing.size() == 1 ? "it" : "them") + " in init_process_group (or a rendezvous)";
-}
-
-// ---- ranks late to the store ----------------------------------------------------
-
-void GangDoctor::check_arrivals() {
-  const auto timeout = steady(*plan_.doctor.arrival_timeout_s);
-  auto look_again = [this, timeout] {
-    arrival_timer_.expires_after(
-        std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1), timeout / 2));
-    arrival_timer_.async_wait([this](const boost::system::error_code& error) {
-      if (!error && !round_over_) check_arrivals();
-    });
-  };
-  std::vector<doctor::RankStacks> ranks;
-  for (const supervise::Gang::LiveWorker& worker : gang_.live_worker_list()) {
-    ranks.push_back({.rank = worker.rank,
-                     .host = plan_.host,
-                     .pid = worker.pid,
-                     .threads = {},
-                     .unavailable = std::nullopt});
-  }
-  if (ranks.empty()) return look_again();  // not started yet, or all ended
-  nlohmann::json missing = store_arrivals(ranks).first;
-  if (!missing.is_array() || missing.empty()) return;  // every rank here is at the store
-  // The others have waited since the first arrival: a rank of this node,
-  // or, on the store's own host, a request of any rank of any node.
-  auto now = std::chrono::steady_clock::now();
-  if (!first_arrival_ && missing.size() < ranks.size()) first_arrival_ = now;
-  if (!first_arrival_ && store_server_ && store_server_->last_round_request() &&
-      *store_server_->last_round_request() >= round_start_) {
-    first_arrival_ = *store_server_->last_round_request();
-  }
-  if (!first_arrival_ || now - *first_arrival_ < timeout) return look_again();
-  auto late = missing.get<std::vector<int>>();
-  std::vector<std::string> named;
-  for (const doctor::RankStacks& rank : ranks) {
-    if (std::find(late.begin(), late.end(), rank.rank) == late.end()) continue;
-    named.push_back(fmt::format("rank {} ({}, pid {})", rank.rank, rank.host, rank.pid));
-  }
-  spdlog::warn(
-      "{} {} not connected to the store at {}, while other ranks have waited there for {} "
-      "(--arrival-timeout): they wait for {} in init_process_group (or a rendezvous); `gangrun "
-      "stacks` shows where {} {}",
-      strings::join(named, ", "), late.size() == 1 ? "has" : "have", store_,
-      seconds_text(*plan_.doctor.arrival_timeout_s), late.size() == 1 ? "it" : "them",
-      late.size() == 1 ? "it" : "they", late.size() == 1 ? "is" : "are");
-  findings_.late_to_store = nlohmann::json{{"after_s", *plan_.doctor.arrival_timeout_s},
-                                           {"host", plan_.host},
-                                           {"store", store_},
-                                           {"ranks", late}};
 }
 
 // ---- a file timer that expired ----------------------------------------------------
@@ -555,18 +430,19 @@ void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
   auto act = [this, expired] {
     if (expired.signal > 0) gang_.signal_worker(expired.pid, expired.signal);
   };
-  nlohmann::json timer{{"rank", *rank},
-                       {"pid", expired.pid},
-                       {"scope_id", expired.scope_id},
-                       {"signal", expired.signal}};
-  if (probe_.running()) {
+  report::TimerExpiredFinding timer{.rank = *rank,
+                                    .pid = expired.pid,
+                                    .scope_id = expired.scope_id,
+                                    .signal = expired.signal,
+                                    .stacks = std::nullopt};
+  if (reader_.running()) {
     findings_.timer_expired = std::move(timer);
     return act();
   }
-  probe_.start(tool_, plan_.host, live_targets(), plan_.host_env, k_failure_read_limit,
+  reader_.read(live_targets(gang_), k_failure_read_limit,
                [this, act, timer](const std::vector<doctor::RankStacks>& ranks) mutable {
-                 timer["stacks"] = tell(ranks, "timer-stacks.txt",
-                                        "where the ranks were when the timer expired:");
+                 timer.stacks = reader_.tell(ranks, "timer-stacks.txt",
+                                             "where the ranks were when the timer expired:");
                  findings_.timer_expired = std::move(timer);
                  if (round_over_) return deliver_if_over();
                  act();
@@ -577,21 +453,7 @@ void GangDoctor::on_timer_expired(const FileTimers::Expired& expired) {
 
 void GangDoctor::worker_failed() {
   if (watch_) watch_->stop();  // the round is ending: a failure, not a hang
-  // Only a Python program's ranks have stacks the tool reads; there is no
-  // time to tell anyone how to install it now.
-  if (!plan_.doctor.stacks_at_failure || !tool_ || !runs_python(plan_)) return;
-  if (read_for_failure_ || round_over_ || probe_.running()) return;
-  std::vector<StackTarget> targets = live_targets();
-  if (targets.empty()) return;
-  read_for_failure_ = true;
-  probe_.start(tool_, plan_.host, targets, plan_.host_env, k_failure_read_limit,
-               [this](const std::vector<doctor::RankStacks>& ranks) { after_failure_read(ranks); });
-}
-
-void GangDoctor::after_failure_read(const std::vector<doctor::RankStacks>& ranks) {
-  findings_.stacks_at_failure = tell(ranks, "failure-stacks.txt",
-                                     "where the other ranks were when the first failure was seen:");
-  deliver_if_over();
+  for (const std::unique_ptr<Watch>& watch : watches_) watch->worker_failed();
 }
 
 // ---- the round's end ------------------------------------------------------------
@@ -605,8 +467,7 @@ void GangDoctor::round_ended(std::function<void(Findings)> then) {
     silence_timer_.cancel();
   }
   if (link_ && !round_goes_on_) link_->round_ended();
-  arrival_timer_.cancel();
-  sample_timer_.cancel();
+  for (const std::unique_ptr<Watch>& watch : watches_) watch->round_ended();
   dump_wait_.cancel();
   after_reading_ = std::move(then);
   deliver_if_over();
@@ -623,41 +484,17 @@ void GangDoctor::gang_round_ended() {
 }
 
 void GangDoctor::deliver_if_over() {
-  if (!round_over_ || !after_reading_ || probe_.running() || sampler_.running()) return;
-  if (!tally_.empty()) findings_.straggler_watch = tally_.to_json();
+  if (!round_over_ || !after_reading_ || reader_.running()) return;
+  for (const std::unique_ptr<Watch>& watch : watches_) {
+    if (watch->reading()) return;
+  }
+  for (const std::unique_ptr<Watch>& watch : watches_) watch->add_findings(findings_);
   // The round ended (a signal, a failure) before --on-hang could act.
-  if (findings_.hang && !hang_acted_) (*findings_.hang)["action"] = "none";
-  if (recorder_dir_) findings_.flight_recorder_dumps = flight_recorder_dumps(*recorder_dir_);
+  if (findings_.hang && !hang_acted_) findings_.hang->action = "none";
   std::function<void(Findings)> then = std::move(after_reading_);
   after_reading_ = nullptr;
   then(std::move(findings_));
   findings_ = {};
 }
 
-nlohmann::json GangDoctor::tell(const std::vector<doctor::RankStacks>& ranks,
-                                const std::string& file_name, const std::string& heading,
-                                const std::string& extra_line) {
-  std::vector<doctor::StackGroup> groups = doctor::group_by_stack(ranks);
-  std::vector<std::string> summary = doctor::summary_lines(groups);
-  std::optional<std::string> file = write_text(file_name, doctor::full_text(ranks, groups));
-  spdlog::warn("{}{}{}{}", heading, indented(summary),
-               extra_line.empty() ? "" : "\n  " + extra_line,
-               file ? "\n  every thread of every rank: " + *file : "");
-  return doctor::stacks_json(ranks, summary, file);
-}
-
-std::optional<std::string> GangDoctor::write_text(const std::string& name,
-                                                  const std::string& text) {
-  if (!attempt_dir_) return std::nullopt;
-  std::string path = *attempt_dir_ + "/" + name;
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) {
-    spdlog::warn("could not write {}: {}", path, std::strerror(errno));
-    return std::nullopt;
-  }
-  return path;
-}
-
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

@@ -1,4 +1,4 @@
-#include "agent/file_timers.hpp"
+#include "doctor/watch/file_timers.hpp"
 
 #include "util/strings.hpp"
 
@@ -16,7 +16,7 @@
 #include <cstring>
 #include <set>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 namespace {
 
@@ -201,4 +201,4 @@ void FileTimers::check_expiry() {
   });
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

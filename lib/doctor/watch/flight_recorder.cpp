@@ -1,4 +1,4 @@
-#include "agent/flight_recorder.hpp"
+#include "doctor/watch/flight_recorder.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 namespace fs = std::filesystem;
 
@@ -63,4 +63,21 @@ std::vector<std::string> flight_recorder_dumps(const std::string& dir) {
   return dumps;
 }
 
-}  // namespace gangrun::agent
+EnvMap FlightRecorder::worker_env(const std::string& attempt_path) {
+  dir_ = attempt_path + "/flight_recorder";
+  return flight_recorder_env(*dir_, host_env_);
+}
+
+int FlightRecorder::request_dumps() const {
+  return dir_ ? request_flight_recorder_dumps(*dir_) : 0;
+}
+
+std::vector<std::string> FlightRecorder::dumps() const {
+  return dir_ ? flight_recorder_dumps(*dir_) : std::vector<std::string>{};
+}
+
+void FlightRecorder::add_findings(report::DoctorFindings& findings) const {
+  if (dir_) findings.flight_recorder_dumps = dumps();
+}
+
+}  // namespace gangrun::doctor

@@ -13,7 +13,7 @@
 // with its signal (none when 0 or less). gangrun reads the pipe on the
 // agent's loop; every request is also the rank's sign of life for the hang
 // watch, and an expired timer is named with every rank's stack before the
-// signal goes out (agent/gang_doctor.hpp).
+// signal goes out (doctor/watch/gang_doctor.hpp).
 #pragma once
 
 #include "util/error.hpp"
@@ -35,7 +35,7 @@
 #include <string_view>
 #include <utility>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 
 class FileTimers {
  public:
@@ -94,4 +94,4 @@ class FileTimers {
   std::map<pid_t, std::chrono::steady_clock::time_point> last_request_;
 };
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor

@@ -1,4 +1,4 @@
-#include "agent/stack_probe.hpp"
+#include "doctor/watch/stack_probe.hpp"
 
 #include "doctor/stack_tool.hpp"
 #include "util/fd.hpp"
@@ -8,7 +8,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-namespace gangrun::agent {
+namespace gangrun::doctor {
 namespace asio = boost::asio;
 
 namespace {
@@ -165,4 +165,4 @@ std::set<pid_t> StackProbe::supervisor_pids() const {
   return pids;
 }
 
-}  // namespace gangrun::agent
+}  // namespace gangrun::doctor
