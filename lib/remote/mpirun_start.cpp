@@ -107,16 +107,9 @@ Expected<int> run_through_mpirun(const Options& options, const std::vector<std::
       command, command_for(options, arguments, env, *mpirun, *self, run_id_for_hosts(options)));
   spdlog::info("starting gangrun through mpirun on {} hosts (workers), {}: {}",
                options.hosts.hosts.size(), hosts_origin(options), hosts_and_slots(options));
-  // mpirun passes TERM to every task (and USR1/USR2, preemption notices for
-  // the scripts); a second TERM while it stops makes it kill them.
   // mpirun exports the secret by name (-x) from its own environment, which
   // only mpirun gets.
-  GANGRUN_TRY_ASSIGN(statuses, supervise_tools({ToolCommand{.name = "mpirun", .argv = *command}},
-                                               with_job_secret(env, *secret),
-                                               ToolRun{.stop_by = StopBy::signal_term,
-                                                       .first_stdin_line = "",
-                                                       .pass_user_signals = true}));
-  return statuses->statuses.front().shell_code();
+  return run_one_tool("mpirun", *command, env, *secret);
 }
 
 }  // namespace gangrun::remote

@@ -110,16 +110,10 @@ Expected<int> run_through_srun(const Options& options, const std::vector<std::st
   std::vector<std::string> command = srun_command(options, *srun, *self, arguments);
   spdlog::info("starting gangrun on {} nodes of Slurm job {}: {}", options.nnodes,
                options.slurm_job->job_id.value, strings::join(command, " "));
-  // srun forwards TERM to every task (its own answer to one INT is only a
-  // status line), and USR1/USR2 are preemption notices for the scripts.
+  // srun's own answer to one INT is only a status line: TERM it is.
   // srun --export=ALL gives every task this environment; Slurm keeps it
   // from other users.
-  GANGRUN_TRY_ASSIGN(statuses, supervise_tools({ToolCommand{.name = "srun", .argv = command}},
-                                               with_job_secret(env, *secret),
-                                               ToolRun{.stop_by = StopBy::signal_term,
-                                                       .first_stdin_line = "",
-                                                       .pass_user_signals = true}));
-  return statuses->statuses.front().shell_code();
+  return run_one_tool("srun", command, env, *secret);
 }
 
 }  // namespace gangrun::remote

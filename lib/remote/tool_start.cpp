@@ -64,6 +64,16 @@ EnvMap with_job_secret(const EnvMap& env, const std::string& secret) {
   return tool_env;
 }
 
+Expected<int> run_one_tool(const std::string& name, const std::vector<std::string>& argv,
+                           const EnvMap& env, const std::string& secret) {
+  GANGRUN_TRY_ASSIGN(statuses, supervise_tools({ToolCommand{.name = name, .argv = argv}},
+                                               with_job_secret(env, secret),
+                                               ToolRun{.stop_by = StopBy::signal_term,
+                                                       .first_stdin_line = "",
+                                                       .pass_user_signals = true}));
+  return statuses->statuses.front().shell_code();
+}
+
 ToolGang::ToolGang(asio::io_context& io, supervise::Spawner& spawner, const ToolRun& how)
     : spawner_(spawner), how_(how), gang_(io, console_, spawner, tool_gang_settings(how)) {}
 

@@ -133,4 +133,12 @@ std::string self_for_dry_run();
 // GANGRUN_JOB_SECRET_FILE (a path the other hosts need not have).
 EnvMap with_job_secret(const EnvMap& env, const std::string& secret);
 
+// Runs one tool that starts every node's copy itself (srun, mpirun) with the
+// job's secret in its environment (with_job_secret) until it ends. The tool
+// passes TERM on to every task, and USR1/USR2, the preemption notices of the
+// scripts; a second TERM while it stops makes it kill them. Its exit code as
+// a shell gives it.
+Expected<int> run_one_tool(const std::string& name, const std::vector<std::string>& argv,
+                           const EnvMap& env, const std::string& secret);
+
 }  // namespace gangrun::remote
