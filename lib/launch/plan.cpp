@@ -2,19 +2,19 @@
 
 #include "config/option_names.hpp"
 #include "launch/dialects/accelerate.hpp"
-#include "launch/job_secret.hpp"
-#include "launch/numa_cpus.hpp"
+#include "launch/doctor_plan.hpp"
+#include "launch/job_plan.hpp"
+#include "launch/network_plan.hpp"
 #include "launch/plan_checks.hpp"
+#include "launch/workers_plan.hpp"
 #include "logmux/prefix.hpp"
 #include "placement/masks.hpp"
-#include "store/default_port.hpp"
 #include "util/host.hpp"
 #include "util/strings.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -136,10 +136,6 @@ std::string random_run_id() {
   return fmt::format("{:08x}{:08x}", device(), device());
 }
 
-config::Streams either(config::Streams a, config::Streams b) {
-  return {a.out || b.out, a.err || b.err};
-}
-
 // "--nproc_per_node 500000", "--num_processes 8 over 2 nodes": where the
 // worker count came from, for messages.
 std::string worker_count_given(const config::Options& options, int per_node) {
@@ -168,30 +164,6 @@ Expected<void> check_worker_count(const config::Options& options, int per_node,
   return check_process_capacity(per_node, given, capacity);
 }
 
-// Where the store's host name came from, for messages.
-std::string master_addr_origin(const config::Options& options, bool c10d) {
-  if (c10d) return "--rdzv_endpoint";
-  auto it = options.origins.find(std::string(config::opt::master_addr));
-  if (options.slurm_job && it != options.origins.end() &&
-      it->second.source == config::Source::slurm) {
-    return "the head node: " + slurm::head_node_origin(*options.slurm_job);
-  }
-  if (options.scheduler_job && it != options.origins.end() &&
-      it->second.source == config::Source::scheduler) {
-    return schedulers::head_origin(*options.scheduler_job);
-  }
-  return "--master_addr";
-}
-
-// Where the store's port came from, for messages: the option as the user
-// spelled it, which an accelerate or deepspeed user knows by another name.
-std::string master_port_origin(const config::Options& options, bool c10d) {
-  if (c10d) return "--rdzv_endpoint";
-  const config::Options::Origin* given = options.user_origin(config::opt::master_port);
-  if (given == nullptr || given->where.empty()) return "--master_port";
-  return given->where;
-}
-
 }  // namespace
 
 Expected<PlacedWorkers> place_workers(const config::Options& options,
@@ -212,153 +184,38 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
                                std::optional<NodeDevices> devices,
                                const ProcessCapacity& capacity) {
   // Before anything proportional to the worker count is allocated.
-  auto per_node = workers_per_node(options, devices);
-  if (!per_node) return tl::unexpected(per_node.error());
-  if (auto fits = check_worker_count(options, *per_node, capacity); !fits) {
-    return tl::unexpected(fits.error());
-  }
+  GANGRUN_TRY_ASSIGN(per_node, workers_per_node(options, devices));
+  GANGRUN_TRY(check_worker_count(options, *per_node, capacity));
 
   LaunchPlan plan;
   plan.host_env = host_env;
-  const auto& job = options.slurm_job;
-  plan.host = job && job->node_name ? *job->node_name : host::host_name();
   plan.nnodes = options.nnodes;
   plan.node_rank = options.node_rank;
   plan.run_id = options.standalone ? random_run_id() : options.rdzv_id;
   plan.role = options.role;
   plan.dialects = dialects_from(options);
-  plan.slurm_job = options.slurm_job;
-  plan.worker_per_task = options.worker_per_task;
-  if (options.worker_per_task && job && job->local_id && job->tasks_on_node) {
-    plan.srun_task =
-        SrunTask{.local_id = job->local_id->value, .tasks_on_node = job->tasks_on_node->value};
-  }
-  // An MPI task as one worker: its place on the host, as srun's.
-  const auto& task = options.scheduler_job;
-  if (options.worker_per_task && task && task->local_rank && task->tasks_on_node) {
-    plan.srun_task =
-        SrunTask{.local_id = task->local_rank->value, .tasks_on_node = task->tasks_on_node->value};
-  }
-  plan.local_addr = options.local_addr;
-  plan.store_limits = {.max_connections = options.max_connections,
-                       .max_connections_per_address = options.max_connections_per_address,
-                       .max_total_bytes = options.max_store_bytes,
-                       .max_bytes_per_address = options.max_store_bytes_per_address};
-  plan.rendezvous = options.rdzv_conf;
+  plan_job(options, plan);
   plan.max_restarts = options.max_restarts;
   plan.failure_window_s = options.failure_window;
   plan.term_timeout_s = options.term_timeout;
   plan.report_path = options.report;
-  plan.doctor.hang_timeout_s = options.hang_timeout;
-  plan.doctor.arrival_timeout_s = options.arrival_timeout;
-  plan.doctor.on_hang = options.on_hang;
-  plan.doctor.stacks_at_failure = !options.no_stacks_at_failure;
-  plan.doctor.straggler_interval_s = options.straggler_watch;
-  plan.doctor.flight_recorder = options.flight_recorder;
-  if (options.stack_tool) {
-    auto tool = find_executable(*options.stack_tool, host_env, "stack tool");
-    if (!tool) {
-      // Named as the user gave it: the environment's variable is not the flag.
-      const config::Options::Origin* origin = options.user_origin(config::opt::stack_tool);
-      std::string where = origin && origin->source == config::Source::gangrun_env
-                              ? "GANGRUN_STACK_TOOL"
-                              : "--stack-tool";
-      return fail_usage(where + ": " + tool.error().message() +
-                        "; give the path of py-spy (pip install py-spy puts it beside the "
-                        "environment's python)");
-    }
-    plan.doctor.stack_tool = std::move(*tool);
-  }
   plan.option_origins = options.origins;
+  GANGRUN_TRY_ASSIGN(doctor, doctor_plan(options, host_env));
+  plan.doctor = std::move(*doctor);
+
+  GANGRUN_TRY_ASSIGN(placed, place_workers(options, devices));
+  plan.local_world_size = placed->workers;
   plan.per_rank_visibility = options.visible_devices == config::VisibleDevices::per_rank;
   plan.virtual_local_rank = options.virtual_local_rank;
-
-  auto placed = place_workers(options, devices);
-  if (!placed) return tl::unexpected(placed.error());
-  plan.local_world_size = placed->workers;
-  std::vector<EnvMap>& masks = placed->device_envs;
   plan.devices = std::move(devices);
   settle_accelerate_mode(plan.dialects.accelerate, plan.devices);
-
-  plan.master_addr = options.master_addr.value_or("127.0.0.1");
-  plan.master_port = options.master_port;
-  plan.c10d = options.rdzv_backend == config::RendezvousBackend::c10d;
-  plan.min_nnodes = options.min_nnodes;
-  plan.multi_node = plan.c10d || plan.nnodes > 1;
-  if (plan.c10d && options.rdzv_endpoint) {
-    // Agents and workers meet in the one store on the endpoint.
-    plan.master_addr = options.rdzv_endpoint->host;
-    plan.master_port = options.rdzv_endpoint->port;
-  }
-  plan.master_addr_origin = master_addr_origin(options, plan.c10d);
-  plan.master_port_origin = master_port_origin(options, plan.c10d);
-  if (!plan.master_port && plan.multi_node) plan.master_port = store::k_default_port;
-  remove_job_secret(plan.host_env);
-  if (plan.multi_node) {
-    GANGRUN_TRY_ASSIGN(secret, read_job_secret(host_env));
-    if (*secret) plan.job_secret = std::move((*secret)->value);
-  }
+  GANGRUN_TRY(plan_network(options, host_env, plan));
   GANGRUN_TRY(check_virtual_local_rank(plan));
 
-  auto program = resolve_program(options, host_env);
-  if (!program) return tl::unexpected(program.error());
+  GANGRUN_TRY_ASSIGN(program, resolve_program(options, host_env));
   plan.program = std::move(*program);
-
-  switch (options.output) {
-    case config::OutputMode::prefix:
-      plan.prefix_output = true;
-      break;
-    case config::OutputMode::inherit:
-      plan.prefix_output = false;
-      break;
-    case config::OutputMode::automatic:
-      plan.prefix_output = plan.local_world_size > 1;
-      break;
-  }
-  plan.log_dir =
-      options.log_dir;  // each run makes its own directory inside (launch/run_directory.hpp)
-
-  plan.teardown_signals.insert(options.signals_to_handle.begin(), options.signals_to_handle.end());
-  if (plan.teardown_signals.empty()) plan.teardown_signals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-  plan.parent_error_file = env_lookup(host_env, "TORCHELASTIC_ERROR_FILE");
-
-  plan.prefix_template = options.log_prefix
-                             ? *options.log_prefix
-                             : env_lookup(host_env, "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE")
-                                   .value_or(std::string(logmux::k_default_prefix_template));
-
-  GANGRUN_TRY_ASSIGN(starts,
-                     worker_starts(plan.dialects, plan.program.argv, plan.local_world_size));
-  plan.numa_binding = options.numa_binding;
-  if (options.numa_binding) {
-    std::vector<int> usable = host::usable_cpus();
-    NumaRequest request{
-        .mode = *options.numa_binding,
-        .devices_per_worker = plan.per_rank_visibility ? options.devices_per_proc : 1,
-        .first_local_rank = plan.srun_task ? plan.srun_task->local_id : 0,
-        .sysfs_root = sysfs_root(host_env),
-        .usable = {usable.begin(), usable.end()}};
-    GANGRUN_TRY_ASSIGN(near, numa_worker_cpus(request, plan.devices, plan.local_world_size));
-    // config allows no --bind_cores_to_rank beside it, so these were empty.
-    for (std::size_t i = 0; i < starts->size(); ++i) (*starts)[i].cpus = std::move((*near)[i]);
-  }
-  for (int local_rank = 0; local_rank < plan.local_world_size; ++local_rank) {
-    WorkerStart& start = (*starts)[static_cast<std::size_t>(local_rank)];
-    WorkerPlan worker;
-    worker.local_rank = local_rank;
-    worker.device_env = std::move(masks[static_cast<std::size_t>(local_rank)]);
-    worker.cpus = std::move(start.cpus);
-    worker.argv = std::move(start.argv);
-    config::Streams redirected = options.redirects.for_local_rank(local_rank);
-    config::Streams teed = options.tee.for_local_rank(local_rank);
-    worker.to_file = either(redirected, teed);
-    if (plan.log_dir) worker.to_file = {true, true};
-    bool shown = !options.local_ranks_filter || options.local_ranks_filter->count(local_rank) != 0;
-    // A tee'd stream is shown even when it is also redirected.
-    worker.to_console = {shown && (!redirected.out || teed.out),
-                         shown && (!redirected.err || teed.err)};
-    plan.workers.push_back(std::move(worker));
-  }
+  plan_output(options, host_env, plan);
+  GANGRUN_TRY(plan_workers(options, host_env, std::move(placed->device_envs), plan));
   return plan;
 }
 
