@@ -228,6 +228,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   plan.role = options.role;
   plan.dialects = dialects_from(options);
   plan.slurm_job = options.slurm_job;
+  plan.scheduler_job = options.scheduler_job;
   plan.worker_per_task = options.worker_per_task;
   if (options.worker_per_task && job && job->local_id && job->tasks_on_node) {
     plan.srun_task =
