@@ -9,6 +9,7 @@ void plan_job(const config::Options& options, LaunchPlan& plan) {
   const auto& job = options.slurm_job;
   plan.host = job && job->node_name ? *job->node_name : host::host_name();
   plan.slurm_job = options.slurm_job;
+  plan.scheduler_job = options.scheduler_job;
   plan.worker_per_task = options.worker_per_task;
   if (options.worker_per_task && job && job->local_id && job->tasks_on_node) {
     plan.srun_task =

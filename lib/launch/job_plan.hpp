@@ -11,7 +11,7 @@
 
 namespace gangrun::launch {
 
-// Sets plan.host (the job's node name, else this host's), plan.slurm_job,
+// Sets plan.host (the job's node name, else this host's), plan.slurm_job, plan.scheduler_job,
 // plan.worker_per_task and plan.srun_task (--worker-per-task: the task's
 // place on its host, from srun or an MPI launcher).
 void plan_job(const config::Options& options, LaunchPlan& plan);

@@ -114,6 +114,7 @@ struct LaunchPlan {
   // The Slurm job gangrun runs in (nullopt: none, or --launcher local), and
   // --worker-per-task's srun task when it gives the local rank.
   std::optional<slurm::Job> slurm_job;
+  std::optional<schedulers::Job> scheduler_job;  // or another system's
   bool worker_per_task = false;
   std::optional<SrunTask> srun_task;
 

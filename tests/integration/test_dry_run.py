@@ -5,6 +5,7 @@ The JSON schema the tests assume is in harness.py (SCHEMA)."""
 import json
 import os
 import shutil
+import socket
 import subprocess
 
 import harness
@@ -97,6 +98,58 @@ class DryRunText(GangrunTestCase):
         self.assertIn("cpus:    0 (--bind_cores_to_rank)", text)
         self.assertIn("cpus:    1 (--bind_cores_to_rank)", text)
         self.assert_nothing_started()
+
+
+class DryRunJobLine(GangrunTestCase):
+    """Under any job system the text plan names it in one `job:` line: the system, its job
+    id where it has one, this node's rank and the node count."""
+
+    def job_line(self, variables):
+        result = self.gangrun(["--dry-run", "--accelerator", "cpu", "--no_python", "true"],
+                              env=harness.clean_env(**variables), timeout=30)
+        self.assertExit(result, 0)
+        lines = [line.split("job:", 1)[1].strip() for line in result.stdout.splitlines()
+                 if line.startswith("  job:")]
+        self.assertEqual(len(lines), 1, result.stdout)
+        self.assert_nothing_started()
+        return lines[0]
+
+    def test_names_the_system_job_and_node(self):
+        host = socket.gethostname()
+        # PBS and LSF on one host: on several, the dry run is the plan of the ssh start instead.
+        node_file = self.path("aux-1742.pbs-server")
+        with open(node_file, "w") as f:
+            f.write(f"{host}\n{host}\n")
+        pbs = {"PBS_JOBID": "1742.pbs-server", "PBS_NODEFILE": node_file, "PBS_ENVIRONMENT": "PBS_BATCH"}
+        lsf = {"LSB_JOBID": "5511", "LSB_MCPU_HOSTS": f"{host} 2"}
+        slurm = {"SLURM_JOB_ID": 4711, "SLURM_STEP_ID": 0, "SLURM_STEP_NUM_NODES": 1, "SLURM_STEP_NODELIST": host,
+                 "SLURM_NODEID": 0, "SLURM_STEP_TASKS_PER_NODE": 1}
+        kubeflow = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": 29500,
+                    "WORLD_SIZE": 2, "RANK": 1}
+        skypilot = {"SKYPILOT_NODE_RANK": 1, "SKYPILOT_NODE_IPS": "127.0.0.1\n127.0.0.2",
+                    "SKYPILOT_NUM_NODES": 2, "SKYPILOT_TASK_ID": "sky-2026-11-26_train_1"}
+        open_mpi = {"OMPI_COMM_WORLD_RANK": 1, "OMPI_COMM_WORLD_SIZE": 2, "OMPI_COMM_WORLD_LOCAL_RANK": 0,
+                    "OMPI_COMM_WORLD_LOCAL_SIZE": 1, "OMPI_MCA_ess_base_jobid": 3418030081,
+                    "MASTER_ADDR": "127.0.0.1"}
+        hydra = {"PMI_RANK": 1, "PMI_SIZE": 2, "MPI_LOCALRANKID": 0, "MPI_LOCALNRANKS": 1, "MASTER_ADDR": "127.0.0.1"}
+        expected = (
+            (slurm, "Slurm job 4711, node 0 of 1"),
+            (pbs, f"PBS job 1742.pbs-server, node 0 of 1, hosts from PBS_NODEFILE={node_file}"),
+            (lsf, f"LSF job 5511, node 0 of 1, hosts from LSB_MCPU_HOSTS={host} 2"),
+            (kubeflow, "Kubeflow PyTorchJob job 127.0.0.1, node 1 of 2"),
+            (skypilot, "SkyPilot job sky-2026-11-26_train_1, node 1 of 2"),
+            (open_mpi, "Open MPI job 3418030081, node 1 of 2"),
+            (hydra, "MPICH/Intel MPI (Hydra), no job id, node 1 of 2"),
+        )
+        for variables, line in expected:
+            with self.subTest(line.split()[0]):
+                self.assertEqual(self.job_line(variables), line)
+
+    def test_no_job_line_outside_any_job_system(self):
+        result = self.gangrun(["--dry-run", "--accelerator", "cpu", "--no_python", "true"],
+                              env=harness.clean_env(), timeout=30)
+        self.assertExit(result, 0)
+        self.assertNotIn("  job:", result.stdout)
 
 
 class DryRunOpensNoPort(GangrunTestCase):
