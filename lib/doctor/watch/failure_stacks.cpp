@@ -2,14 +2,6 @@
 
 namespace gangrun::doctor {
 
-namespace {
-
-// A failure's stacks must come at once, while the failure window keeps the
-// others running.
-constexpr std::chrono::milliseconds k_failure_read_limit{1000};
-
-}  // namespace
-
 FailureStacks::FailureStacks(const launch::LaunchPlan& plan, const supervise::Gang& gang,
                              StackReader& reader, std::function<void()> reading_ended)
     : plan_(plan), gang_(gang), reader_(reader), reading_ended_(std::move(reading_ended)) {}

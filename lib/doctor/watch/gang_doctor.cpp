@@ -23,10 +23,8 @@ namespace gangrun::doctor {
 namespace {
 
 // A hang's stacks may take a while on a loaded machine: nothing waits for
-// them but the hang's own action. A failure's must come at once, while the
-// failure window keeps the others running.
+// them but the hang's own action (a failure's come at once: k_failure_read_limit).
 constexpr std::chrono::milliseconds k_hang_read_limit{5000};
-constexpr std::chrono::milliseconds k_failure_read_limit{1000};
 // Across nodes, how much longer than its own reading a node waits for the
 // others' answers: their requests arrive a little later than its own.
 constexpr std::chrono::milliseconds k_answer_margin{2000};

@@ -20,6 +20,11 @@
 
 namespace gangrun::doctor {
 
+// How long a reading that must come at once may take: a failure's stacks
+// (while the failure window keeps the others running) and an expired file
+// timer's.
+inline constexpr std::chrono::milliseconds k_failure_read_limit{1000};
+
 class StackReader {
  public:
   // Everything given outlives the reader.
