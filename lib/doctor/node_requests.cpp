@@ -1,6 +1,7 @@
 #include "doctor/node_requests.hpp"
 
 #include "doctor/stacks_json.hpp"
+#include "util/printable_within.hpp"
 #include "util/strings.hpp"
 
 #include <nlohmann/json.hpp>
@@ -21,12 +22,9 @@ struct Invalid {
 std::string text_of(const json& object, const char* name, std::size_t max_size = 4096) {
   const json& value = object.at(name);
   if (!value.is_string()) invalid(std::string(name) + " is not a string");
-  const auto& raw = value.get_ref<const std::string&>();
-  if (raw.size() > max_size) invalid(std::string(name) + " is too long");
-  // The limit holds for the printable text kept, so an answer reads back the same.
-  std::string text = strings::printable(raw);
-  if (text.size() > max_size) invalid(std::string(name) + " is too long once made printable");
-  return text;
+  auto text = strings::printable_within(value.get_ref<const std::string&>(), max_size);
+  if (!text) invalid(std::string(name) + " " + std::string(text.error()));
+  return *text;
 }
 
 long integer_of(const json& value, const char* name) {

@@ -1,6 +1,7 @@
 #include "rendezvous/messages.hpp"
 
 #include "report/node_name.hpp"
+#include "util/printable_within.hpp"
 #include "util/strings.hpp"
 
 #include <nlohmann/json.hpp>
@@ -72,13 +73,10 @@ std::optional<int> read_optional_int(const json& object, const char* name, std::
 std::string read_text(const json& object, const char* name, std::size_t max_size = 4096) {
   const json& value = object.at(name);
   if (!value.is_string()) invalid(name, "is not a string");
-  const auto& raw = value.get_ref<const std::string&>();
-  if (raw.size() > max_size) invalid(name, "is too long");
-  // What other nodes wrote ends up in log lines and reports. Escaping can make it longer; the
-  // limit holds for what is kept, so a message read back from its own JSON reads the same.
-  std::string text = strings::printable(raw);
-  if (text.size() > max_size) invalid(name, "is too long once made printable");
-  return text;
+  // What other nodes wrote ends up in log lines and reports.
+  auto text = strings::printable_within(value.get_ref<const std::string&>(), max_size);
+  if (!text) invalid(name, std::string(text.error()));
+  return *text;
 }
 
 bool read_bool(const json& object, const char* name) {
