@@ -115,8 +115,8 @@ void per_node(std::vector<Check>& out, const std::vector<Node>& nodes, const std
 void check_store(std::vector<Check>& out, const json& facts, const std::vector<Node>& nodes) {
   const json& silent = field(facts, fact::result::silent_ranks);
   int world = value_of(facts, fact::result::world_size, 0);
-  if (silent.empty() && !field(facts, fact::result::refused).empty())
-    return;  // the seals row says which
+  // Refused facts, none missing: the seals row says which.
+  if (silent.empty() && !field(facts, fact::result::refused).empty()) return;
   if (silent.empty()) {
     out.push_back({.name = "store",
                    .where = every(nodes),
@@ -143,8 +143,9 @@ void check_torch(std::vector<Check>& out, const std::vector<Node>& nodes) {
   std::set<std::string> versions;
   for (const Node& node : nodes) {
     const json& torch = field(*node.facts, fact::rank::torch);
-    if (has(torch, fact::torch::version))
+    if (has(torch, fact::torch::version)) {
       versions.insert(field(torch, fact::torch::version).get<std::string>());
+    }
   }
   per_node(
       out, nodes, "torch",
