@@ -61,6 +61,79 @@ else:
     sys.exit("fake gangrun: no store action " + action)
 )py";
 
+// A torch that imports and whose collectives do nothing but return: enough for
+// the worker to run its collectives and write what they measured, without a
+// second process, a network or torch itself.
+constexpr const char* k_stand_in_torch = R"py(__version__ = "2.13.0+stand-in"
+float32 = "float32"
+float64 = "float64"
+
+
+class version:
+    cuda = None
+
+
+class cuda:
+    @staticmethod
+    def is_available():
+        return False
+
+
+class Tensor:
+    def __init__(self, values):
+        self.values = values
+
+    def item(self):
+        return self.values[0]
+
+
+def ones(count, dtype=None, device=None):
+    return Tensor([1.0] * count)
+
+
+def tensor(values, dtype=None, device=None):
+    return Tensor(list(values))
+)py";
+
+// torch.distributed for the stand-in: a gang whose every member answers as this one.
+constexpr const char* k_stand_in_distributed = R"py(
+def is_gloo_available():
+    return True
+
+
+def is_nccl_available():
+    return False
+
+
+def init_process_group(backend, timeout=None):
+    pass
+
+
+def destroy_process_group():
+    pass
+
+
+def barrier(group=None):
+    pass
+
+
+def broadcast(tensor, src=0, group=None):
+    pass
+
+
+def all_reduce(tensor, group=None):
+    pass
+
+
+def new_group(ranks):
+    return tuple(ranks)
+
+
+def all_gather_object(gathered, answer, group=None):
+    for index in range(len(gathered)):
+        gathered[index] = answer
+)py";
+
 struct Ran {
   int exit_code = -1;
   std::string output;  // stdout and stderr together
@@ -194,11 +267,12 @@ for node in tree.body:
             print(key.value, "required" if required else "optional")
 )py";
 
+// One rank of a preflight, run by the real worker in a folder of its own.
 struct Worker {
   TempDir dir;
   std::string script;
   std::string result;
-  std::map<std::string, std::string> env;
+  std::map<std::string, std::string> env;  // exactly the worker's environment
 
   Worker() {
     REQUIRE(::access(k_python, X_OK) == 0);
@@ -208,6 +282,8 @@ struct Worker {
     // A torch package that fails to import, first on the path: a node without torch.
     dir.write("no_torch/torch/__init__.py",
               "raise ImportError('torch is hidden by test_preflight_schema')\n");
+    dir.write("stand_in/torch/__init__.py", k_stand_in_torch);
+    dir.write("stand_in/torch/distributed.py", k_stand_in_distributed);
     json node = {{fact::node::kind.key, "cuda"},
                  {fact::node::devices.key, 1},
                  {fact::node::driver.key, "550.54.15"}};
@@ -233,7 +309,69 @@ struct Worker {
     env["PYTHONDONTWRITEBYTECODE"] = "1";
     env["PATH"] = "/usr/bin:/bin";
   }
+
+  using Env = std::map<std::string, std::string>;
+
+  Ran run_rank() const { return run({k_python, "-B", script}, env, dir); }
 };
+
+// What one preflight's head wrote, and what the schema made of it.
+struct Written {
+  json document;
+  std::vector<std::string> problems;
+  std::vector<const Field*> seen;
+};
+
+Written written_by(const Worker& head) {
+  Ran ran = head.run_rank();
+  INFO("the worker said: " << ran.output);
+  REQUIRE(ran.exit_code == 0);
+  Written written;
+  written.document = json::parse(read_text(head.result), nullptr, false);
+  REQUIRE_FALSE(written.document.is_discarded());
+  written.problems = schema_problems(written.document, written.seen);
+  return written;
+}
+
+// A node without torch, in a job with a secret: a gang of one rank, whose
+// collectives are skipped.
+Written without_torch() { return written_by(Worker()); }
+
+// Two nodes of one rank each whose interpreter imports the stand-in torch, in
+// a job without a secret: rank 1's worker writes its facts and ends for want
+// of rank 0's plan (it runs first, alone); rank 0's then finds them, runs the
+// collectives and writes the document.
+Written with_stand_in_torch() {
+  Worker worker;
+  worker.env.erase(std::string(variables::key.name));
+  worker.env["PYTHONPATH"] = worker.dir / "stand_in";
+  worker.env["WORLD_SIZE"] = "2";
+  worker.env["GANGRUN_PREFLIGHT_BYTES"] = "4096";
+  worker.env[std::string(variables::node.name)] =
+      json{{fact::node::kind.key, "cpu"}, {fact::node::devices.key, 0}}.dump();
+  Worker::Env rank_0 = worker.env;
+  worker.env["RANK"] = "1";
+  worker.env["GROUP_RANK"] = "1";
+  Ran follower = worker.run_rank();
+  INFO("rank 1 said: " << follower.output);
+  REQUIRE(follower.exit_code == 1);
+  REQUIRE_THAT(follower.output, Catch::Matchers::Contains("rank 0 published no plan"));
+  worker.env = rank_0;
+  return written_by(worker);
+}
+
+std::string lines(const std::vector<std::string>& texts) {
+  std::string out;
+  for (const std::string& text : texts) out += text + "\n";
+  return out;
+}
+
+const Check& row(const std::vector<Check>& checks, const std::string& name) {
+  auto found = std::find_if(checks.begin(), checks.end(),
+                            [&](const Check& check) { return check.name == name; });
+  REQUIRE(found != checks.end());
+  return *found;
+}
 
 }  // namespace
 
@@ -250,38 +388,61 @@ TEST_CASE("preflight schema: the worker's variables are the schema's", "[preflig
   CHECK(read.output == expected);
 }
 
-TEST_CASE("preflight schema: the real worker's facts are the schema's, and judged", "[preflight]") {
-  Worker worker;
-  Ran ran = run({k_python, "-B", worker.script}, worker.env, worker.dir);
-  INFO("the worker said: " << ran.output);
-  REQUIRE(ran.exit_code == 0);
-  json document = json::parse(read_text(worker.result), nullptr, false);
-  REQUIRE_FALSE(document.is_discarded());
-  INFO("it wrote: " << document.dump(2));
-
-  std::vector<const Field*> seen;
-  std::vector<std::string> problems = schema_problems(document, seen);
-  std::string problems_text;
-  for (const std::string& problem : problems) problems_text += problem + "\n";
-  INFO("against the schema:\n" << problems_text);
-  CHECK(problems.empty());
-  // This case (no torch, so no collectives) writes these; a rename shows here too.
-  for (const Field* field : {&fact::result::collectives_skipped, &fact::torch::error,
-                             &fact::space::size, &fact::space::free, &fact::node::driver}) {
-    INFO(field->key);
-    CHECK(std::find(seen.begin(), seen.end(), field) != seen.end());
-  }
+TEST_CASE("preflight schema: a node without torch writes the schema's facts, and they are judged",
+          "[preflight]") {
+  Written written = without_torch();
+  INFO("it wrote: " << written.document.dump(2));
+  INFO("against the schema:\n" << lines(written.problems));
+  CHECK(written.problems.empty());
 
   std::vector<Check> checks;
-  REQUIRE_NOTHROW(checks = judge(document));
-  std::map<std::string, Verdict> verdicts;
-  for (const Check& check : checks) verdicts.emplace(check.name, check.verdict);
-  CHECK(verdicts.at("store") == Verdict::pass);
-  CHECK(verdicts.at("seals") == Verdict::pass);
-  CHECK(verdicts.at("torch") == Verdict::fail);  // hidden on purpose
-  CHECK(verdicts.at("all-reduce") == Verdict::skipped);
-  auto torch = std::find_if(checks.begin(), checks.end(),
-                            [](const Check& check) { return check.name == "torch"; });
-  CHECK_THAT(torch->detail, Catch::Matchers::Contains("torch is hidden by test_preflight_schema"));
-  CHECK_THAT(torch->detail, Catch::Matchers::Contains(k_python));
+  REQUIRE_NOTHROW(checks = judge(written.document));
+  CHECK(row(checks, "store").verdict == Verdict::pass);
+  CHECK(row(checks, "seals").verdict == Verdict::pass);
+  CHECK(row(checks, "torch").verdict == Verdict::fail);  // hidden on purpose
+  CHECK_THAT(row(checks, "torch").detail,
+             Catch::Matchers::Contains("torch is hidden by test_preflight_schema"));
+  CHECK_THAT(row(checks, "torch").detail, Catch::Matchers::Contains(k_python));
+  CHECK(row(checks, "all-reduce").verdict == Verdict::skipped);
+}
+
+TEST_CASE("preflight schema: two nodes' collectives write the schema's facts, and they are judged",
+          "[preflight]") {
+  Written written = with_stand_in_torch();
+  INFO("it wrote: " << written.document.dump(2));
+  INFO("against the schema:\n" << lines(written.problems));
+  CHECK(written.problems.empty());
+
+  std::vector<Check> checks;
+  REQUIRE_NOTHROW(checks = judge(written.document));
+  CHECK(row(checks, "store").verdict == Verdict::pass);
+  CHECK(row(checks, "torch").detail == "imports torch 2.13.0+stand-in");
+  CHECK(row(checks, "versions").verdict == Verdict::pass);
+  CHECK(row(checks, "variables").verdict == Verdict::pass);
+  CHECK(row(checks, "clock").verdict == Verdict::pass);
+  CHECK_THAT(row(checks, "all-reduce").detail, Catch::Matchers::StartsWith("gloo of 4.0 KiB"));
+  CHECK_THAT(row(checks, "node pairs").detail, Catch::Matchers::StartsWith("bus bandwidth 0-1"));
+}
+
+TEST_CASE("preflight schema: every row of the schema is written by the worker", "[preflight]") {
+  // What only hardware or a failure writes: CUDA devices, a file system that
+  // cannot be read, collectives that fail, facts whose seal does not check.
+  const std::vector<const Field*> not_written_here = {schema_field(Object::torch, "device_names"),
+                                                      &fact::torch::nccl,
+                                                      &fact::torch::cuda_error,
+                                                      &fact::space::error,
+                                                      &fact::result::collectives_error,
+                                                      &fact::refused::rank,
+                                                      schema_field(Object::refused, "key"),
+                                                      &fact::refused::why};
+  std::vector<const Field*> seen = without_torch().seen;
+  std::vector<const Field*> more = with_stand_in_torch().seen;
+  seen.insert(seen.end(), more.begin(), more.end());
+  for (const Field& field : k_fields) {
+    bool written = std::find(seen.begin(), seen.end(), &field) != seen.end();
+    bool expected = std::find(not_written_here.begin(), not_written_here.end(), &field) ==
+                    not_written_here.end();
+    INFO("the schema's " << field.key << ", read by " << field.read_by);
+    CHECK(written == expected);
+  }
 }
