@@ -195,6 +195,37 @@ bool is_of(const json& value, unsigned types) {
   }
 }
 
+// An object's name in docs/preflight.md's table: its name in facts_schema.hpp.
+std::string object_name(Object object) {
+  switch (object) {
+    case Object::none:
+      return "none";
+    case Object::result:
+      return "result";
+    case Object::rank:
+      return "rank";
+    case Object::torch:
+      return "torch";
+    case Object::python:
+      return "python";
+    case Object::space:
+      return "space";
+    case Object::limit:
+      return "limit";
+    case Object::node:
+      return "node";
+    case Object::refused:
+      return "refused";
+    case Object::collectives:
+      return "collectives";
+    case Object::gang:
+      return "gang";
+    case Object::pair:
+      return "pair";
+  }
+  return "?";
+}
+
 const Field* schema_field(Object in, const std::string& key) {
   auto found = std::find_if(k_fields.begin(), k_fields.end(),
                             [&](const Field& field) { return field.in == in && field.key == key; });
@@ -301,7 +332,7 @@ struct Worker {
     env["LOCAL_RANK"] = "0";
     env["GROUP_RANK"] = "0";
     env["MASTER_ADDR"] = "127.0.0.1";
-    env["MASTER_PORT"] = "29500";  // never dialled: the fake store is files
+    env["MASTER_PORT"] = "1";  // never dialled: the fake store is files
     // ...and some it records: a mask, a compared variable.
     env["CUDA_VISIBLE_DEVICES"] = "0";
     env["NCCL_DEBUG"] = "WARN";
@@ -442,7 +473,25 @@ TEST_CASE("preflight schema: every row of the schema is written by the worker", 
     bool written = std::find(seen.begin(), seen.end(), &field) != seen.end();
     bool expected = std::find(not_written_here.begin(), not_written_here.end(), &field) ==
                     not_written_here.end();
-    INFO("the schema's " << field.key << ", read by " << field.read_by);
+    INFO("the schema's " << object_name(field.in) << " " << field.key);
     CHECK(written == expected);
+  }
+}
+
+TEST_CASE("preflight schema: docs/preflight.md has a row for every fact and variable",
+          "[preflight]") {
+  std::string doc = read_text(GANGRUN_PREFLIGHT_DOC);
+  std::size_t section = doc.find("## The facts: what the workers write, what gangrun reads");
+  REQUIRE(section != std::string::npos);
+  doc = doc.substr(section, doc.find("\n## ", section + 1) - section);
+  for (const Variable& variable : k_variables) {
+    std::string row = "| `" + std::string(variable.name) + "` |";
+    INFO("the row that starts " << row);
+    CHECK(doc.find(row) != std::string::npos);
+  }
+  for (const Field& field : k_fields) {
+    std::string row = "| " + object_name(field.in) + " | `" + std::string(field.key) + "` |";
+    INFO("the row that starts " << row);
+    CHECK(doc.find(row) != std::string::npos);
   }
 }
