@@ -50,8 +50,8 @@ VARIABLES = {
 
 
 def variable(name):
-    """NAME's value, or its value when unset from VARIABLES; a required one that is unset
-    raises KeyError."""
+    """NAME's value in the environment; when it is unset, its fallback in VARIABLES (a
+    required one raises KeyError)."""
     fallback = VARIABLES[name]
     return ENV[name] if fallback is REQUIRED else ENV.get(name, fallback)
 
@@ -63,7 +63,8 @@ WORLD = int(variable("WORLD_SIZE"))
 LOCAL_RANK = int(variable("LOCAL_RANK"))
 NODE_RANK = int(variable("GROUP_RANK"))
 PREFIX = "gangrun_preflight/"
-KEY = bytes.fromhex(variable("GANGRUN_PREFLIGHT_KEY")) if variable("GANGRUN_PREFLIGHT_KEY") else None
+KEY_HEX = variable("GANGRUN_PREFLIGHT_KEY")
+KEY = bytes.fromhex(KEY_HEX) if KEY_HEX else None
 MAC_DIGITS = 64
 
 # Variables that should read the same on every node (the gang's own, which differ per node
