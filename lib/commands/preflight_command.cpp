@@ -9,6 +9,7 @@
 #include "launch/run_directory.hpp"
 #include "logging/logging.hpp"
 #include "preflight/checks.hpp"
+#include "preflight/facts_schema.hpp"
 #include "preflight/json_fields.hpp"
 #include "preflight/report_text.hpp"
 #include "preflight/sealing.hpp"
@@ -146,12 +147,14 @@ Expected<int> run_checks(const config::Options& launch_options, const EnvMap& en
   bool nccl = plan->devices && plan->devices->kind == accel::DeviceKind::cuda &&
               !plan->devices->selected.empty();
   std::string self = remote::path_of_self();
-  plan->host_env["GANGRUN_PREFLIGHT_GANGRUN"] = self.empty() ? "gangrun" : self;
-  plan->host_env["GANGRUN_PREFLIGHT_RESULT"] = answer_path;
-  plan->host_env["GANGRUN_PREFLIGHT_TIMEOUT"] = std::to_string(options.preflight_timeout);
-  plan->host_env["GANGRUN_PREFLIGHT_LOG_DIR"] = plan->log_dir.value_or(fs::current_path().string());
-  plan->host_env["GANGRUN_PREFLIGHT_NODE"] = node_json(*plan, probes).dump();
-  plan->host_env["GANGRUN_PREFLIGHT_BACKEND"] = nccl ? "nccl" : "gloo";
+  plan->host_env[std::string(preflight::variables::gangrun.name)] = self.empty() ? "gangrun" : self;
+  plan->host_env[std::string(preflight::variables::result.name)] = answer_path;
+  plan->host_env[std::string(preflight::variables::timeout.name)] =
+      std::to_string(options.preflight_timeout);
+  plan->host_env[std::string(preflight::variables::log_dir.name)] =
+      plan->log_dir.value_or(fs::current_path().string());
+  plan->host_env[std::string(preflight::variables::node.name)] = node_json(*plan, probes).dump();
+  plan->host_env[std::string(preflight::variables::backend.name)] = nccl ? "nccl" : "gloo";
   // The workers seal what they exchange with a key derived from the job's
   // secret, never the secret itself (preflight/sealing.hpp). Also on one
   // node: its store's port is open to the host's other users.

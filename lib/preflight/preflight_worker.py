@@ -26,14 +26,45 @@ import sys
 import time
 
 ENV = os.environ
-TIMEOUT = float(ENV.get("GANGRUN_PREFLIGHT_TIMEOUT", "60"))
-GANGRUN = ENV["GANGRUN_PREFLIGHT_GANGRUN"]
-RANK = int(ENV["RANK"])
-WORLD = int(ENV["WORLD_SIZE"])
-LOCAL_RANK = int(ENV["LOCAL_RANK"])
-NODE_RANK = int(ENV.get("GROUP_RANK", "0"))
+# Every variable this worker reads as its input, with its value when unset (REQUIRED: the
+# worker fails without it; None: unset means "not given"). lib/preflight/facts_schema.hpp's
+# k_variables lists the same, in this order, and docs/preflight.md says what each means; the
+# masks and the compared variables it records are facts, not inputs.
+REQUIRED = object()
+VARIABLES = {
+    "GANGRUN_PREFLIGHT_GANGRUN": REQUIRED,
+    "GANGRUN_PREFLIGHT_RESULT": None,
+    "GANGRUN_PREFLIGHT_TIMEOUT": "60",
+    "GANGRUN_PREFLIGHT_LOG_DIR": None,  # the working directory
+    "GANGRUN_PREFLIGHT_NODE": "{}",
+    "GANGRUN_PREFLIGHT_BACKEND": None,  # gloo
+    "GANGRUN_PREFLIGHT_KEY": None,  # values are not sealed
+    "GANGRUN_PREFLIGHT_BYTES": str(4 << 20),
+    "RANK": REQUIRED,
+    "WORLD_SIZE": REQUIRED,
+    "LOCAL_RANK": REQUIRED,
+    "GROUP_RANK": "0",
+    "MASTER_ADDR": REQUIRED,
+    "MASTER_PORT": REQUIRED,
+}
+
+
+def variable(name):
+    """NAME's value in the environment; when it is unset, its fallback in VARIABLES (a
+    required one raises KeyError)."""
+    fallback = VARIABLES[name]
+    return ENV[name] if fallback is REQUIRED else ENV.get(name, fallback)
+
+
+TIMEOUT = float(variable("GANGRUN_PREFLIGHT_TIMEOUT"))
+GANGRUN = variable("GANGRUN_PREFLIGHT_GANGRUN")
+RANK = int(variable("RANK"))
+WORLD = int(variable("WORLD_SIZE"))
+LOCAL_RANK = int(variable("LOCAL_RANK"))
+NODE_RANK = int(variable("GROUP_RANK"))
 PREFIX = "gangrun_preflight/"
-KEY = bytes.fromhex(ENV["GANGRUN_PREFLIGHT_KEY"]) if ENV.get("GANGRUN_PREFLIGHT_KEY") else None
+KEY_HEX = variable("GANGRUN_PREFLIGHT_KEY")
+KEY = bytes.fromhex(KEY_HEX) if KEY_HEX else None
 MAC_DIGITS = 64
 
 # Variables that should read the same on every node (the gang's own, which differ per node
@@ -47,10 +78,10 @@ MASKS = ("CUDA_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "ROCR_VISIBLE_DEVICES", "HI
 
 
 def store_endpoint():
-    host = ENV["MASTER_ADDR"]
+    host = variable("MASTER_ADDR")
     if ":" in host and not host.startswith("["):
         host = "[" + host + "]"
-    return host + ":" + ENV["MASTER_PORT"]
+    return host + ":" + variable("MASTER_PORT")
 
 
 def store(action, *keys, value=None, timeout=TIMEOUT):
@@ -149,13 +180,14 @@ def rank_facts(torch_answer):
              "torch": torch_answer}
     if LOCAL_RANK == 0:
         facts["python"] = {"version": platform.python_version(), "executable": sys.executable}
-        facts["log_dir"] = space(ENV.get("GANGRUN_PREFLIGHT_LOG_DIR", os.getcwd()))
+        log_dir = variable("GANGRUN_PREFLIGHT_LOG_DIR")
+        facts["log_dir"] = space(os.getcwd() if log_dir is None else log_dir)
         facts["shm"] = space("/dev/shm")
         facts["open_files"] = limit(resource.RLIMIT_NOFILE)
         facts["memlock"] = limit(resource.RLIMIT_MEMLOCK)
         facts["variables"] = {name: value for name, value in ENV.items()
                               if name.startswith(COMPARED_PREFIXES) and name not in PER_NODE}
-        facts["node"] = json.loads(ENV.get("GANGRUN_PREFLIGHT_NODE", "{}"))
+        facts["node"] = json.loads(variable("GANGRUN_PREFLIGHT_NODE"))
     return facts
 
 
@@ -207,7 +239,7 @@ def collectives(torch, dist, leaders):
     """Clock offsets, the gang's all-reduce, and node pairs' all-reduces; every rank calls it."""
     # NCCL where the launch gives CUDA devices and torch can use them; else gloo (the devices
     # check says why torch cannot).
-    use_cuda = ENV.get("GANGRUN_PREFLIGHT_BACKEND") == "nccl" and torch.cuda.is_available()
+    use_cuda = variable("GANGRUN_PREFLIGHT_BACKEND") == "nccl" and torch.cuda.is_available()
     backend = "nccl" if use_cuda else "gloo"
     device = "cuda:%d" % 0 if use_cuda else "cpu"
     if use_cuda:
@@ -217,7 +249,7 @@ def collectives(torch, dist, leaders):
     dist.init_process_group(backend, timeout=timedelta(seconds=TIMEOUT))
     answer = {"backend": backend, "init_s": time.perf_counter() - started}
     answer["clock_offset_s"] = clock_offset(torch, dist, device)
-    size = int(ENV.get("GANGRUN_PREFLIGHT_BYTES", str(4 << 20)))
+    size = int(variable("GANGRUN_PREFLIGHT_BYTES"))
     answer["bytes"] = size
     if WORLD > 1:
         seconds = timed_all_reduce(torch, dist, None, size, device)
@@ -321,7 +353,7 @@ def main():
     facts = rank_facts(torch_answer)
     put("facts/%d" % RANK, facts)
     result = head(facts, torch, dist) if RANK == 0 else follower(torch, dist)
-    out = ENV.get("GANGRUN_PREFLIGHT_RESULT")
+    out = variable("GANGRUN_PREFLIGHT_RESULT")
     if out and result is not None and LOCAL_RANK == 0:
         with open(out + ".part", "w") as stream:
             json.dump(dict(result, this_node=NODE_RANK), stream)

@@ -17,29 +17,30 @@ namespace {
 // from the job's store, which whoever reaches its port can write to, and a
 // host name or an error text must not move the terminal's cursor or retitle
 // its window.
-std::string value_or_dash(const json& object, const char* key) {
-  if (!object.is_object() || !object.contains(key) || object[key].is_null()) return "-";
-  const json& value = object[key];
+std::string value_or_dash(const json& object, const Field& member) {
+  const json& value = field(object, member);
+  if (value.is_null()) return "-";
   return strings::printable(value.is_string() ? value.get<std::string>() : value.dump());
 }
 
 // "node 0 (host-a): Python 3.11.2, torch 1.13.1, CUDA -, 4 ranks"
 std::vector<std::string> node_lines(const json& facts) {
   std::vector<std::string> lines;
-  const json& ranks = field(facts, "ranks");
+  const json& ranks = field(facts, fact::result::ranks);
   for (const json& rank : ranks) {
-    if (rank.is_null() || value_of(rank, "local_rank", -1) != 0) continue;
-    int node_rank = value_of(rank, "node_rank", 0);
+    if (rank.is_null() || value_of(rank, fact::rank::local_rank, -1) != 0) continue;
+    int node_rank = value_of(rank, fact::rank::node_rank, 0);
     auto on_node = std::count_if(ranks.begin(), ranks.end(), [&](const json& other) {
-      return !other.is_null() && value_of(other, "node_rank", -1) == node_rank;
+      return !other.is_null() && value_of(other, fact::rank::node_rank, -1) == node_rank;
     });
-    const json& torch = field(rank, "torch");
-    lines.push_back(fmt::format(
-        "node {} ({}): Python {}, torch {}, CUDA {}, {} rank{}", node_rank,
-        strings::printable(value_of(rank, "host", std::string("?"))),
-        value_or_dash(field(rank, "python"), "version"),
-        torch.contains("error") ? std::string("(cannot import)") : value_or_dash(torch, "version"),
-        value_or_dash(torch, "cuda"), on_node, on_node == 1 ? "" : "s"));
+    const json& torch = field(rank, fact::rank::torch);
+    lines.push_back(
+        fmt::format("node {} ({}): Python {}, torch {}, CUDA {}, {} rank{}", node_rank,
+                    strings::printable(value_of(rank, fact::rank::host, std::string("?"))),
+                    value_or_dash(field(rank, fact::rank::python), fact::python::version),
+                    has(torch, fact::torch::error) ? std::string("(cannot import)")
+                                                   : value_or_dash(torch, fact::torch::version),
+                    value_or_dash(torch, fact::torch::cuda), on_node, on_node == 1 ? "" : "s"));
   }
   return lines;
 }

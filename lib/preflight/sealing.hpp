@@ -31,12 +31,14 @@
 // docs/securing-multi-node.md says).
 #pragma once
 
+#include "preflight/facts_schema.hpp"
+
 #include <string>
 #include <string_view>
 
 namespace gangrun::preflight {
 
-inline constexpr std::string_view k_preflight_key_variable = "GANGRUN_PREFLIGHT_KEY";
+inline constexpr std::string_view k_preflight_key_variable = variables::key.name;
 
 // GANGRUN_PREFLIGHT_KEY's value for a job of this secret and run id.
 std::string preflight_key(std::string_view job_secret, std::string_view run_id);
