@@ -39,7 +39,7 @@ class FlightRecorder final : public Watch {
   // The variables for the workers of the round whose directory is
   // attempt_path; its dumps go to attempt_path/flight_recorder. Before
   // round_started.
-  EnvMap worker_env(const std::string& attempt_path);
+  EnvMap worker_env(const std::string& attempt_path) override;
   // Asks every rank of the round for its dump now; how many took it.
   int request_dumps() const;
   // The round's dumps written so far.
