@@ -31,7 +31,7 @@ int request_flight_recorder_dumps(const std::string& dir);
 std::vector<std::string> flight_recorder_dumps(const std::string& dir);
 
 // The doctor's watch of it: the round's dumps go into the round's findings,
-// and a hang asks for them (gang_doctor.cpp) before it acts.
+// and a hang asks for them (hang_response.cpp) before it acts.
 class FlightRecorder final : public Watch {
  public:
   explicit FlightRecorder(const EnvMap& host_env) : host_env_(host_env) {}
