@@ -92,9 +92,10 @@ class GangDoctor {
   std::set<pid_t> supervisor_pids() const;
 
   // What the doctor adds to every worker's environment in the round whose
-  // directory is attempt_path: the named pipe of torch's file timers
-  // (TORCHELASTIC_TIMER_FILE, when TORCHELASTIC_ENABLE_FILE_TIMER=1), the
-  // flight recorder's variables (--flight-recorder). Before round_started.
+  // directory is attempt_path, every watch's (Watch::worker_env): the named
+  // pipe of torch's file timers (TORCHELASTIC_TIMER_FILE, when
+  // TORCHELASTIC_ENABLE_FILE_TIMER=1), the flight recorder's variables
+  // (--flight-recorder). Before round_started.
   EnvMap worker_env(const std::string& attempt_path);
 
  private:
@@ -113,7 +114,6 @@ class GangDoctor {
   supervise::Gang& gang_;
   const store::Server* store_server_;  // hosted here, else null
   StackReader reader_;                 // every watch's stack readings, one at a time
-  std::unique_ptr<DoctorLink> link_;   // several nodes
   DoctorRound round_;
   // The watches, each told of every round.
   std::vector<std::unique_ptr<Watch>> watches_;
@@ -121,6 +121,8 @@ class GangDoctor {
   HangResponse* hang_ = nullptr;                 // among watches_ (--hang-timeout, several nodes)
   std::optional<SilenceExchange> silences_;      // several nodes and --hang-timeout
   std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs
+  // Several nodes. Last, so that it goes first: its handlers call the parts above.
+  std::unique_ptr<DoctorLink> link_;
 };
 
 }  // namespace gangrun::doctor
