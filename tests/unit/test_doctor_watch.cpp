@@ -28,7 +28,6 @@ using Catch::Matchers::Contains;
 using gangrun::doctor::HangWatch;
 using gangrun::doctor::RankStacks;
 using gangrun::doctor::StackProbe;
-using gangrun::supervise::Gang;
 using gangrun::test::TempDir;
 using namespace std::chrono_literals;
 
@@ -80,7 +79,7 @@ TEST_CASE("the hang watch reports a silent gang once, and only after the timeout
   std::optional<HangWatch::Clock::duration> silent_for;
   int reports = 0;
   HangWatch watch(
-      io, 50ms, [] { return std::vector<Gang::LiveWorker>{{.rank = 0, .pid = 42}}; },
+      io, 50ms, [] { return HangWatch::Progress{}; },
       [&](HangWatch::Clock::duration silent) {
         silent_for = silent;
         ++reports;
@@ -106,8 +105,9 @@ TEST_CASE("the hang watch counts the silence from the last line of any rank", "[
   HangWatch watch(
       io, 50ms,
       [&] {
-        return std::vector<Gang::LiveWorker>{{.rank = 0, .pid = 41},
-                                             {.rank = 1, .pid = 42, .last_line_at = line_at}};
+        HangWatch::Progress progress;
+        progress.workers = {line_at};
+        return progress;
       },
       [&](HangWatch::Clock::duration silent) {
         CHECK(silent >= 50ms);
@@ -291,7 +291,7 @@ TEST_CASE(
   std::vector<HangWatch::Clock::duration> reports;
   std::optional<HangWatch> watch;
   watch.emplace(
-      io, 40ms, [] { return std::vector<Gang::LiveWorker>{{.rank = 0, .pid = 42}}; },
+      io, 40ms, [] { return HangWatch::Progress{}; },
       [&](HangWatch::Clock::duration silent) {
         reports.push_back(silent);
         if (reports.size() < 2) watch->watch_again();

@@ -13,7 +13,7 @@
 // with its signal (none when 0 or less). gangrun reads the pipe on the
 // agent's loop; every request is also the rank's sign of life for the hang
 // watch, and an expired timer is named with every rank's stack before the
-// signal goes out (doctor/watch/gang_doctor.hpp).
+// signal goes out (doctor/watch/file_timer_watch.hpp).
 #pragma once
 
 #include "util/error.hpp"

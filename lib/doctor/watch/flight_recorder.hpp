@@ -31,7 +31,7 @@ int request_flight_recorder_dumps(const std::string& dir);
 std::vector<std::string> flight_recorder_dumps(const std::string& dir);
 
 // The doctor's watch of it: the round's dumps go into the round's findings,
-// and a hang asks for them (gang_doctor.cpp) before it acts.
+// and a hang asks for them (hang_response.cpp) before it acts.
 class FlightRecorder final : public Watch {
  public:
   explicit FlightRecorder(const EnvMap& host_env) : host_env_(host_env) {}
@@ -39,7 +39,7 @@ class FlightRecorder final : public Watch {
   // The variables for the workers of the round whose directory is
   // attempt_path; its dumps go to attempt_path/flight_recorder. Before
   // round_started.
-  EnvMap worker_env(const std::string& attempt_path);
+  EnvMap worker_env(const std::string& attempt_path) override;
   // Asks every rank of the round for its dump now; how many took it.
   int request_dumps() const;
   // The round's dumps written so far.

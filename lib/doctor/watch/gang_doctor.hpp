@@ -18,18 +18,22 @@
 // its own reading of the silences: a request is a number in a message that
 // a stranger may have written. `gangrun stacks` asks the same way.
 //
-// The watches that stand alone (watch.hpp: the stacks at a failure, the ranks late to the store,
-// the straggler sampling, NCCL's flight recorder) are a list: each hears of every round and puts
-// its own part into the round's findings (report::DoctorFindings), which the agent hands to the
-// report whole.
+// Every part is a watch (watch.hpp) in one list: the hang's response
+// (hang_response.hpp), torch's file timers (file_timer_watch.hpp), the
+// stacks at a failure, the ranks late to the store, the straggler sampling,
+// NCCL's flight recorder. Each hears of every round and puts its own part
+// into the round's findings (report::DoctorFindings), which the agent hands
+// to the report whole. The doctor keeps what they share: the stack reader,
+// the round (doctor_round.hpp) and, across nodes, the link and the silence
+// exchange (silence_exchange.hpp).
 #pragma once
 
-#include "doctor/store_peers.hpp"
 #include "doctor/watch/doctor_link.hpp"
-#include "doctor/watch/file_timers.hpp"
-#include "doctor/watch/flight_recorder.hpp"
+#include "doctor/watch/doctor_round.hpp"
+#include "doctor/watch/file_timer_watch.hpp"
+#include "doctor/watch/hang_response.hpp"
 #include "doctor/watch/hang_watch.hpp"
-#include "doctor/watch/stack_probe.hpp"
+#include "doctor/watch/silence_exchange.hpp"
 #include "doctor/watch/stack_reader.hpp"
 #include "doctor/watch/watch.hpp"
 #include "launch/plan.hpp"
@@ -64,16 +68,8 @@ class GangDoctor {
              std::optional<DoctorLink::Settings> nodes = std::nullopt,
              const store::Server* store = nullptr);
 
-  // A round of a multi-node job, as the doctor needs it.
-  struct NodeRound {
-    std::uint64_t round = 0;
-    std::vector<std::string> members;  // every node's agent id
-    // Each member's node as messages name it (rendezvous::node_name), by
-    // agent id.
-    std::map<std::string, std::string> names;
-    bool lead = false;      // this node watches the whole gang
-    std::string job_nonce;  // what the job's messages are sealed for
-  };
+  // A round of a multi-node job, as the doctor needs it (doctor_round.hpp).
+  using NodeRound = doctor::NodeRound;
 
   // A round began; attempt_dir is where its files go (nullopt: the run
   // directory is temporary, so only the console and the report get them),
@@ -96,87 +92,37 @@ class GangDoctor {
   std::set<pid_t> supervisor_pids() const;
 
   // What the doctor adds to every worker's environment in the round whose
-  // directory is attempt_path: the named pipe of torch's file timers
-  // (TORCHELASTIC_TIMER_FILE, when TORCHELASTIC_ENABLE_FILE_TIMER=1), the
-  // flight recorder's variables (--flight-recorder). Before round_started.
+  // directory is attempt_path, every watch's (Watch::worker_env): the named
+  // pipe of torch's file timers (TORCHELASTIC_TIMER_FILE, when
+  // TORCHELASTIC_ENABLE_FILE_TIMER=1), the flight recorder's variables
+  // (--flight-recorder). Before round_started.
   EnvMap worker_env(const std::string& attempt_path);
 
  private:
-  void on_hang(HangWatch::Clock::duration silent_for);
-  void on_timer_expired(const FileTimers::Expired& expired);
-  // The live workers, each with its last sign of life: a line, or a file
-  // timer request.
-  std::vector<supervise::Gang::LiveWorker> live_workers() const;
+  // The live workers' signs of life: a line, or a file timer request.
+  std::vector<HangWatch::Clock::time_point> worker_progress() const;
   // What the hang watch counts the silence of: the live workers, the
-  // store's last request and, on the lead, every other node's silence.
-  std::vector<supervise::Gang::LiveWorker> hang_watch_workers() const;
-  // The watches that stand alone (watch.hpp) that the plan asks for, in
-  // the order each hears of a round. A new watch is made here.
-  void add_watches(boost::asio::io_context& io, supervise::Spawner& spawner);
-  // What a hang's reading found, told and acted on: ranks as read (every
-  // node's, on the lead), the ranks without a store connection and the line
-  // that says so.
-  // act: this node acts on --on-hang (one node: always; many: the lead, for
-  // its own hang only).
-  void after_hang_read(const std::vector<doctor::RankStacks>& ranks, double silent_for_s,
-                       const std::string& heading, std::optional<std::vector<int>> not_at_store,
-                       const std::string& store_line, bool act = true);
-  // Across nodes: this node's silence to the lead, or the others' to it.
-  void exchange_silence();
-  // This node's watch covers the whole gang: it is the only node, or the
-  // round's lead (the others only tell it their silence).
-  bool watches_whole_gang() const { return !nodes_ || nodes_->lead; }
-  // The lead's own ranks are done, the other nodes' still run: it goes on
-  // watching their silence and, on a hang, asks them and prints where they
-  // are (they act on --on-hang themselves).
-  bool watches_others_after_end() const {
-    return round_over_ && round_goes_on_ && nodes_ && nodes_->lead && watch_.has_value();
-  }
-  // The round is this node's to watch and read: its ranks run, or it is the
-  // lead watching the others after its own.
-  bool watching() const { return !round_over_ || watches_others_after_end(); }
-  void on_node_request(std::int64_t number, const doctor::NodeRequest& request);
-  // The node of a member of this round as messages name it; the id itself
-  // for one the round does not list.
-  std::string node_name_of(const std::string& agent_id) const;
-  // The lead: every node's answer to its own hang's request is in (or the
-  // limit passed).
-  void after_nodes_read(const DoctorLink::ByAgent<doctor::NodeAnswer>& answers,
-                        double silent_for_s);
-  // --on-hang's action, once the flight recorder's dumps asked for are in
-  // (or did not come within a bound).
-  void act_on_hang(int dumps_asked, HangWatch::Clock::time_point asked_at);
+  // store's last request and, on the lead, every other node's progress.
+  HangWatch::Progress hang_progress() const;
+  // The watches that the plan asks for, in the order each hears of a round.
+  // A new watch is made here.
+  void add_watches(boost::asio::io_context& io, supervise::Spawner& spawner, StopHandler stop_hung);
   // Hands the findings over when the round has ended meanwhile.
   void deliver_if_over();
 
   const launch::LaunchPlan& plan_;
   supervise::Gang& gang_;
-  StopHandler stop_hung_;
   const store::Server* store_server_;  // hosted here, else null
-  StackReader reader_;                 // the hang's, a failure's and a file timer's readings
-  std::optional<HangWatch> watch_;
-  std::unique_ptr<FileTimers> file_timers_;
-  // The watches that stand alone (watch.hpp), each told of every round.
+  StackReader reader_;                 // every watch's stack readings, one at a time
+  DoctorRound round_;
+  // The watches, each told of every round.
   std::vector<std::unique_ptr<Watch>> watches_;
-  FlightRecorder* recorder_ = nullptr;  // among watches_ (--flight-recorder), asked on a hang
-
-  std::unique_ptr<DoctorLink> link_;  // several nodes
-  std::string hang_ask_;              // the lead's ask for its own hang, this round
-  boost::asio::steady_timer silence_timer_;
-
-  // Per round.
-  std::optional<NodeRound> nodes_;
-  // The lead: when each other node's ranks last made progress, as far as
-  // it has told (a node that has not told counts as making progress).
-  std::map<std::string, HangWatch::Clock::time_point> node_progress_;
-  HangWatch::Clock::time_point round_start_;
-  boost::asio::steady_timer dump_wait_;
-  std::string store_;
-  bool hang_acted_ = false;     // --on-hang's action was taken this round
-  bool round_over_ = false;     // this node's ranks are done
-  bool round_goes_on_ = false;  // across nodes: until gang_round_ended()
-  Findings findings_;
+  FileTimerWatch* file_timers_ = nullptr;        // among watches_: requests are signs of life
+  HangResponse* hang_ = nullptr;                 // among watches_ (--hang-timeout, several nodes)
+  std::optional<SilenceExchange> silences_;      // several nodes and --hang-timeout
   std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs
+  // Several nodes. Last, so that it goes first: its handlers call the parts above.
+  std::unique_ptr<DoctorLink> link_;
 };
 
 }  // namespace gangrun::doctor

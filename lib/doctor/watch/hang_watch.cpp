@@ -4,9 +4,9 @@
 
 namespace gangrun::doctor {
 
-HangWatch::HangWatch(boost::asio::io_context& io, Clock::duration timeout, WorkersFn workers,
+HangWatch::HangWatch(boost::asio::io_context& io, Clock::duration timeout, ProgressFn progress,
                      HangHandler on_hang)
-    : timer_(io), timeout_(timeout), workers_(std::move(workers)), on_hang_(std::move(on_hang)) {}
+    : timer_(io), timeout_(timeout), progress_(std::move(progress)), on_hang_(std::move(on_hang)) {}
 
 void HangWatch::start() {
   since_ = Clock::now();
@@ -28,17 +28,16 @@ void HangWatch::wait_until(Clock::time_point deadline) {
   });
 }
 
-HangWatch::Clock::time_point HangWatch::last_progress(
-    Clock::time_point since, const std::vector<supervise::Gang::LiveWorker>& workers) {
+HangWatch::Clock::time_point HangWatch::Progress::latest(Clock::time_point since) const {
   Clock::time_point last = since;
-  for (const supervise::Gang::LiveWorker& worker : workers) {
-    if (worker.last_line_at) last = std::max(last, *worker.last_line_at);
-  }
+  for (Clock::time_point worker : workers) last = std::max(last, worker);
+  if (store_request) last = std::max(last, *store_request);
+  for (Clock::time_point node : other_nodes) last = std::max(last, node);
   return last;
 }
 
 void HangWatch::check() {
-  Clock::time_point last = last_progress(since_, workers_());
+  Clock::time_point last = progress_().latest(since_);
   Clock::time_point now = Clock::now();
   if (now - last < timeout_ || now < not_before_) {
     return wait_until(std::max(last + timeout_, not_before_));

@@ -1,18 +1,18 @@
 // The hang watch (--hang-timeout): tells the agent when no rank of the
-// round has made progress for the timeout. Progress is a line of output
-// from any rank (supervise::Gang::LiveWorker::last_line_at); the round's
-// start counts as the first. A single timer waits for the moment the
+// round has made progress for the timeout. Progress is any sign of life the
+// doctor knows of (HangWatch::Progress: a rank's line of output or file
+// timer request, a request to the store, another node's ranks' progress);
+// the round's start counts as the first. A single timer waits for the moment the
 // silence would reach the timeout and, when lines came meanwhile, waits
 // again from the last one, so a busy gang costs one wake-up per timeout.
 #pragma once
-
-#include "supervise/gang.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace gangrun::doctor {
@@ -22,10 +22,24 @@ class HangWatch {
   using Clock = std::chrono::steady_clock;
   // How long the gang has been silent when the hang is reported.
   using HangHandler = std::function<void(Clock::duration silent_for)>;
-  using WorkersFn = std::function<std::vector<supervise::Gang::LiveWorker>()>;
 
-  // io outlives the watch; workers() lists the round's live workers.
-  HangWatch(boost::asio::io_context& io, Clock::duration timeout, WorkersFn workers,
+  // When the gang last showed a sign of life, as far as the doctor knows.
+  struct Progress {
+    // The live workers' signs of life: their last lines, their last file
+    // timer requests (none yet: not listed).
+    std::vector<Clock::time_point> workers;
+    // The last request a worker made to the store this agent hosts.
+    std::optional<Clock::time_point> store_request;
+    // The lead of several nodes: when each other node's ranks last made progress.
+    std::vector<Clock::time_point> other_nodes;
+
+    // The latest of them all, or since when none came.
+    Clock::time_point latest(Clock::time_point since) const;
+  };
+  using ProgressFn = std::function<Progress()>;
+
+  // io outlives the watch; progress() says the round's progress so far.
+  HangWatch(boost::asio::io_context& io, Clock::duration timeout, ProgressFn progress,
             HangHandler on_hang);
 
   // Watches from now (a round starts); on_hang runs once, from a handler,
@@ -37,17 +51,13 @@ class HangWatch {
   void watch_again();
   void stop();
 
-  // The latest sign of life of workers, or since when none came.
-  static Clock::time_point last_progress(Clock::time_point since,
-                                         const std::vector<supervise::Gang::LiveWorker>& workers);
-
  private:
   void wait_until(Clock::time_point deadline);
   void check();
 
   boost::asio::steady_timer timer_;
   Clock::duration timeout_;
-  WorkersFn workers_;
+  ProgressFn progress_;
   HangHandler on_hang_;
   Clock::time_point since_;       // the round's start: progress before any line
   Clock::time_point not_before_;  // no report before this

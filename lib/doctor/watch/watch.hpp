@@ -9,6 +9,7 @@
 #include "launch/plan.hpp"
 #include "report/run_record.hpp"
 #include "supervise/gang.hpp"
+#include "util/env.hpp"
 
 #include <sys/types.h>
 
@@ -30,6 +31,9 @@ class Watch {
  public:
   virtual ~Watch() = default;
 
+  // What the watch adds to every worker's environment in the round whose
+  // directory is attempt_path; before round_started.
+  virtual EnvMap worker_env(const std::string& /*attempt_path*/) { return {}; }
   virtual void round_started(const RoundStart& round) = 0;
   // A worker failed by itself: the round is ending.
   virtual void worker_failed() {}
