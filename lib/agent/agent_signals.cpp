@@ -2,6 +2,7 @@
 
 #include "util/signals.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <csignal>
@@ -47,15 +48,24 @@ void AgentSignals::on_signal(int signal_number) {
   }
 }
 
-Teardown decide_teardown(const TeardownView& now) {
+TeardownStep decide_teardown(const TeardownView& now, int signal_number) {
+  const std::string name = signals::name(signal_number);
   // Waiting for a round, as a spare, or for the others: nothing of this
   // node runs, so it leaves now (its closed connection tells the rest).
-  if (now.multi_node && !now.gang_running) return Teardown::leave_rendezvous;
-  if (!now.signalled_before) {
-    return now.state == AgentState::running ? Teardown::stop_workers : Teardown::wait_for_round;
+  if (now.multi_node && !now.gang_running) {
+    return {Teardown::leave_rendezvous, fmt::format("received {}; leaving the rendezvous", name)};
   }
-  if (now.state != AgentState::stopping || now.live_workers == 0) return Teardown::nothing;
-  return Teardown::kill_workers;
+  if (!now.signalled_before) {
+    if (now.state != AgentState::running) return {Teardown::wait_for_round, ""};
+    return {Teardown::stop_workers,
+            now.live_workers == 0
+                ? ""
+                : fmt::format(
+                      "received {}; stopping the workers (send it again to kill them at once)",
+                      name)};
+  }
+  if (now.state != AgentState::stopping || now.live_workers == 0) return {Teardown::nothing, ""};
+  return {Teardown::kill_workers, fmt::format("received {} again; killing the workers now", name)};
 }
 
 }  // namespace gangrun::agent

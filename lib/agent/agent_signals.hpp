@@ -13,6 +13,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <string>
 
 namespace gangrun::agent {
 
@@ -59,6 +60,12 @@ struct TeardownView {
   std::size_t live_workers = 0;
 };
 
-Teardown decide_teardown(const TeardownView& now);
+struct TeardownStep {
+  Teardown action = Teardown::nothing;
+  std::string warning;  // logged first; empty: nothing to say
+};
+
+// What the teardown signal signal_number does in the agent's state now.
+TeardownStep decide_teardown(const TeardownView& now, int signal_number);
 
 }  // namespace gangrun::agent

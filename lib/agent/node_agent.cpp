@@ -7,6 +7,7 @@
 #include "agent/node_link.hpp"
 #include "agent/rendezvous_setup.hpp"
 #include "agent/restart_policy.hpp"
+#include "agent/round_record.hpp"
 #include "agent/round_start.hpp"
 #include "agent/run_summary.hpp"
 #include "doctor/job_registry.hpp"
@@ -19,7 +20,6 @@
 #include "supervise/shim_spawner.hpp"
 #include "util/exit_codes.hpp"
 #include "util/open_file_limit.hpp"
-#include "util/signals.hpp"
 #include "util/temp_dir.hpp"
 
 #include <boost/asio/io_context.hpp>
@@ -123,15 +123,10 @@ class NodeAgent {
       link_->report_failure(so_far);
     };
     gang_.emplace(io_, console_, *spawner_, settings);
-    std::optional<doctor::DoctorLink::Settings> nodes;
-    if (plan_.multi_node) {
-      nodes = doctor::DoctorLink::Settings{.store = agent_store_client(plan_),
-                                           .secret = plan_.job_secret,
-                                           .run_id = plan_.run_id,
-                                           .agent_id = link_->agent_id()};
-    }
     doctor_.emplace(
-        io_, *spawner_, plan_, *gang_, [this] { stop_hung(); }, nodes, store_.get());
+        io_, *spawner_, plan_, *gang_, [this] { stop_hung(); },
+        link_ ? std::optional(doctor_link_settings(plan_, link_->agent_id())) : std::nullopt,
+        store_.get());
     signals_.emplace(io_, plan_.teardown_signals,
                      SignalHandlers{.teardown = [this](int signal) { on_teardown_signal(signal); },
                                     .child_ended = [this] { reap_strays(); },
@@ -212,31 +207,12 @@ class NodeAgent {
   void on_round_done(const launch::RoundAssignment& round,
                      const supervise::AttemptOutcome& outcome) {
     record_.attempts.push_back(to_record(outcome, round.attempt, *run_dir_));
-    // A stack reading still under way (bounded) lands in this round's record.
-    doctor_->round_ended(
-        [this, round, outcome, at = record_.attempts.size() - 1](report::DoctorFindings found) {
-          report::AttemptRecord& attempt = record_.attempts.at(at);
-          attempt.doctor = std::move(found);
-          ask_interpreter(round, outcome);
-        });
-  }
-
-  void ask_interpreter(const launch::RoundAssignment& round,
-                       const supervise::AttemptOutcome& outcome) {
-    std::vector<std::string> packages = packages_to_probe(plan_, record_.attempts.back());
-    if (packages.empty()) return after_round(round, outcome);
-    // The interpreter runs as a child on this loop, which goes on serving
-    // the store and the coordinator meanwhile.
-    probe_.start(plan_.program.interpreter->path, plan_.host_env, std::move(packages),
-                 [this, round, outcome,
-                  at = record_.attempts.size() - 1](std::optional<std::string> unimportable) {
-                   report::AttemptRecord& attempt = record_.attempts.at(at);
-                   if (unimportable) {
-                     attempt.workers.at(*attempt.first_failure).unimportable_module =
-                         std::move(*unimportable);
-                   }
-                   after_round(round, outcome);
-                 });
+    complete_last_attempt(
+        plan_, record_, probe_,
+        [this](std::function<void(report::DoctorFindings)> then) {
+          doctor_->round_ended(std::move(then));
+        },
+        [this, round, outcome] { after_round(round, outcome); });
   }
 
   void after_round(const launch::RoundAssignment& round, const supervise::AttemptOutcome& outcome) {
@@ -287,20 +263,8 @@ class NodeAgent {
     JobEndHere end = job_end_here(result_, outcome, link_->agent_id(), stop_signal_, last,
                                   stopped_for_round_end_);
     result_ = end.result;
-    if (end.success_contradicted) {
-      spdlog::error(
-          "the job was reported a success, but this node's workers did not all succeed: "
-          "exiting with {}",
-          k_lost_rendezvous);
-    }
     if (last) blame_as_told(outcome, *last);
-    if (end.log_outcome) {
-      // No agent to blame (nodes missing at the join timeout): nothing
-      // happened "on another node", whichever node hosts the coordinator.
-      spdlog::error("the job ended{}: {} (this node exits with {})",
-                    outcome.root_agent.empty() ? "" : " on another node", outcome.message,
-                    outcome.exit_code);
-    }
+    for (const std::string& error : end.errors) spdlog::error("{}", error);
     // Leaving closes this agent's connections: the coordinator counts it out.
     link_->leave();
     // The store stays up until every agent has read the outcome.
@@ -349,14 +313,15 @@ class NodeAgent {
   }
 
   void on_teardown_signal(int signal_number) {
-    Teardown teardown = decide_teardown({.multi_node = plan_.multi_node,
+    TeardownStep step = decide_teardown({.multi_node = plan_.multi_node,
                                          .gang_running = gang_->running(),
                                          .signalled_before = stop_signal_.has_value(),
                                          .state = state_,
-                                         .live_workers = gang_->live_workers()});
-    switch (teardown) {
+                                         .live_workers = gang_->live_workers()},
+                                        signal_number);
+    if (!step.warning.empty()) spdlog::warn("{}", step.warning);
+    switch (step.action) {
       case Teardown::leave_rendezvous:
-        spdlog::warn("received {}; leaving the rendezvous", signals::name(signal_number));
         if (link_) link_->leave();
         result_.exit_code = exit_codes::for_signal(signal_number);
         result_.die_by_signal = signal_number;
@@ -366,14 +331,9 @@ class NodeAgent {
         return;
       case Teardown::stop_workers:
         stop_signal_ = signal_number;
-        if (gang_->live_workers() > 0) {
-          spdlog::warn("received {}; stopping the workers (send it again to kill them at once)",
-                       signals::name(signal_number));
-        }
         set_state(AgentState::stopping);
         return gang_->stop(signal_number);
       case Teardown::kill_workers:
-        spdlog::warn("received {} again; killing the workers now", signals::name(signal_number));
         return gang_->stop(signal_number);
       case Teardown::nothing:
         return;

@@ -36,6 +36,14 @@ std::string round_assigned_message(const rendezvous::RoundPlan& round,
                                        assignment.master_addr, round.master_addr));
 }
 
+doctor::DoctorLink::Settings doctor_link_settings(const launch::LaunchPlan& plan,
+                                                  const std::string& agent_id) {
+  return {.store = agent_store_client(plan),
+          .secret = plan.job_secret,
+          .run_id = plan.run_id,
+          .agent_id = agent_id};
+}
+
 std::string rendezvous_endpoint(const launch::LaunchPlan& plan) {
   return host::endpoint_text(plan.master_addr,
                              plan.master_port ? std::to_string(*plan.master_port) : "");

@@ -54,6 +54,10 @@ std::string round_assigned_message(const rendezvous::RoundPlan& round,
                                    const rendezvous::Member& me,
                                    const launch::RoundAssignment& assignment);
 
+// How this node's gang doctor reaches the others' (doctor::DoctorLink).
+doctor::DoctorLink::Settings doctor_link_settings(const launch::LaunchPlan& plan,
+                                                  const std::string& agent_id);
+
 // The rendezvous' store as log lines name it: the master address and port.
 std::string rendezvous_endpoint(const launch::LaunchPlan& plan);
 

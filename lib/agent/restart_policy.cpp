@@ -54,17 +54,26 @@ bool last_round_failed_here(const report::AttemptRecord& last, bool stopped_for_
 JobEndHere job_end_here(RunResult so_far, const rendezvous::JobOutcome& outcome,
                         const std::string& agent_id, std::optional<int> stop_signal,
                         const report::AttemptRecord* last, bool stopped_for_round_end) {
-  JobEndHere end{so_far};
+  JobEndHere end{.result = so_far, .errors = {}};
   end.result.exit_code = outcome.exit_code;
   bool mine = outcome.root_agent == agent_id;
   if (mine && outcome.stop_signal && outcome.stop_signal == stop_signal) {
     end.result.die_by_signal = stop_signal;
   }
   if (outcome.exit_code == 0 && last && last_round_failed_here(*last, stopped_for_round_end)) {
-    end.success_contradicted = true;
     end.result.exit_code = k_lost_rendezvous;
+    end.errors.push_back(fmt::format(
+        "the job was reported a success, but this node's workers did not all succeed: "
+        "exiting with {}",
+        k_lost_rendezvous));
   }
-  end.log_outcome = !outcome.message.empty() && !mine;
+  if (!outcome.message.empty() && !mine) {
+    // No agent to blame (nodes missing at the join timeout): nothing
+    // happened "on another node", whichever node hosts the coordinator.
+    end.errors.push_back(fmt::format("the job ended{}: {} (this node exits with {})",
+                                     outcome.root_agent.empty() ? "" : " on another node",
+                                     outcome.message, outcome.exit_code));
+  }
   return end;
 }
 

@@ -12,6 +12,7 @@
 #include "util/exit_codes.hpp"
 
 #include <string>
+#include <vector>
 
 namespace gangrun::agent {
 
@@ -53,12 +54,11 @@ bool last_round_failed_here(const report::AttemptRecord& last, bool stopped_for_
 // What the coordinator's word that the job is done means for this node.
 struct JobEndHere {
   RunResult result;
-  // The job was reported a success, but this node's workers did not all
-  // succeed: it exits with k_lost_rendezvous instead, said in the log.
-  bool success_contradicted = false;
-  // The job's message names a failure elsewhere (or nodes missing), which
-  // this node logs; its own failures are in its own summary.
-  bool log_outcome = false;
+  // What this node logs as errors, in order: that the job was reported a
+  // success although this node's workers did not all succeed (it exits with
+  // k_lost_rendezvous instead), and the job's message when it names a
+  // failure elsewhere or nodes missing (its own are in its own summary).
+  std::vector<std::string> errors;
 };
 
 // agent_id: this agent's; stop_signal: the teardown signal this agent
