@@ -57,12 +57,12 @@ TeardownStep decide_teardown(const TeardownView& now, int signal_number) {
   }
   if (!now.signalled_before) {
     if (now.state != AgentState::running) return {Teardown::wait_for_round, ""};
-    return {Teardown::stop_workers,
-            now.live_workers == 0
-                ? ""
-                : fmt::format(
-                      "received {}; stopping the workers (send it again to kill them at once)",
-                      name)};
+    return {
+        Teardown::stop_workers,
+        now.live_workers == 0
+            ? ""
+            : fmt::format("received {}; stopping the workers (send it again to kill them at once)",
+                          name)};
   }
   if (now.state != AgentState::stopping || now.live_workers == 0) return {Teardown::nothing, ""};
   return {Teardown::kill_workers, fmt::format("received {} again; killing the workers now", name)};

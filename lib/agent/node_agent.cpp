@@ -106,9 +106,8 @@ class NodeAgent {
                                     plan_.log_dir, temp_dir(plan_.host_env), plan_.run_id));
     run_dir_.emplace(std::move(*run_dir));
     if (!run_dir_->temporary()) spdlog::info("logs of this run: {}", run_dir_->path());
-    record_ = new_run_record(plan_, run_dir_->temporary()
-                                        ? std::nullopt
-                                        : std::optional<std::string>(run_dir_->path()));
+    record_ = new_run_record(
+        plan_, run_dir_->temporary() ? std::nullopt : std::optional<std::string>(run_dir_->path()));
     // Lets `gangrun stacks` find this job from another terminal.
     if (auto registered = register_job(plan_, record_.log_dir)) {
       registration_.emplace(std::move(*registered));
@@ -191,11 +190,10 @@ class NodeAgent {
     failed_here_ = false;
     set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
     const std::string attempt_path = run_dir_->attempt_path(round.attempt);
-    gang_->start(round_launches(plan_, round, run_dir_->path(), doctor_->worker_env(attempt_path),
-                                network_env_),
-                 [this, round](const supervise::AttemptOutcome& outcome) {
-                   on_round_done(round, outcome);
-                 });
+    gang_->start(
+        round_launches(plan_, round, run_dir_->path(), doctor_->worker_env(attempt_path),
+                       network_env_),
+        [this, round](const supervise::AttemptOutcome& outcome) { on_round_done(round, outcome); });
     doctor_->round_started(
         run_dir_->temporary() ? std::nullopt : std::optional<std::string>(attempt_path),
         round_store_endpoint(round), node_round_);

@@ -24,12 +24,11 @@ doctor::GangDoctor::NodeRound node_round_for(const rendezvous::RoundPlan& round,
   return nodes;
 }
 
-std::string round_assigned_message(const rendezvous::RoundPlan& round,
-                                   const rendezvous::Member& me,
+std::string round_assigned_message(const rendezvous::RoundPlan& round, const rendezvous::Member& me,
                                    const launch::RoundAssignment& assignment) {
-  return fmt::format("round {}: ranks {}-{} of {} (node {} of {}){}", round.round,
-                     me.rank_offset, me.rank_offset + me.local_world_size - 1, round.world_size,
-                     me.group_rank, round.members.size(),
+  return fmt::format("round {}: ranks {}-{} of {} (node {} of {}){}", round.round, me.rank_offset,
+                     me.rank_offset + me.local_world_size - 1, round.world_size, me.group_rank,
+                     round.members.size(),
                      assignment.master_addr == round.master_addr
                          ? ""
                          : fmt::format("; MASTER_ADDR={} ({}, as this node reached it)",
@@ -78,13 +77,12 @@ NodeLink::NodeLink(boost::asio::io_context& io, const launch::LaunchPlan& plan,
           .refused = [this](const Error& error) { events_.refused(error); }});
 }
 
-void NodeLink::on_round_assigned(const rendezvous::RoundPlan& round,
-                                 const rendezvous::Member& me) {
-  AssignedRound assigned{.assignment = assignment_from(round, me, attempts_here_++,
-                                                       participant_->store_connection()),
-                         .node_name = rendezvous::node_name(me),
-                         .nodes = node_round_for(round, me, participant_->job_nonce()),
-                         .network_env = {}};
+void NodeLink::on_round_assigned(const rendezvous::RoundPlan& round, const rendezvous::Member& me) {
+  AssignedRound assigned{
+      .assignment = assignment_from(round, me, attempts_here_++, participant_->store_connection()),
+      .node_name = rendezvous::node_name(me),
+      .nodes = node_round_for(round, me, participant_->job_nonce()),
+      .network_env = {}};
   spdlog::info("{}", round_assigned_message(round, me, assigned.assignment));
   assigned.network_env = round_network_.decide(
       plan_, round.round, participant_->store_connection(), launch::list_network_interfaces(),
@@ -102,8 +100,7 @@ void NodeLink::report_failure(const supervise::AttemptOutcome& so_far) {
 
 void NodeLink::report_hang() { participant_->report_failure(hang_report(participant_->me())); }
 
-void NodeLink::report_result(const supervise::AttemptOutcome& outcome,
-                             bool stopped_for_round_end) {
+void NodeLink::report_result(const supervise::AttemptOutcome& outcome, bool stopped_for_round_end) {
   participant_->report_result(round_report(participant_->me(), outcome, stopped_for_round_end));
 }
 

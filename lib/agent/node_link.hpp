@@ -50,8 +50,7 @@ doctor::GangDoctor::NodeRound node_round_for(const rendezvous::RoundPlan& round,
 
 // "round 2: ranks 4-7 of 8 (node 1 of 2)", and the workers' master address
 // when it is not the one the round names (assignment_from's choice).
-std::string round_assigned_message(const rendezvous::RoundPlan& round,
-                                   const rendezvous::Member& me,
+std::string round_assigned_message(const rendezvous::RoundPlan& round, const rendezvous::Member& me,
                                    const launch::RoundAssignment& assignment);
 
 // How this node's gang doctor reaches the others' (doctor::DoctorLink).

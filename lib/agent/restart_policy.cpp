@@ -24,9 +24,8 @@ AfterRound after_single_node_round(const launch::LaunchPlan& plan, int restart_c
   std::string what = outcome.blame
                          ? report::describe(*outcome.blame)
                          : fmt::format("rank {} failed ({})", root.rank, root.status.describe());
-  return {AfterRound::Kind::restart,
-          fmt::format("{}; restarting the gang ({} of {} restarts)", what, restart_count + 1,
-                      plan.max_restarts)};
+  return {AfterRound::Kind::restart, fmt::format("{}; restarting the gang ({} of {} restarts)",
+                                                 what, restart_count + 1, plan.max_restarts)};
 }
 
 RunResult finished_result(RunResult so_far, const report::AttemptRecord& last) {
@@ -62,10 +61,10 @@ JobEndHere job_end_here(RunResult so_far, const rendezvous::JobOutcome& outcome,
   }
   if (outcome.exit_code == 0 && last && last_round_failed_here(*last, stopped_for_round_end)) {
     end.result.exit_code = k_lost_rendezvous;
-    end.errors.push_back(fmt::format(
-        "the job was reported a success, but this node's workers did not all succeed: "
-        "exiting with {}",
-        k_lost_rendezvous));
+    end.errors.push_back(
+        fmt::format("the job was reported a success, but this node's workers did not all succeed: "
+                    "exiting with {}",
+                    k_lost_rendezvous));
   }
   if (!outcome.message.empty() && !mine) {
     // No agent to blame (nodes missing at the join timeout): nothing

@@ -15,8 +15,7 @@
 namespace gangrun::agent {
 
 // How the findings are read: GangDoctor::round_ended.
-using FindingsReader =
-    std::function<void(std::function<void(report::DoctorFindings found)> then)>;
+using FindingsReader = std::function<void(std::function<void(report::DoctorFindings found)> then)>;
 
 // Completes record's last attempt, then calls done, from a handler. plan,
 // record and probe outlive the call; attempts added to record meanwhile are

@@ -95,8 +95,8 @@ bool prints_failure_summary(const report::AttemptRecord& last,
 }
 
 RunResult report_run(const launch::LaunchPlan& plan, report::RunRecord& record, RunResult result,
-                     const std::optional<rendezvous::JobOutcome>& job,
-                     const std::string& agent_id, bool stopped_for_round_end) {
+                     const std::optional<rendezvous::JobOutcome>& job, const std::string& agent_id,
+                     bool stopped_for_round_end) {
   if (job) record.job = job_record(*job, agent_id);
   // No round ran here when there is no attempt (a run directory failed, a
   // spare, a lost store): no summary then.

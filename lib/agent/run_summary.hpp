@@ -55,8 +55,8 @@ bool prints_failure_summary(const report::AttemptRecord& last,
 // writes the report when the plan asks for one. A report asked for and not
 // written is no success: returns result with k_system_failure then, unless
 // the job failed already (a job's own failure keeps its code).
-RunResult report_run(const launch::LaunchPlan& plan, report::RunRecord& record,
-                           RunResult result, const std::optional<rendezvous::JobOutcome>& job,
-                           const std::string& agent_id, bool stopped_for_round_end);
+RunResult report_run(const launch::LaunchPlan& plan, report::RunRecord& record, RunResult result,
+                     const std::optional<rendezvous::JobOutcome>& job, const std::string& agent_id,
+                     bool stopped_for_round_end);
 
 }  // namespace gangrun::agent

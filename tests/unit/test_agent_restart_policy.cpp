@@ -89,7 +89,8 @@ TEST_CASE("restart policy: a hang restarts only with --on-hang restart and resta
   CHECK(after_single_node_round(plan_with(1, gangrun::config::OnHang::restart), 1, hung).kind ==
         AfterRound::Kind::hung_out);
 
-  AfterRound restart = after_single_node_round(plan_with(2, gangrun::config::OnHang::restart), 0, hung);
+  AfterRound restart =
+      after_single_node_round(plan_with(2, gangrun::config::OnHang::restart), 0, hung);
   CHECK(restart.kind == AfterRound::Kind::restart);
   CHECK(restart.warning == "the gang hung; restarting it (1 of 2 restarts)");
 
