@@ -54,9 +54,11 @@ const char* to_string(AgentState state) {
 namespace {
 
 // One run on this node. After start(), everything happens in handlers on
-// io_, turned by run() until the state is done. What it decides is decided
-// elsewhere (agent/restart_policy.hpp, agent_signals.hpp, run_summary.hpp);
-// it holds the run's state and carries the decisions out.
+// io_, turned by run() until the state is done. It holds the run's state
+// and carries out what its parts decide: what follows a round
+// (restart_policy.hpp), what a signal means (agent_signals.hpp), a round's
+// launches (round_start.hpp) and record (round_record.hpp), the report
+// (run_summary.hpp), and on many nodes the others' word (node_link.hpp).
 class NodeAgent {
  public:
   NodeAgent(const launch::LaunchPlan& plan, const SpawnerFactory& make_spawner)
