@@ -29,8 +29,8 @@
 #include <unistd.h>
 
 #include <csignal>
-#include <filesystem>
 #include <optional>
+#include <set>
 
 namespace gangrun::agent {
 namespace asio = boost::asio;
