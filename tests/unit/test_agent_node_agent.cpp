@@ -133,3 +133,32 @@ TEST_CASE("agent: a teardown signal stops the run and is re-raised, without a re
   for (std::size_t i = 0; i < 3; ++i) CHECK(spawner[i]->signals.front() == SIGTERM);
   CHECK(read_report(scratch).at("attempts").size() == 1);
 }
+
+TEST_CASE("agent: a report asked for and not written turns a success into a failure", "[agent]") {
+  Scratch scratch;
+  auto plan = plan_for(2, 0, scratch);
+  std::ofstream(scratch.path + "/file") << "";
+  plan.report_path = scratch.path + "/file/report.json";  // under a file: never written
+  Workers spawner;
+  RunResult result = run_agent(
+      plan,
+      [](FakeSpawner& fake, std::size_t index) { fake.exit(index, ExitStatus::exited_with(0)); },
+      spawner);
+  CHECK(result.exit_code == gangrun::exit_codes::k_system_failure);
+  CHECK(spawner.size() == 2);
+}
+
+TEST_CASE("agent: a worker's failure keeps its code when the report cannot be written", "[agent]") {
+  Scratch scratch;
+  auto plan = plan_for(2, 0, scratch);
+  std::ofstream(scratch.path + "/file") << "";
+  plan.report_path = scratch.path + "/file/report.json";
+  Workers spawner;
+  RunResult result = run_agent(
+      plan,
+      [](FakeSpawner& fake, std::size_t index) {
+        fake.exit(index, ExitStatus::exited_with(index == 0 ? 4 : 0));
+      },
+      spawner);
+  CHECK(result.exit_code == 4);
+}
