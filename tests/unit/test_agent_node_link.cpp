@@ -69,8 +69,14 @@ gangrun::launch::LaunchPlan one_node_job() {
 TEST_CASE("node link: one node meets itself through the store it hosts, and the job ends",
           "[agent][link]") {
   boost::asio::io_context io;
+  // The port was free a moment ago; another process may take it before the
+  // store binds it, so a few tries, each with a port free then.
   auto plan = one_node_job();
   auto hosted = gangrun::agent::host_rendezvous_store(io, plan);
+  for (int tries = 1; !hosted && tries < 5; ++tries) {
+    plan = one_node_job();
+    hosted = gangrun::agent::host_rendezvous_store(io, plan);
+  }
   REQUIRE(hosted);
   REQUIRE(*hosted);
   std::optional<AssignedRound> assigned;
