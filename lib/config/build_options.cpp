@@ -3,9 +3,9 @@
 #include "config/accelerate_values.hpp"
 #include "config/deepspeed_values.hpp"
 #include "config/hosts_values.hpp"
+#include "config/job_values.hpp"
 #include "config/option_values.hpp"
 #include "config/problems.hpp"
-#include "config/slurm_values.hpp"
 #include "schedulers/mpi_job.hpp"
 #include "util/strings.hpp"
 
@@ -128,11 +128,11 @@ Expected<void> check_nodes(const Options& o, const LayeredValues& values) {
 // An MPI task on several hosts whose head neither its variables nor the
 // user name (schedulers/mpi_job.hpp says what to do).
 Expected<void> check_scheduler_head(const Options& o, const LayeredValues& values) {
-  if (!o.scheduler_job || o.scheduler_job->start != schedulers::Start::every_node || o.standalone ||
-      o.rdzv_endpoint || given_value(values, opt::master_addr) != nullptr) {
+  if (!o.job || o.job->is_slurm() || o.job->start != schedulers::Start::every_node ||
+      o.standalone || o.rdzv_endpoint || given_value(values, opt::master_addr) != nullptr) {
     return {};
   }
-  return schedulers::check_mpi_head(*o.scheduler_job);
+  return schedulers::check_mpi_head(*o.job);
 }
 
 // c10d's nodes meet at an endpoint that every node is given; --standalone
@@ -266,8 +266,7 @@ Expected<Options> build_options(const Layers& layers, std::vector<std::string> p
   // after those layering found.
   Problems problems = std::move(found_before);
   Options o;
-  o.slurm_job = layers.slurm_job;
-  o.scheduler_job = layers.scheduler_job;
+  o.job = layers.job;
   check_refused(values, problems);
   apply_rows(values, o, problems);
   if (!problems.empty()) {

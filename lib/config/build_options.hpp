@@ -21,7 +21,7 @@ enum class Purpose { launch, devices, preflight };
 
 // `env` is consulted only for NO_COLOR. Records Options::origins for every
 // value in `layers.values`, and keeps the job the layers were read in
-// (Options::slurm_job, Options::scheduler_job). `found_before` holds the problems layering found
+// (Options::job). `found_before` holds the problems layering found
 // (layer_values); the values it could read are still typed and their problems
 // reported with those, but the checks that set options against each other
 // are left out then, since a value that did not read would make them report

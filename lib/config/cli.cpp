@@ -5,9 +5,9 @@
 #include "config/cli.hpp"
 
 #include "config/build_options.hpp"
+#include "config/job_values.hpp"
 #include "config/layering.hpp"
 #include "config/option_table.hpp"
-#include "config/slurm_values.hpp"
 #include "util/strings.hpp"
 
 #include <CLI/CLI.hpp>

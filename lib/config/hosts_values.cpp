@@ -1,8 +1,8 @@
 #include "config/hosts_values.hpp"
 
 #include "config/hostfile.hpp"
+#include "config/job_values.hpp"
 #include "config/option_values.hpp"
-#include "config/scheduler_values.hpp"
 #include "util/host.hpp"
 
 namespace gangrun::config {
@@ -40,7 +40,7 @@ void run_here(const HostSlots& host, Options& options) {
 
 Expected<void> type_hosts_values(const LayeredValues& values, Options& options) {
   HostsSettings& hosts = options.hosts;
-  const std::optional<schedulers::Job>& job = options.scheduler_job;
+  const std::optional<schedulers::Job>& job = options.job;
   bool from_job = !hosts.hostfile && job && job->start == schedulers::Start::first_node &&
                   options.launcher != Options::Launcher::local;
 

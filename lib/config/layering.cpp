@@ -5,9 +5,8 @@
 #include "config/accelerate_values.hpp"
 #include "config/config_file.hpp"
 #include "config/hostfile.hpp"
+#include "config/job_values.hpp"
 #include "config/option_values.hpp"
-#include "config/scheduler_values.hpp"
-#include "config/slurm_values.hpp"
 #include "schedulers/mpi_job.hpp"
 #include "util/host.hpp"
 #include "util/strings.hpp"
@@ -17,7 +16,6 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
-#include <variant>
 
 namespace gangrun::config {
 
@@ -256,13 +254,8 @@ void read_job(const EnvMap& env, bool worker_per_task, Layers& layers, Problems&
       .read_file = [](const std::string& path) { return read_user_file(path, k_node_file_kind); },
       .host_name = host::host_name(),
       .worker_per_task = worker_per_task};
-  Expected<std::optional<schedulers::AnyJob>> found = schedulers::read_job(env, context);
-  if (!problems.keep(found) || !*found) return;
-  if (auto* slurm_job = std::get_if<slurm::Job>(&**found)) {
-    layers.slurm_job = std::move(*slurm_job);
-  } else {
-    layers.scheduler_job = std::get<schedulers::Job>(std::move(**found));
-  }
+  Expected<std::optional<schedulers::Job>> found = schedulers::read_job(env, context);
+  if (problems.keep(found)) layers.job = std::move(*found);
 }
 
 }  // namespace
@@ -307,16 +300,14 @@ Layers layer_values(const std::vector<CommandLineValue>& command_line, const Env
   if (!launcher || parse_launcher(launcher->text) != Options::Launcher::local) {
     read_job(env, worker_per_task, layers, problems);
   }
-  std::optional<Partial> job_layer;
-  if (layers.slurm_job) {
+  std::optional<Partial> job_values;
+  if (layers.job) {
     // A job whose variables do not read is one problem; its layer is left out.
-    Expected<Partial> job_values = slurm_layer(*layers.slurm_job, worker_per_task);
-    if (problems.keep(job_values)) job_layer = std::move(*job_values);
-  } else if (layers.scheduler_job) {
-    job_layer = scheduler_layer(*layers.scheduler_job);
+    Expected<Partial> read = job_layer(*layers.job, worker_per_task);
+    if (problems.keep(read)) job_values = std::move(*read);
   }
-  if (job_layer) {
-    slurm = std::move(*job_layer);
+  if (job_values) {
+    slurm = std::move(*job_values);
     // Slurm's values stand back where the user chose what they would contradict.
     auto user_set = [&](std::string_view name) {
       std::optional<LayeredValue> value = given_by_name(name);

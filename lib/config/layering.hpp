@@ -1,8 +1,8 @@
 // Option values from every layer, reduced to one text per option:
 // command line > GANGRUN_<NAME> > PET_<NAME> > the --config file >
 // accelerate's YAML config (--config_file, or accelerate's default config
-// when the command line uses accelerate's own flags) > Slurm (in
-// a job, unless --launcher local; config/slurm_values.hpp) > the table's
+// when the command line uses accelerate's own flags) > the job's (Slurm's
+// or another system's, unless --launcher local; config/job_values.hpp) > the table's
 // default. NAME is the option's snake_case name upper-cased (GANGRUN_NNODES,
 // PET_NPROC_PER_NODE). Values stay text here; build_options.cpp types them.
 #pragma once
@@ -11,7 +11,6 @@
 #include "config/options.hpp"
 #include "config/problems.hpp"
 #include "schedulers/job.hpp"
-#include "slurm/job_environment.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
@@ -71,8 +70,7 @@ std::string env_name(std::string_view prefix, std::string_view snake_name);
 
 struct Layers {
   LayeredValues values;
-  std::optional<slurm::Job> slurm_job;           // the Slurm job the values were read in
-  std::optional<schedulers::Job> scheduler_job;  // or another system's
+  std::optional<schedulers::Job> job;  // the job the values were read in, of any system
 };
 
 // Layers every option. On the command line the last occurrence of an option

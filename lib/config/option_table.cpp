@@ -1,8 +1,8 @@
 #include "config/option_table.hpp"
 
+#include "config/job_values.hpp"
 #include "config/option_apply.hpp"
 #include "config/option_values.hpp"
-#include "config/slurm_values.hpp"
 #include "store/default_port.hpp"
 #include "util/strings.hpp"
 

@@ -9,7 +9,6 @@
 #include "config/hosts_settings.hpp"
 #include "config/rendezvous_backend.hpp"
 #include "schedulers/job.hpp"
-#include "slurm/job_environment.hpp"
 
 #include <map>
 #include <optional>
@@ -148,9 +147,8 @@ struct Options {
   Launcher launcher = Launcher::automatic;
   std::vector<std::string> launcher_args;  // --launcher_args "...": extra srun options
   bool worker_per_task = false;  // in a step with several tasks per node, each task is one worker
-  std::optional<slurm::Job> slurm_job;  // the job gangrun runs in, unless --launcher local
-  // Or the job of another scheduler or an MPI launcher (never both).
-  std::optional<schedulers::Job> scheduler_job;
+  // The job gangrun runs in, of any system (Slurm's with Job::slurm), unless --launcher local.
+  std::optional<schedulers::Job> job;
 
   // ---- devices (docs/devices.md, "Accelerators")
   Accelerator accelerator = Accelerator::automatic;

@@ -136,31 +136,6 @@ std::string rendezvous_text(const LaunchPlan& plan) {
   return out;
 }
 
-// The job gangrun runs in, in one shape for every system: "Slurm job 4711, node 1 of 3",
-// "PBS job 1742.pbs-server, node 0 of 1, hosts from PBS_NODEFILE=...", "MPICH/Intel MPI
-// (Hydra), no job id, node 1 of 2". The node is the plan's: the job's unless an option set
-// it. nullopt outside any job system. (A PBS or LSF job of several hosts plans the ssh start
-// instead, whose text names the job; remote/ssh_start.hpp.)
-std::optional<std::string> job_text(const LaunchPlan& plan) {
-  std::string system;
-  std::optional<std::string> job_id;
-  std::string hosts;
-  if (const auto& slurm_job = plan.slurm_job) {
-    system = "Slurm";
-    job_id = slurm_job->job_id.value;
-  } else if (const auto& other_job = plan.scheduler_job) {
-    system = other_job->system;
-    if (other_job->job_id) job_id = other_job->job_id->value;
-    if (other_job->start == schedulers::Start::first_node) {
-      hosts = ", hosts from " + other_job->hosts_origin;
-    }
-  } else {
-    return std::nullopt;
-  }
-  return fmt::format("{}{}, node {} of {}{}", system, job_id ? " job " + *job_id : ", no job id",
-                     plan.node_rank, plan.nnodes, hosts);
-}
-
 }  // namespace
 
 std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
@@ -171,13 +146,18 @@ std::string plan_to_text(const LaunchPlan& plan, bool verbose) {
                   plan.local_world_size, plan.host, plan.node_rank, plan.nnodes,
                   first_round.world_size, plan.run_id);
   out += fmt::format("  executable: {}\n", plan.program.executable);
-  if (std::optional<std::string> job = job_text(plan)) {
-    out += fmt::format("  job:        {}\n", *job);
+  // The job in one line for every system (schedulers::job_line); a PBS or
+  // LSF job of several hosts plans the ssh start instead, which prints the
+  // same line (remote/ssh_start.hpp).
+  if (plan.job) {
+    out += fmt::format("  job:        {}\n",
+                       schedulers::job_line(*plan.job, plan.node_rank, plan.nnodes));
   }
-  if (const auto& job = plan.slurm_job) {
-    out += fmt::format("  slurm:      job {}{}, {} nodes ({}){}\n", job->job_id.value,
-                       job->step_id ? ", step " + job->step_id->value : ", outside any step",
-                       job->num_nodes.value, job->node_list.text,
+  if (plan.job && plan.job->is_slurm()) {
+    const slurm::Job& job = *plan.job->slurm;
+    out += fmt::format("  slurm:      job {}{}, {} nodes ({}){}\n", job.job_id.value,
+                       job.step_id ? ", step " + job.step_id->value : ", outside any step",
+                       job.num_nodes.value, job.node_list.text,
                        plan.worker_per_task ? ", one worker per task" : "");
   }
   if (plan.multi_node) {

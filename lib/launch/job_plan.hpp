@@ -1,7 +1,6 @@
 // The job system's part of the plan: what Slurm or an MPI launcher says
-// about this task (lib/slurm, lib/schedulers). Every read of
-// Options::slurm_job and Options::scheduler_job by make_plan is here, so a
-// change to the job model touches this file only.
+// about this task (lib/schedulers, lib/slurm). Every read of Options::job by
+// make_plan is here, so a change to the job model touches this file only.
 #pragma once
 
 #include "config/options.hpp"
@@ -11,9 +10,9 @@
 
 namespace gangrun::launch {
 
-// Sets plan.host (the job's node name, else this host's), plan.slurm_job, plan.scheduler_job,
-// plan.worker_per_task and plan.srun_task (--worker-per-task: the task's
-// place on its host, from srun or an MPI launcher).
+// Sets plan.host (a Slurm job's node name, else this host's), plan.job,
+// plan.worker_per_task and plan.scheduler_task (--worker-per-task: the
+// task's place on its host, from srun or an MPI launcher).
 void plan_job(const config::Options& options, LaunchPlan& plan);
 
 // Where the store's host name came from, for messages: "--rdzv_endpoint"

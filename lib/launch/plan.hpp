@@ -36,9 +36,11 @@ struct WorkerPlan {
   std::vector<int> cpus = {};
 };
 
-// --worker-per-task under srun: the task's place among the tasks on its
-// machine, as srun numbers them (SLURM_LOCALID, SLURM_TASKS_PER_NODE).
-struct SrunTask {
+// --worker-per-task under srun or an MPI launcher: the task's place among
+// the tasks on its machine, as the job system numbers them (SLURM_LOCALID
+// and SLURM_STEP_TASKS_PER_NODE, OMPI_COMM_WORLD_LOCAL_RANK/_SIZE,
+// MPI_LOCALRANKID/MPI_LOCALNRANKS).
+struct SchedulerTask {
   int local_id = 0;
   int tasks_on_node = 1;
 };
@@ -111,12 +113,11 @@ struct LaunchPlan {
   // --numa_binding: the workers' cpus are near their accelerators.
   std::optional<config::NumaBinding> numa_binding;
 
-  // The Slurm job gangrun runs in (nullopt: none, or --launcher local), and
-  // --worker-per-task's srun task when it gives the local rank.
-  std::optional<slurm::Job> slurm_job;
-  std::optional<schedulers::Job> scheduler_job;  // or another system's
+  // The job gangrun runs in, of any system (nullopt: none, or --launcher
+  // local), and --worker-per-task's task when its system gives the local rank.
+  std::optional<schedulers::Job> job;
   bool worker_per_task = false;
-  std::optional<SrunTask> srun_task;
+  std::optional<SchedulerTask> scheduler_task;
 
   ResolvedProgram program;
   bool prefix_output = false;          // prefix mode (pipes) rather than inherit

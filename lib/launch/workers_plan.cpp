@@ -19,7 +19,7 @@ Expected<std::vector<std::vector<int>>> numa_cpus(const config::Options& options
   std::vector<int> usable = host::usable_cpus();
   NumaRequest request{.mode = *options.numa_binding,
                       .devices_per_worker = plan.per_rank_visibility ? options.devices_per_proc : 1,
-                      .first_local_rank = plan.srun_task ? plan.srun_task->local_id : 0,
+                      .first_local_rank = plan.scheduler_task ? plan.scheduler_task->local_id : 0,
                       .sysfs_root = sysfs_root(host_env),
                       .usable = {usable.begin(), usable.end()}};
   return numa_worker_cpus(request, plan.devices, plan.local_world_size);

@@ -20,7 +20,7 @@ void plan_output(const config::Options& options, const EnvMap& host_env, LaunchP
 // dialects' worker_starts), its CPUs (the dialects', or --numa_binding's),
 // its mask from `device_envs` (place_workers) and where its streams go.
 // Reads plan.dialects, program, devices, local_world_size, per_rank_visibility,
-// srun_task and log_dir, so those are set first.
+// scheduler_task and log_dir, so those are set first.
 Expected<void> plan_workers(const config::Options& options, const EnvMap& host_env,
                             std::vector<EnvMap> device_envs, LaunchPlan& plan);
 

@@ -92,7 +92,8 @@ Expected<std::string> mpirun_dry_run_for(const Options& options,
                      command_for(options, arguments, env, "mpirun", self_for_dry_run(), run_id));
   return "gangrun dry run: gangrun would start itself on " +
          std::to_string(options.hosts.hosts.size()) + " host(s) through mpirun, " +
-         hosts_origin(options) + ", one task per host:\n  " + strings::shell_join(*command) +
+         hosts_origin(options) + ", one task per host:\n" + hosts_job_line(options) + "  " +
+         strings::shell_join(*command) +
          "\n(Each task reads its node rank from mpirun's variables; run with " +
          self_option(config::dash_case(opt::dry_run)) +
          " under mpirun, it prints its own node's dry run.)\n" + fresh_run_id_note(run_id);

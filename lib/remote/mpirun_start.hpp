@@ -53,7 +53,8 @@ std::vector<std::string> mpirun_command(const config::Options& options, const st
                                         bool as_root, const std::optional<std::string>& run_id);
 
 // "gangrun dry run: gangrun would start itself on N host(s) through
-// mpirun, one task per host:" and the quoted command. Errors: a
+// mpirun, one task per host:", the job line of a PBS or LSF job's hosts
+// (hosts_job_line) and the quoted command. Errors: a
 // .deepspeed_env file that cannot be read.
 Expected<std::string> mpirun_dry_run_for(const config::Options& options,
                                          const std::vector<std::string>& arguments,

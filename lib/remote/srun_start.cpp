@@ -36,12 +36,12 @@ std::optional<std::string> placed_by_user(const Options& options, std::string_vi
 }  // namespace
 
 Expected<bool> starts_through_srun(const Options& options) {
-  if (!options.slurm_job || options.launcher == Options::Launcher::local ||
+  if (!options.job || !options.job->is_slurm() || options.launcher == Options::Launcher::local ||
       options.launcher == Options::Launcher::ssh ||
       options.launcher == Options::Launcher::openmpi) {
     return false;
   }
-  const slurm::Job& job = *options.slurm_job;
+  const slurm::Job& job = *options.job->slurm;
   std::optional<std::string> placed;
   for (std::string_view name : k_placing_options) {
     if ((placed = placed_by_user(options, name))) break;
@@ -109,7 +109,7 @@ Expected<int> run_through_srun(const Options& options, const std::vector<std::st
   GANGRUN_TRY_ASSIGN(self, self_for_run());
   std::vector<std::string> command = srun_command(options, *srun, *self, arguments);
   spdlog::info("starting gangrun on {} nodes of Slurm job {}: {}", options.nnodes,
-               options.slurm_job->job_id.value, strings::join(command, " "));
+               options.job->slurm->job_id.value, strings::join(command, " "));
   // srun's own answer to one INT is only a status line: TERM it is.
   // srun --export=ALL gives every task this environment; Slurm keeps it
   // from other users.

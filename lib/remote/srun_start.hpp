@@ -1,7 +1,7 @@
 // The batch form under Slurm: in an allocation, outside any srun step,
 // gangrun starts itself on every node through srun, one task per node, as
 // mpirun does under Slurm. Each copy then finds itself in a step and runs
-// the node agent with the step's values (config/slurm_values.hpp). The
+// the node agent with the step's values (config/job_values.hpp). The
 // gangrun that called srun only passes signals on and ends with srun's code.
 #pragma once
 

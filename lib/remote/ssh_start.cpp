@@ -65,10 +65,10 @@ std::string remote_script(const std::string& cwd, const std::string& command) {
 
 Expected<bool> starts_through_ssh(const Options& options) {
   if (options.launcher != Options::Launcher::ssh) return false;
-  if (options.slurm_job && options.user_origin(opt::launcher) == nullptr) {
+  if (options.job && options.job->is_slurm() && options.user_origin(opt::launcher) == nullptr) {
     return fail_usage("-H/" + self_option(opt::hostfile) +
                       " names hosts to reach over ssh, and this gangrun runs in Slurm job " +
-                      options.slurm_job->job_id.value + ", which gives nodes too: give " +
+                      options.job->slurm->job_id.value + ", which gives nodes too: give " +
                       self_option(opt::launcher) +
                       " ssh to use the hostfile, or drop it to use the allocation");
   }
@@ -169,19 +169,37 @@ std::vector<std::string> ssh_command(const Options& options, std::size_t index,
   return command;
 }
 
+namespace {
+
+// The job whose hosts these are (a PBS or LSF job's script runs gangrun),
+// or nullptr under a hostfile.
+const schedulers::Job* job_of_hosts(const Options& options) {
+  const std::optional<schedulers::Job>& job = options.job;
+  if (options.hosts.hostfile || !job || job->is_slurm()) return nullptr;
+  return &*job;
+}
+
+}  // namespace
+
 std::string hosts_origin(const Options& options) {
-  const std::optional<schedulers::Job>& job = options.scheduler_job;
-  if (options.hosts.hostfile || !job)
-    return "-H/" + self_option(opt::hostfile) + " " + options.hosts.hostfile.value_or("");
+  const schedulers::Job* job = job_of_hosts(options);
+  if (!job) return "-H/" + self_option(opt::hostfile) + " " + options.hosts.hostfile.value_or("");
   std::string id = job->job_id ? " " + strings::printable(job->job_id->value) : "";
   return "the hosts of " + job->system + " job" + id + " (" + job->hosts_origin + ")";
 }
 
+std::string hosts_job_line(const Options& options) {
+  const schedulers::Job* job = job_of_hosts(options);
+  if (!job) return "";
+  int hosts = static_cast<int>(options.hosts.hosts.size());
+  return "  job:        " + schedulers::job_line(*job, 0, hosts) + "\n";
+}
+
 std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands,
-                             const std::string& origin) {
+                             const std::string& origin, const std::string& job_line) {
   std::string text = "gangrun dry run: gangrun would start itself on " +
                      std::to_string(commands.size()) + " host(s) over ssh, " + origin +
-                     ", one command per host:\n";
+                     ", one command per host:\n" + job_line;
   for (const std::vector<std::string>& command : commands) {
     text += "  " + strings::shell_join(command) + "\n";
   }
@@ -213,7 +231,8 @@ Expected<std::string> ssh_dry_run_for(const Options& options,
   std::optional<HostsRunId> run_id = run_id_for_hosts(options);
   GANGRUN_TRY_ASSIGN(commands,
                      every_command(options, arguments, env, "ssh", self_for_dry_run(), run_id));
-  return ssh_dry_run_text(*commands, hosts_origin(options)) + fresh_run_id_note(run_id);
+  return ssh_dry_run_text(*commands, hosts_origin(options), hosts_job_line(options)) +
+         fresh_run_id_note(run_id);
 }
 
 Expected<int> run_through_ssh(const Options& options, const std::vector<std::string>& arguments,

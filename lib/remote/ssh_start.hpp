@@ -68,10 +68,17 @@ std::vector<std::string> ssh_command(const config::Options& options, std::size_t
 // 17.pbs (PBS_NODEFILE=PATH)" when a scheduler's job script runs gangrun.
 std::string hosts_origin(const config::Options& options);
 
+// The dry run's `job:` line, the same as under every other system
+// (schedulers::job_line), when the hosts are a PBS or LSF job's: this
+// gangrun, on the job's first host, is node 0 of the hosts. Empty under a
+// hostfile.
+std::string hosts_job_line(const config::Options& options);
+
 // "gangrun dry run: gangrun would start itself on N hosts over ssh, ORIGIN,
-// one command per host:" and one quoted command per host.
+// one command per host:", `job_line` (hosts_job_line()) and one quoted
+// command per host.
 std::string ssh_dry_run_text(const std::vector<std::vector<std::string>>& commands,
-                             const std::string& origin);
+                             const std::string& origin, const std::string& job_line);
 
 // ssh_dry_run_text() of the commands run_through_ssh() would run. Errors:
 // a .deepspeed_env file that cannot be read.

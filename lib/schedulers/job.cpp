@@ -58,6 +58,22 @@ Expected<void> check_this_host_listed(const std::vector<Host>& hosts, std::strin
                     "), so its node rank is ambiguous: name each host once in one spelling");
 }
 
+Job from_slurm(slurm::Job job) {
+  Job one;
+  one.system = "Slurm";
+  one.job_id = job.job_id;
+  one.num_nodes = job.num_nodes;
+  one.slurm = std::move(job);
+  return one;
+}
+
+std::string job_line(const Job& job, int node_rank, int nnodes) {
+  std::string line = job.system + (job.job_id ? " job " + job.job_id->value : ", no job id");
+  line += ", node " + std::to_string(node_rank) + " of " + std::to_string(nnodes);
+  if (job.start == Start::first_node) line += ", hosts from " + job.hosts_origin;
+  return line;
+}
+
 std::string head_origin(const Job& job) {
   if (!job.head) return "";
   if (job.head->value != job.head->text) return "the head node: the first of " + job.head->variable;

@@ -1,8 +1,9 @@
-// What a scheduler other than Slurm says about the job gangrun runs in, read
-// from the variables it sets (PBS/Torque, LSF, Kubeflow's PyTorchJob,
-// SkyPilot, and MPI launchers: Open MPI, MPICH/Hydra, Intel MPI). Slurm has
-// its own richer reader (slurm/job_environment.hpp). Only the environment and
-// the files it names are read; nothing asks the scheduler.
+// The job gangrun runs in, in one shape for every system, read from the
+// variables it sets: Slurm, PBS/Torque, LSF, Kubeflow's PyTorchJob,
+// SkyPilot, and MPI launchers (Open MPI, MPICH/Hydra, Intel MPI). Slurm's
+// reader (slurm/job_environment.hpp) reads more of a job than the others:
+// its job carries that as Job::slurm. Only the environment and the files it
+// names are read; nothing asks the scheduler.
 #pragma once
 
 #include "slurm/job_environment.hpp"
@@ -13,7 +14,6 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 
 namespace gangrun::schedulers {
@@ -43,10 +43,12 @@ struct Host {
 };
 
 struct Job {
-  std::string system;  // "PBS", "LSF", "Kubeflow PyTorchJob", "SkyPilot", "Open MPI", ...
+  // "Slurm", "PBS", "LSF", "Kubeflow PyTorchJob", "SkyPilot", "Open MPI", ...
+  std::string system;
   Start start = Start::every_node;
-  std::optional<Read<std::string>> job_id;  // the run id's source (TORCHELASTIC_RUN_ID)
-  Read<int> num_nodes;                      // how many gangrun agents the job has
+  // The run id's source (TORCHELASTIC_RUN_ID); Slurm's: SLURM_JOB_ID.
+  std::optional<Read<std::string>> job_id;
+  Read<int> num_nodes;  // how many gangrun agents the job has
   // every_node: this agent's node rank, the head node that hosts the store
   // (its name or address) and, when the system gives one, the store's port.
   std::optional<Read<int>> node_rank;
@@ -64,8 +66,18 @@ struct Job {
   // came from ("PBS_NODEFILE=/var/spool/pbs/aux/17.pbs").
   std::vector<Host> hosts;
   std::string hosts_origin;
+  // A Slurm job: all that its reader read (its place, step, node list,
+  // tasks, GPUs), which config/job_values.cpp and remote/srun_start.cpp
+  // read. Of the fields above it sets system, job_id and num_nodes only;
+  // the rest stay empty (srun, not this shape, starts gangrun on its nodes).
+  std::optional<slurm::Job> slurm;
+  bool is_slurm() const { return slurm.has_value(); }
   bool operator==(const Job&) const = default;
 };
+
+// A Slurm job in the one shape: system "Slurm", its job id and node count,
+// and all of it in Job::slurm.
+Job from_slurm(slurm::Job job);
 
 // What a reader needs besides the environment: how to read a file the job
 // names (config's read_user_file, so that this module opens no file itself),
@@ -77,20 +89,24 @@ struct Context {
   bool worker_per_task = false;
 };
 
-// A job of any system: Slurm's (slurm/job_environment.hpp, which reads more
-// of it) or another's.
-using AnyJob = std::variant<slurm::Job, Job>;
-
 // The job gangrun runs in, or nullopt under none: the first system whose
 // variables are set, asked in the one order of job_readers.cpp (an MPI
 // launcher's task, Slurm, Kubeflow, SkyPilot, PBS, LSF). A system whose
 // variables are there but do not describe a job gangrun can run in gives
 // the usage error, naming the variable or file and what to do; the systems
 // after it are not asked.
-Expected<std::optional<AnyJob>> read_job(const EnvMap& env, const Context& context);
+Expected<std::optional<Job>> read_job(const EnvMap& env, const Context& context);
 
 // Where the head came from, for messages and --dry-run -v: "the head node:
 // MASTER_ADDR=train-master-0", "the head node: the first of SKYPILOT_NODE_IPS".
 std::string head_origin(const Job& job);
+
+// The job in one line, the same for every system, for the dry runs (the
+// plan's, launch/dry_run.cpp, and the ssh start's, remote/ssh_start.cpp):
+// "Slurm job 4711, node 1 of 3", "PBS job 1742.pbs-server, node 0 of 2,
+// hosts from PBS_NODEFILE=PATH", "MPICH/Intel MPI (Hydra), no job id, node 1
+// of 2". The node and the count are the caller's: the job's, unless an
+// option set them.
+std::string job_line(const Job& job, int node_rank, int nnodes);
 
 }  // namespace gangrun::schedulers

@@ -5,7 +5,8 @@
 //   on a Slurm allocation's nodes through srun, so its tasks see a Slurm
 //   step too (mpi_job.hpp says how a task of srun --mpi=pmi2 is left to
 //   Slurm);
-// - then Slurm, whose reader reads more of a job than the others;
+// - then Slurm, whose reader reads more of a job than the others (kept
+//   whole in Job::slurm);
 // - then Kubeflow and SkyPilot, whose pods and nodes start gangrun on every
 //   node, before PBS and LSF, whose job script runs on the first one.
 #include "schedulers/job.hpp"
@@ -18,39 +19,38 @@ namespace gangrun::schedulers {
 
 namespace {
 
-using Reader = Expected<std::optional<AnyJob>> (*)(const EnvMap& env, const Context& context);
+using Reader = Expected<std::optional<Job>> (*)(const EnvMap& env, const Context& context);
 
 struct JobReader {
   std::string_view system;  // for whoever reads this list
   Reader read;
 };
 
-// A reader of some job type, as a reader of AnyJob.
-template <typename Found>
-Expected<std::optional<AnyJob>> as_any(Expected<std::optional<Found>> found) {
-  if (!found) return tl::unexpected(found.error());
-  if (!*found) return std::optional<AnyJob>();
-  return std::optional<AnyJob>(AnyJob(std::move(**found)));
+// Slurm's reader, whose job becomes the one shape with all it read kept.
+Expected<std::optional<Job>> read_slurm_job(const EnvMap& env, const Context&) {
+  GANGRUN_TRY_ASSIGN(found, slurm::read_job(env));
+  if (!*found) return std::optional<Job>();
+  return std::optional<Job>(from_slurm(std::move(**found)));
 }
 
 constexpr JobReader k_job_readers[] = {
-    {"MPI", [](const EnvMap& env,
-               const Context& c) { return as_any(read_mpi_job(env, c.worker_per_task)); }},
-    {"Slurm", [](const EnvMap& env, const Context&) { return as_any(slurm::read_job(env)); }},
-    {"Kubeflow", [](const EnvMap& env, const Context&) { return as_any(read_kubeflow_job(env)); }},
-    {"SkyPilot", [](const EnvMap& env, const Context&) { return as_any(read_skypilot_job(env)); }},
-    {"PBS", [](const EnvMap& env, const Context& c) { return as_any(read_pbs_job(env, c)); }},
-    {"LSF", [](const EnvMap& env, const Context& c) { return as_any(read_lsf_job(env, c)); }},
+    {"MPI",
+     [](const EnvMap& env, const Context& c) { return read_mpi_job(env, c.worker_per_task); }},
+    {"Slurm", read_slurm_job},
+    {"Kubeflow", [](const EnvMap& env, const Context&) { return read_kubeflow_job(env); }},
+    {"SkyPilot", [](const EnvMap& env, const Context&) { return read_skypilot_job(env); }},
+    {"PBS", read_pbs_job},
+    {"LSF", read_lsf_job},
 };
 
 }  // namespace
 
-Expected<std::optional<AnyJob>> read_job(const EnvMap& env, const Context& context) {
+Expected<std::optional<Job>> read_job(const EnvMap& env, const Context& context) {
   for (const JobReader& reader : k_job_readers) {
     GANGRUN_TRY_ASSIGN(found, reader.read(env, context));
     if (*found) return found;
   }
-  return std::optional<AnyJob>();
+  return std::optional<Job>();
 }
 
 }  // namespace gangrun::schedulers

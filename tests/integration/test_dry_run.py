@@ -116,7 +116,7 @@ class DryRunJobLine(GangrunTestCase):
 
     def test_names_the_system_job_and_node(self):
         host = socket.gethostname()
-        # PBS and LSF on one host: on several, the dry run is the plan of the ssh start instead.
+        # PBS and LSF on one host: on several, the dry run is the ssh start's (the next test).
         node_file = self.path("aux-1742.pbs-server")
         with open(node_file, "w") as f:
             f.write(f"{host}\n{host}\n")
@@ -140,6 +140,24 @@ class DryRunJobLine(GangrunTestCase):
             (skypilot, "SkyPilot job sky-2026-11-26_train_1, node 1 of 2"),
             (open_mpi, "Open MPI job 3418030081, node 1 of 2"),
             (hydra, "MPICH/Intel MPI (Hydra), no job id, node 1 of 2"),
+        )
+        for variables, line in expected:
+            with self.subTest(line.split()[0]):
+                self.assertEqual(self.job_line(variables), line)
+
+    def test_a_batch_job_of_several_hosts_names_it_too(self):
+        """PBS and LSF on several hosts: the dry run is the ssh start's, with the same line. The
+        job script runs on the first host, this one; the other is an address, which no name
+        lookup leaves the machine for."""
+        host = socket.gethostname()
+        node_file = self.path("aux-1742.pbs-server")
+        with open(node_file, "w") as f:
+            f.write(f"{host}\n{host}\n127.0.0.2\n127.0.0.2\n")
+        pbs = {"PBS_JOBID": "1742.pbs-server", "PBS_NODEFILE": node_file, "PBS_ENVIRONMENT": "PBS_BATCH"}
+        lsf = {"LSB_JOBID": "5511", "LSB_MCPU_HOSTS": f"{host} 1 127.0.0.2 1"}
+        expected = (
+            (pbs, f"PBS job 1742.pbs-server, node 0 of 2, hosts from PBS_NODEFILE={node_file}"),
+            (lsf, f"LSF job 5511, node 0 of 2, hosts from LSB_MCPU_HOSTS={host} 1 127.0.0.2 1"),
         )
         for variables, line in expected:
             with self.subTest(line.split()[0]):

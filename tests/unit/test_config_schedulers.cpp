@@ -76,8 +76,9 @@ TEST_CASE("a PyTorchJob pod's variables give its node rank, the master and its p
   CHECK(o.master_addr == "mnist-master-0");
   CHECK(o.master_port == 23456);
   CHECK(o.rdzv_id == "mnist-master-0");
-  REQUIRE(o.scheduler_job);
-  CHECK(o.scheduler_job->system == "Kubeflow PyTorchJob");
+  REQUIRE(o.job);
+  CHECK_FALSE(o.job->is_slurm());
+  CHECK(o.job->system == "Kubeflow PyTorchJob");
   CHECK(origin_text(o, "nnodes") == "3 (WORLD_SIZE=3)");
   CHECK(origin_text(o, "node_rank") == "2 (RANK=2)");
   CHECK(origin_text(o, "master_addr") ==
@@ -99,7 +100,7 @@ TEST_CASE("a PyTorchJob pod's variables give its node rank, the master and its p
   SECTION("outside Kubernetes MASTER_ADDR and RANK are not a job") {
     EnvMap env = pytorch_job_pod();
     env.erase("KUBERNETES_SERVICE_HOST");
-    CHECK_FALSE(launch({"train.py"}, env).scheduler_job);
+    CHECK_FALSE(launch({"train.py"}, env).job);
   }
   SECTION("the user's values win") {
     Options given = launch({"--master_addr", "10.0.0.9", "--master_port", "1234", "train.py"},
@@ -184,7 +185,7 @@ TEST_CASE("a PBS job script starts gangrun on the node file's hosts over ssh",
   SECTION("--launcher local runs here alone") {
     Options local = launch({"--launcher", "local", "train.py"}, env);
     CHECK(local.hosts.hosts.empty());
-    CHECK_FALSE(local.scheduler_job);
+    CHECK_FALSE(local.job);
   }
   SECTION("a node file that does not name this host") {
     NodeFile others("node-a\nnode-b\n");

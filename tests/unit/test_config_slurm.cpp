@@ -2,8 +2,8 @@
 // every layer the user writes; values that would contradict what the user
 // chose stand back; --launcher local turns it off; the checks of a step's
 // shape and of --launcher.
+#include "config/job_values.hpp"
 #include "config/option_names.hpp"
-#include "config/slurm_values.hpp"
 #include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -46,7 +46,11 @@ TEST_CASE("inside a step the node options come from Slurm", "[config][slurm]") {
   CHECK(o.master_port == 20000 + 41 * 16);
   CHECK(o.rdzv_id == "41.0");
   CHECK_FALSE(o.nproc_per_node);  // no GPUs: the default, one worker
-  REQUIRE(o.slurm_job);
+  REQUIRE(o.job);
+  CHECK(o.job->is_slurm());
+  CHECK(o.job->system == "Slurm");
+  CHECK(o.job->job_id->value == "41");
+  CHECK(o.job->num_nodes.value == 3);
   CHECK(origin(o, "nnodes").source == Source::slurm);
   CHECK(origin(o, "nnodes").text == "3 (SLURM_STEP_NUM_NODES=3)");
   CHECK(origin(o, "node_rank").text == "2 (SLURM_NODEID=2)");
@@ -136,9 +140,9 @@ TEST_CASE("the local launcher reads nothing from Slurm", "[config][slurm]") {
   env["SLURM_STEP_NUM_NODES"] = "not read";
   Options o = launch({"--launcher", "local", "train.py"}, env);
   CHECK(o.nnodes == 1);
-  CHECK_FALSE(o.slurm_job);
+  CHECK_FALSE(o.job);
   env["GANGRUN_LAUNCHER"] = "local";
-  CHECK_FALSE(launch({"train.py"}, env).slurm_job);
+  CHECK_FALSE(launch({"train.py"}, env).job);
 }
 
 TEST_CASE("a step with several tasks per node is refused with the fix", "[config][slurm]") {

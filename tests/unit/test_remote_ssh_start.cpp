@@ -94,10 +94,32 @@ TEST_CASE("ssh start: one command per host, node rank and slots of that host", "
 
 TEST_CASE("ssh start: the dry run lists every host's command", "[remote][ssh]") {
   std::string text = gangrun::remote::ssh_dry_run_text({{"ssh", "node1", "x y"}, {"ssh", "node2"}},
-                                                       "-H/--hostfile hosts");
+                                                       "-H/--hostfile hosts", "");
   CHECK_THAT(text, Contains("2 host(s) over ssh, -H/--hostfile hosts, one command per host"));
   CHECK_THAT(text, Contains("  ssh node1 'x y'\n"));
   CHECK_THAT(text, Contains("  ssh node2\n"));
+}
+
+TEST_CASE("ssh start: a PBS job's hosts print the job line every dry run prints",
+          "[remote][ssh][schedulers]") {
+  Options options = two_hosts();
+  gangrun::schedulers::Job pbs;
+  pbs.system = "PBS";
+  pbs.start = gangrun::schedulers::Start::first_node;
+  pbs.job_id = {.value = "1742.pbs-server", .variable = "PBS_JOBID", .text = "1742.pbs-server"};
+  pbs.hosts_origin = "PBS_NODEFILE=/aux/1742";
+  options.job = pbs;
+  std::string line = gangrun::remote::hosts_job_line(options);
+  CHECK(line ==
+        "  job:        PBS job 1742.pbs-server, node 0 of 2, hosts from PBS_NODEFILE=/aux/1742\n");
+  std::string text = gangrun::remote::ssh_dry_run_text(
+      {{"ssh", "node1"}, {"ssh", "node2"}}, gangrun::remote::hosts_origin(options), line);
+  CHECK_THAT(text, Contains("over ssh, the hosts of PBS job 1742.pbs-server "
+                            "(PBS_NODEFILE=/aux/1742), one command per host:\n" +
+                            line + "  ssh node1\n"));
+
+  options.hosts.hostfile = "hosts";  // a hostfile's hosts are no job's
+  CHECK(gangrun::remote::hosts_job_line(options).empty());
 }
 
 namespace {

@@ -28,9 +28,9 @@ EnvMap torchrun_variables(const LaunchPlan& plan, const WorkerPlan& worker,
   // that LOCAL_RANK still picks the task's device.
   int local_rank = worker.local_rank;
   int local_world_size = plan.local_world_size;
-  if (plan.srun_task) {
-    local_rank = plan.srun_task->local_id;
-    local_world_size = plan.srun_task->tasks_on_node;
+  if (plan.scheduler_task) {
+    local_rank = plan.scheduler_task->local_id;
+    local_world_size = plan.scheduler_task->tasks_on_node;
   }
   EnvMap vars = {
       {"LOCAL_RANK", std::to_string(local_rank)},

@@ -1,11 +1,10 @@
-#include "config/slurm_values.hpp"
+#include "config/job_values.hpp"
 
 #include "slurm/hostlist.hpp"
 #include "util/strings.hpp"
 
 namespace gangrun::config {
 
-using slurm::Job;
 using slurm::variable_text;
 
 Expected<Options::Launcher> parse_launcher(std::string_view text) {
@@ -60,9 +59,11 @@ Expected<std::vector<std::string>> parse_launcher_args(std::string_view text) {
   return words;
 }
 
-Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job& job,
-                                                                       bool worker_per_task) {
-  std::map<std::string, LayeredValue, std::less<>> values;
+namespace {
+
+// A Slurm job's values (job_values.hpp says which).
+Expected<LayeredValues> slurm_layer(const slurm::Job& job, bool worker_per_task) {
+  LayeredValues values;
   auto put = [&](std::string_view option, std::string text, std::string origin) {
     values[std::string(option)] =
         from_job_variables(std::move(text), option, std::move(origin), Source::slurm);
@@ -111,8 +112,55 @@ Expected<std::map<std::string, LayeredValue, std::less<>>> slurm_layer(const Job
   return values;
 }
 
+// Another system's job's values (job_values.hpp says which).
+LayeredValues scheduler_layer(const schedulers::Job& job) {
+  LayeredValues values;
+  auto put = [&](std::string_view option, std::string text, std::string origin) {
+    values[std::string(option)] =
+        from_job_variables(std::move(text), option, std::move(origin), Source::scheduler);
+  };
+  if (job.job_id) put(opt::rdzv_id, job.job_id->value, variable_text(*job.job_id));
+  if (job.start == schedulers::Start::first_node) {
+    put(opt::nnodes, std::to_string(job.hosts.size()), job.hosts_origin);
+    return values;
+  }
+  put(opt::nnodes, std::to_string(job.num_nodes.value), variable_text(job.num_nodes));
+  if (job.node_rank) {
+    put(opt::node_rank, std::to_string(job.node_rank->value), variable_text(*job.node_rank));
+  }
+  // One node keeps the single-node defaults, 127.0.0.1 and a free port.
+  if (job.num_nodes.value > 1) {
+    if (job.head) put(opt::master_addr, job.head->value, schedulers::head_origin(job));
+    if (job.port) put(opt::master_port, std::to_string(job.port->value), variable_text(*job.port));
+  }
+  if (job.workers_per_node) {
+    put(opt::nproc_per_node, std::to_string(job.workers_per_node->value),
+        variable_text(*job.workers_per_node));
+  }
+  return values;
+}
+
+}  // namespace
+
+Expected<LayeredValues> job_layer(const schedulers::Job& job, bool worker_per_task) {
+  if (job.is_slurm()) return slurm_layer(*job.slurm, worker_per_task);
+  return scheduler_layer(job);
+}
+
+std::vector<HostfileEntry> scheduler_hosts(const schedulers::Job& job,
+                                           const std::optional<ProcCount>& nproc_per_node) {
+  std::vector<HostfileEntry> entries;
+  int line = 0;
+  bool counted = nproc_per_node && nproc_per_node->kind == ProcCount::Kind::number;
+  for (const schedulers::Host& host : job.hosts) {
+    entries.push_back(HostfileEntry{
+        .host = host.name, .slots = counted ? nproc_per_node->number : host.slots, .line = ++line});
+  }
+  return entries;
+}
+
 Expected<void> check_slurm_job(const Options& options) {
-  if (!options.slurm_job) {
+  if (!options.job || !options.job->is_slurm()) {
     if (options.launcher == Options::Launcher::slurm) {
       return fail_usage(
           "--launcher slurm needs a Slurm allocation, and SLURM_JOB_ID is not set: run gangrun "
@@ -120,7 +168,7 @@ Expected<void> check_slurm_job(const Options& options) {
     }
     return {};
   }
-  const Job& job = *options.slurm_job;
+  const slurm::Job& job = *options.job->slurm;
   if (job.place != slurm::Place::step || !job.tasks_on_node) return {};
   int tasks = job.tasks_on_node->value;
   if (options.worker_per_task) {
