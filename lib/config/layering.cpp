@@ -278,10 +278,10 @@ Layers layer_values(const std::vector<CommandLineValue>& command_line, const Env
   std::optional<LayeredValue> config_file;
   from_accelerate_config(cli, env, config_file, accelerate_file, problems);
 
-  // The value an option has from the layers above Slurm: the command line,
-  // GANGRUN_*, PET_*, the config file. The launcher decides whether Slurm is
-  // a layer at all, so it is looked up before the layers are merged.
-  auto given_above_slurm = [&](const OptionSpec& spec) -> std::optional<LayeredValue> {
+  // The value an option has from the layers above the job's: the command
+  // line, GANGRUN_*, PET_*, the config file. The launcher decides whether the
+  // job is a layer at all, so it is looked up before the layers are merged.
+  auto given_above_job = [&](const OptionSpec& spec) -> std::optional<LayeredValue> {
     if (auto it = cli.find(spec.name); it != cli.end()) return it->second;
     if (auto value = from_env(spec, env, k_gangrun_prefix, Source::gangrun_env)) return value;
     if (auto pet = from_env(spec, env, k_pet_prefix, Source::pet_env)) return pet;
@@ -291,9 +291,9 @@ Layers layer_values(const std::vector<CommandLineValue>& command_line, const Env
     }
     return std::nullopt;
   };
-  auto given_by_name = [&](std::string_view name) { return given_above_slurm(option_row(name)); };
+  auto given_by_name = [&](std::string_view name) { return given_above_job(option_row(name)); };
   Layers layers;
-  Partial slurm;  // the job's layer: Slurm's, or another scheduler's
+  Partial from_job;  // the job's layer: Slurm's, or another system's
   std::optional<LayeredValue> launcher = given_by_name(opt::launcher);
   std::optional<LayeredValue> per_task = given_by_name(opt::worker_per_task);
   bool worker_per_task = per_task && parse_bool(per_task->text).value_or(false);
@@ -307,20 +307,20 @@ Layers layer_values(const std::vector<CommandLineValue>& command_line, const Env
     if (problems.keep(read)) job_values = std::move(*read);
   }
   if (job_values) {
-    slurm = std::move(*job_values);
-    // Slurm's values stand back where the user chose what they would contradict.
+    from_job = std::move(*job_values);
+    // The job's values stand back where the user chose what they would contradict.
     auto user_set = [&](std::string_view name) {
       std::optional<LayeredValue> value = given_by_name(name);
       return value &&
              (option_row(name).kind != OptionKind::flag || parse_bool(value->text).value_or(true));
     };
-    if (user_set(opt::standalone)) slurm.clear();
+    if (user_set(opt::standalone)) from_job.clear();
     if (user_set(opt::rdzv_endpoint)) {
-      slurm.erase(std::string(opt::master_addr));
-      slurm.erase(std::string(opt::master_port));
+      from_job.erase(std::string(opt::master_addr));
+      from_job.erase(std::string(opt::master_port));
     }
     if (user_set(opt::num_processes) || user_set(opt::num_gpus))
-      slurm.erase(std::string(opt::nproc_per_node));
+      from_job.erase(std::string(opt::nproc_per_node));
   }
 
   LayeredValues& values = layers.values;
@@ -332,10 +332,10 @@ Layers layer_values(const std::vector<CommandLineValue>& command_line, const Env
       chosen = config;
     } else if (name == opt::config_file) {
       chosen = config_file;
-    } else if (auto given = given_above_slurm(spec)) {
+    } else if (auto given = given_above_job(spec)) {
       chosen = std::move(given);
-    } else if (auto from_slurm = slurm.find(name); from_slurm != slurm.end()) {
-      chosen = from_slurm->second;
+    } else if (auto in_job = from_job.find(name); in_job != from_job.end()) {
+      chosen = in_job->second;
     } else if (!spec.default_text.empty()) {
       chosen = from_default(spec, spec.default_text);
     } else if (spec.kind == OptionKind::flag) {
