@@ -1,8 +1,8 @@
 #include "config/build_options.hpp"
 
-#include "config/accelerate_values.hpp"
-#include "config/deepspeed_values.hpp"
-#include "config/hosts_values.hpp"
+#include "config/accelerate/accelerate_values.hpp"
+#include "config/deepspeed/deepspeed_values.hpp"
+#include "config/hosts/hosts_values.hpp"
 #include "config/option_values.hpp"
 #include "config/problems.hpp"
 #include "config/slurm_values.hpp"

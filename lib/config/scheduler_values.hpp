@@ -4,7 +4,7 @@
 // value saying which variable or file it came from.
 #pragma once
 
-#include "config/hostfile.hpp"
+#include "config/hosts/hostfile.hpp"
 #include "config/layering.hpp"
 #include "schedulers/job.hpp"
 
@@ -21,7 +21,7 @@ namespace gangrun::config {
 // gangrun starts itself on over ssh, typed by hosts_values.cpp) and rdzv_id.
 std::map<std::string, LayeredValue, std::less<>> scheduler_layer(const schedulers::Job& job);
 
-// The job's hosts as a hostfile's entries (config/hostfile.hpp), for the
+// The job's hosts as a hostfile's entries (config/hosts/hostfile.hpp), for the
 // ssh start of a job whose script runs on its first node: each host's slots
 // as the scheduler gave them, or --nproc_per_node N on every host when given.
 std::vector<HostfileEntry> scheduler_hosts(const schedulers::Job& job,

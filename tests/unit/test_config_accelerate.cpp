@@ -1,7 +1,7 @@
 // accelerate launch's own flags: the variables they give the workers (as
 // accelerate 1.15 spells them), the launcher they pick, the flags refused,
 // and that a torchrun-style line gets none of it.
-#include "config/accelerate_values.hpp"
+#include "config/accelerate/accelerate_values.hpp"
 #include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
 // deepspeed's own flags: parsing, typing and what they refuse.
-#include "config/deepspeed_env_file.hpp"
-#include "config/deepspeed_values.hpp"
+#include "config/deepspeed/deepspeed_env_file.hpp"
+#include "config/deepspeed/deepspeed_values.hpp"
 #include "config_test_support.hpp"
 
 #include <unistd.h>

@@ -1,9 +1,9 @@
 // deepspeed's hostfile and its filters, with deepspeed's meaning
 // (deepspeed/launcher/runner.py: _parse_hostfile, parse_resource_filter,
 // apply_num_nodes_and_gpus), and how a hostfile sets the launch options.
-#include "config/deepspeed_env_file.hpp"
-#include "config/hostfile.hpp"
-#include "config/hosts_values.hpp"
+#include "config/deepspeed/deepspeed_env_file.hpp"
+#include "config/hosts/hostfile.hpp"
+#include "config/hosts/hosts_values.hpp"
 #include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
-#include "config/hosts_values.hpp"
+#include "config/hosts/hosts_values.hpp"
 
-#include "config/hostfile.hpp"
+#include "config/hosts/hostfile.hpp"
 #include "config/option_values.hpp"
 #include "config/scheduler_values.hpp"
 #include "util/host.hpp"

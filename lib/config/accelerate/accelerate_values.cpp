@@ -4,9 +4,9 @@
 // utils/launch.py: prepare_simple_launcher_cmd_env, prepare_multi_gpu_env,
 // prepare_deepspeed_cmd_env). Values are spelled as accelerate spells them:
 // Python's str() of what its argument parser made of the text.
-#include "config/accelerate_values.hpp"
+#include "config/accelerate/accelerate_values.hpp"
 
-#include "config/accelerate_modes.hpp"
+#include "config/accelerate/accelerate_modes.hpp"
 #include "config/option_values.hpp"
 #include "store/default_port.hpp"
 #include "util/strings.hpp"
@@ -83,7 +83,7 @@ class Reader {
     const LayeredValue* value = find(name);
     if (value == nullptr) return std::optional<std::string>();
     // accelerate copies config file values into its arguments unparsed:
-    // str() of the YAML value (config/accelerate_config_file.hpp spells them).
+    // str() of the YAML value (config/accelerate/accelerate_config_file.hpp spells them).
     if (from_a_config_file(value->source)) {
       return std::optional<std::string>(how == Render::lower ? strings::to_lower(value->text)
                                                              : value->text);

@@ -1,4 +1,4 @@
-#include "config/deepspeed_values.hpp"
+#include "config/deepspeed/deepspeed_values.hpp"
 
 #include "config/option_names.hpp"
 #include "config/option_values.hpp"
