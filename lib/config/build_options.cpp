@@ -1,8 +1,8 @@
 #include "config/build_options.hpp"
 
-#include "config/accelerate_values.hpp"
-#include "config/deepspeed_values.hpp"
-#include "config/hosts_values.hpp"
+#include "config/accelerate/accelerate_values.hpp"
+#include "config/deepspeed/deepspeed_values.hpp"
+#include "config/hosts/hosts_values.hpp"
 #include "config/job_values.hpp"
 #include "config/option_values.hpp"
 #include "config/problems.hpp"
@@ -257,6 +257,70 @@ void apply_no_color(Options& o, const EnvMap& env) {
       Options::Origin{"never (NO_COLOR is set)", Source::default_value};
 }
 
+// A refused flag stops accelerate's typing; the hosts of --mpirun_hostfile,
+// once taken, stay taken when a later value is wrong, for the hosts' typing to
+// read with the other problems.
+Expected<void> add_accelerate_values(const LayeredValues& values, Options& o) {
+  GANGRUN_TRY(refuse_unhonoured_accelerate_flags(values));
+  GANGRUN_TRY_ASSIGN(mpirun_hostfile, type_mpirun_hostfile(values, o));
+  if (*mpirun_hostfile) {
+    // Refused with -H and with a --launcher other than openmpi, so it
+    // overrides only the automatic launcher and a hostfile nobody gave.
+    o.hosts.hostfile = **mpirun_hostfile;
+    o.launcher = Options::Launcher::openmpi;
+  }
+  GANGRUN_TRY_ASSIGN(accelerate, type_accelerate_values(values, o));
+  o.accelerate = std::move(accelerate->settings);  // no row sets it
+  if (o.accelerate.one_plain_process) {
+    // Overrides the process counts the rows typed: accelerate's simple
+    // launcher runs the script once per machine, whatever --num_processes or
+    // --num_gpus asked for.
+    o.nproc_per_node = ProcCount{.kind = ProcCount::Kind::number, .number = 1};
+    o.num_processes.reset();
+    o.num_gpus.reset();
+  }
+  // Set only where no --rdzv_endpoint was given.
+  if (accelerate->rdzv_endpoint) o.rdzv_endpoint = *accelerate->rdzv_endpoint;
+  return {};
+}
+
+// accelerate's, then deepspeed's, then the hosts': each reads what the one
+// before it added (the hosts of --mpirun_hostfile, deepspeed's --num_gpus on
+// CPUs as the count the hosts are limited by).
+void add_tool_values(const LayeredValues& values, Options& o, Problems& problems) {
+  problems.keep(add_accelerate_values(values, o));
+
+  const DeepspeedAdditions deepspeed = type_deepspeed_values(values, o);
+  // Overrides the default verbosity only: set where -v and -q are not given.
+  if (deepspeed.verbosity) o.verbosity = *deepspeed.verbosity;
+  if (deepspeed.num_gpus_as_workers_per_node) {
+    // Set only where no process count was given: a CPU launch has no devices
+    // for --num_gpus to select, so it counts the workers instead.
+    o.nproc_per_node = ProcCount{.kind = ProcCount::Kind::number,
+                                 .number = *deepspeed.num_gpus_as_workers_per_node};
+    o.num_gpus.reset();
+  }
+  problems.keep(check_deepspeed_values(values, o));
+
+  Expected<HostsAdditions> hosts = type_hosts_values(values, o);
+  if (!problems.keep(hosts)) return;
+  o.hosts.hosts = std::move(hosts->hosts);  // no row sets it
+  if (hosts->run_here) {
+    // Overrides --nproc_per_node, --include and --exclude: a hostfile naming
+    // only this host runs here, its slots the workers and their devices (the
+    // filters were applied to the slots already).
+    o.nproc_per_node = hosts->run_here->nproc_per_node;
+    o.include = hosts->run_here->include;
+    o.exclude.reset();
+  }
+  if (hosts->start_hosts) {
+    // Overrides --launcher auto and --nnodes: gangrun starts the hosts itself,
+    // and their count (--num_nodes applied already) is the node count.
+    o.launcher = hosts->start_hosts->launcher;
+    o.nnodes = o.min_nnodes = hosts->start_hosts->nnodes;
+  }
+}
+
 }  // namespace
 
 Expected<Options> build_options(const Layers& layers, std::vector<std::string> program_and_args,
@@ -277,12 +341,10 @@ Expected<Options> build_options(const Layers& layers, std::vector<std::string> p
   }
   settle_quiet_and_verbose(values, o);
 
-  // Then what the tools' flags do beyond their fields, and the checks that
-  // set several options against each other; these read typed values, so they
-  // run once every value typed, and each reports its problem.
-  for (auto type_tool_values : {type_accelerate_values, type_deepspeed_values, type_hosts_values}) {
-    problems.keep(type_tool_values(values, o));
-  }
+  // Then what the tools' flags add beyond their rows' fields, and the checks
+  // that set several options against each other; these read typed values, so
+  // they run once every value typed, and each reports its problem.
+  add_tool_values(values, o, problems);
   o.program_and_args = std::move(program_and_args);
   for (const auto& [name, value] : values) {
     // A value from a scheduler says which variables gave it, one from

@@ -8,7 +8,7 @@
 // for the ssh start of a PBS or LSF job.
 #pragma once
 
-#include "config/hostfile.hpp"
+#include "config/hosts/hostfile.hpp"
 #include "config/layering.hpp"
 #include "config/options.hpp"
 #include "schedulers/job.hpp"
@@ -47,7 +47,7 @@ Expected<std::vector<std::string>> parse_launcher_args(std::string_view text);
 // gangrun starts itself on over ssh, typed by hosts_values.cpp) and rdzv_id.
 Expected<LayeredValues> job_layer(const schedulers::Job& job, bool worker_per_task);
 
-// The job's hosts as a hostfile's entries (config/hostfile.hpp), for the
+// The job's hosts as a hostfile's entries (config/hosts/hostfile.hpp), for the
 // ssh start of a job whose script runs on its first node: each host's slots
 // as the scheduler gave them, or --nproc_per_node N on every host when given.
 std::vector<HostfileEntry> scheduler_hosts(const schedulers::Job& job,

@@ -38,7 +38,7 @@ struct LayeredValue {
   // The value with its origin, for messages that set two values against each
   // other: "--nnodes 2", "PET_NNODES=2", "\"nnodes\": 2 in job.json", "--nnodes 1 (default)".
   std::string given;
-  // From accelerate's YAML config (config/accelerate_config_file.hpp): the
+  // From accelerate's YAML config (config/accelerate/accelerate_config_file.hpp): the
   // key as written ("deepspeed_config.zero_stage") and its place in the file.
   std::string file_key = {};
   int file_position = -1;

@@ -23,9 +23,9 @@ enum class OptionGroup {
   output,
   supervision,
   reporting,
-  accelerate,  // accelerate launch's own flags (config/accelerate_options.cpp)
-  deepspeed,   // deepspeed's own flags (config/deepspeed_options.cpp)
-  hosts,       // hostfiles and starting gangrun on other hosts (config/hosts_options.cpp)
+  accelerate,  // accelerate launch's own flags (config/accelerate/accelerate_options.cpp)
+  deepspeed,   // deepspeed's own flags (config/deepspeed/deepspeed_options.cpp)
+  hosts,       // hostfiles and starting gangrun on other hosts (config/hosts/hosts_options.cpp)
   general
 };
 const char* to_string(OptionGroup group);
@@ -79,7 +79,7 @@ struct OptionSpec {
   std::string_view refused = {};
   // Where the value goes. Null only for rows that never reach Options: refused
   // ones, --help and --version (the CLI answers them), and accelerate's own
-  // flags, which accelerate_values.cpp turns into the workers' variables.
+  // flags, which accelerate/accelerate_values.cpp turns into the workers' variables.
   ApplyFn apply = nullptr;
 };
 

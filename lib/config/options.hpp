@@ -4,9 +4,9 @@
 // plus the environment into an immutable LaunchPlan.
 #pragma once
 
-#include "config/accelerate_settings.hpp"
-#include "config/deepspeed_settings.hpp"
-#include "config/hosts_settings.hpp"
+#include "config/accelerate/accelerate_settings.hpp"
+#include "config/deepspeed/deepspeed_settings.hpp"
+#include "config/hosts/hosts_settings.hpp"
 #include "config/rendezvous_backend.hpp"
 #include "schedulers/job.hpp"
 

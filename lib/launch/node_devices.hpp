@@ -42,7 +42,7 @@ enum class ProbeScope {
 // True when the launch depends on devices: --nproc_per_node gpu|xpu|auto,
 // --num_gpus, a selection flag, per-rank masks, UUID masks, or an
 // --accelerator other than auto and cpu, or --numa_binding, or an accelerate
-// line without a launcher mode (config/accelerate_settings.hpp).
+// line without a launcher mode (config/accelerate/accelerate_settings.hpp).
 bool launch_needs_devices(const config::Options& options);
 
 // Runs the probes scope asks for, each vendor runtime in a child of its own

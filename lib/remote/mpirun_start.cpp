@@ -1,6 +1,6 @@
 #include "remote/mpirun_start.hpp"
 
-#include "config/hostfile.hpp"
+#include "config/hosts/hostfile.hpp"
 #include "config/option_names.hpp"
 #include "config/option_table.hpp"
 #include "launch/job_secret.hpp"

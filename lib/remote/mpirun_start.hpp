@@ -1,7 +1,7 @@
 // deepspeed's `--launcher openmpi` and accelerate's `--mpirun_hostfile FILE`:
 // gangrun starts itself through Open MPI's mpirun on every host of the
 // hostfile (after --include/--exclude/--num_nodes/--num_gpus,
-// config/hostfile.hpp), one MPI task per host. Each copy is one node of a
+// config/hosts/hostfile.hpp), one MPI task per host. Each copy is one node of a
 // static rendezvous that reads its node rank and the node count from the
 // task's variables (schedulers/mpi_job.hpp), and the store's host from the
 // MASTER_ADDR and MASTER_PORT mpirun exports to every task. The gangrun that
@@ -30,7 +30,7 @@
 namespace gangrun::remote {
 
 // Whether options ask for the mpirun start (--launcher openmpi, or
-// accelerate's --mpirun_hostfile; config/hosts_values.cpp read the hosts).
+// accelerate's --mpirun_hostfile; config/hosts/hosts_values.cpp read the hosts).
 // Never an error: config refused what contradicts it. Expected for
 // RemoteStart (remote_start.hpp).
 Expected<bool> starts_through_mpirun(const config::Options& options);

@@ -1,7 +1,7 @@
 #include "remote/ssh_start.hpp"
 
-#include "config/deepspeed_env_file.hpp"
-#include "config/hostfile.hpp"
+#include "config/deepspeed/deepspeed_env_file.hpp"
+#include "config/hosts/hostfile.hpp"
 #include "config/option_names.hpp"
 #include "config/option_table.hpp"
 #include "launch/job_secret.hpp"

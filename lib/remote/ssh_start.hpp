@@ -1,5 +1,5 @@
 // Hostfiles over ssh: gangrun starts itself on every host of the hostfile
-// (after --include/--exclude/--num_nodes/--num_gpus, config/hostfile.hpp)
+// (after --include/--exclude/--num_nodes/--num_gpus, config/hosts/hostfile.hpp)
 // with OpenSSH, as deepspeed does with pdsh. Each copy is one node of a
 // static rendezvous (node rank = the host's place in the file, the store on
 // the first host); the gangrun that called ssh waits for every copy and
@@ -23,7 +23,7 @@
 namespace gangrun::remote {
 
 // Whether options ask for the ssh start (--launcher ssh or pdsh, or a
-// hostfile naming other hosts; config/hosts_values.cpp decided). A usage
+// hostfile naming other hosts; config/hosts/hosts_values.cpp decided). A usage
 // error when --launcher auto meets a hostfile inside a Slurm job, where
 // both could place the nodes.
 Expected<bool> starts_through_ssh(const config::Options& options);
@@ -37,12 +37,12 @@ std::vector<std::string> remote_arguments(const std::vector<std::string>& argume
 // The variables the copies get, as deepspeed exports them: those whose names
 // start with MLFLOW, PYTHON, MV2, UCX or NCCL, and PATH; PYTHONPATH gets
 // `cwd` in front. (run_through_ssh adds the .deepspeed_env files' lines,
-// config/deepspeed_env_file.hpp.)
+// config/deepspeed/deepspeed_env_file.hpp.)
 EnvMap exported_variables(const EnvMap& env, const std::string& cwd);
 
 // What the copies on every host get (over ssh or through mpirun):
 // exported_variables(), then the lines of the .deepspeed_env files
-// (config/deepspeed_env_file.hpp), which win, as deepspeed adds them after.
+// (config/deepspeed/deepspeed_env_file.hpp), which win, as deepspeed adds them after.
 // Errors: a .deepspeed_env file that cannot be read.
 Expected<EnvMap> variables_for_hosts(const EnvMap& env, const std::string& cwd);
 

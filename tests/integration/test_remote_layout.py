@@ -22,8 +22,8 @@ REPO = harness.REPO
 LIB = os.path.join(REPO, "lib")
 REMOTE = os.path.join(LIB, "remote")
 # The option table's files, where a name is text by design (scripts/option-name-literals).
-TABLE_FILES = ("option_table.cpp", "accelerate_options.cpp", "deepspeed_options.cpp",
-               "hosts_options.cpp")
+TABLE_FILES = ("option_table.cpp", "accelerate/accelerate_options.cpp",
+               "deepspeed/deepspeed_options.cpp", "hosts/hosts_options.cpp")
 # A long option in a string literal: "--" and a name, snake or dash case.
 LONG_OPTION = re.compile(r"(?<![\w-])--([a-z0-9][a-z0-9_-]*)")
 

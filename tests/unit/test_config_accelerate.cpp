@@ -1,6 +1,7 @@
 // accelerate launch's own flags: the variables they give the workers (as
 // accelerate 1.15 spells them), the launcher they pick, the flags refused,
 // and that a torchrun-style line gets none of it.
+#include "config/accelerate/accelerate_values.hpp"
 #include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -207,4 +208,49 @@ TEST_CASE("config accelerate: c10d meets at --main_process_ip:--main_process_por
                                  "--main_process_ip", "10.0.0.1", "x.py"});
   REQUIRE(default_port.rdzv_endpoint);
   CHECK(default_port.rdzv_endpoint->port == 29500);
+}
+
+TEST_CASE("config accelerate: the typers return what they add, and change nothing",
+          "[config][accelerate]") {
+  using gangrun::config::Endpoint;
+  using gangrun::config::LayeredValues;
+  using gangrun::config::RendezvousBackend;
+  using gangrun::config::Source;
+  Options o;
+  o.num_processes = 4;
+  o.rdzv_backend = RendezvousBackend::c10d;
+  o.master_addr = "head";
+  o.master_port = 1234;
+  const Options before = o;
+  LayeredValues cpu = {{"cpu", {"true", Source::command_line, "--cpu", "--cpu"}}};
+  auto added = gangrun::config::type_accelerate_values(cpu, o);
+  REQUIRE(added);
+  CHECK(added->settings.active);
+  CHECK(added->settings.one_plain_process);
+  CHECK(added->settings.split_physical_cores_among == 4);
+  CHECK(std::map<std::string, std::string>(added->settings.variables.begin(),
+                                           added->settings.variables.end())
+            .at("ACCELERATE_USE_CPU") == "True");
+  CHECK(added->rdzv_endpoint == Endpoint{"head", 1234});
+  CHECK(o.accelerate == before.accelerate);
+  CHECK(o.nproc_per_node == before.nproc_per_node);
+
+  // A torchrun-style line: nothing added.
+  auto none = gangrun::config::type_accelerate_values({}, Options{});
+  REQUIRE(none);
+  CHECK(none->settings == gangrun::config::AccelerateSettings{});
+  CHECK_FALSE(none->rdzv_endpoint);
+
+  LayeredValues mpirun = {
+      {"mpirun_hostfile",
+       {"hosts", Source::command_line, "--mpirun_hostfile", "--mpirun_hostfile hosts"}}};
+  auto taken = gangrun::config::type_mpirun_hostfile(mpirun, Options{});
+  REQUIRE(taken);
+  CHECK(taken->value_or("") == "hosts");
+  auto not_given = gangrun::config::type_mpirun_hostfile({}, Options{});
+  REQUIRE(not_given);
+  CHECK_FALSE(not_given->has_value());
+  LayeredValues tpu = {{"tpu", {"true", Source::command_line, "--tpu", "--tpu"}}};
+  CHECK_FALSE(gangrun::config::refuse_unhonoured_accelerate_flags(tpu));
+  CHECK(gangrun::config::refuse_unhonoured_accelerate_flags(cpu));
 }

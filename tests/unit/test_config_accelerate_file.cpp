@@ -1,7 +1,7 @@
 // accelerate's YAML config (--config_file, and its default file): every key
 // mapped to its option, the command line above it, the default file read only
 // on an accelerate-style line, and every way the file can be refused.
-#include "config/accelerate_config_file.hpp"
+#include "config/accelerate/accelerate_config_file.hpp"
 #include "config_test_support.hpp"
 #include "temp_dir.hpp"
 

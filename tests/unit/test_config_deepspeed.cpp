@@ -1,6 +1,6 @@
 // deepspeed's own flags: parsing, typing and what they refuse.
-#include "config/deepspeed_env_file.hpp"
-#include "config/deepspeed_values.hpp"
+#include "config/deepspeed/deepspeed_env_file.hpp"
+#include "config/deepspeed/deepspeed_values.hpp"
 #include "config_test_support.hpp"
 
 #include <unistd.h>
@@ -116,4 +116,26 @@ TEST_CASE("config deepspeed: .deepspeed_env files in HOME, then the directory, D
   CHECK(read_deepspeed_env_files(env, "/")->at("A") == "home");
   CHECK(read_deepspeed_env_files({}, (root / "home").string())->size() == 2);
   fs::remove_all(root);
+}
+
+TEST_CASE("config deepspeed: the typer returns what it adds, and changes nothing",
+          "[config][deepspeed]") {
+  using gangrun::config::DeepspeedAdditions;
+  using gangrun::config::LayeredValues;
+  using gangrun::config::Options;
+  using gangrun::config::Source;
+  Options o;
+  o.accelerator = gangrun::config::Accelerator::cpu;
+  o.num_gpus = 3;
+  o.deepspeed.log_level_verbosity = 1;
+  auto added = gangrun::config::type_deepspeed_values({}, o);
+  CHECK(added == DeepspeedAdditions{.verbosity = 1, .num_gpus_as_workers_per_node = 3});
+  CHECK(o.num_gpus == 3);
+  CHECK(o.verbosity == 0);
+
+  // -v decides the verbosity; a process count decides the workers.
+  LayeredValues verbose = {{"verbose", {"1", Source::command_line, "-v", "-v"}}};
+  o.nproc_per_node =
+      gangrun::config::ProcCount{.kind = gangrun::config::ProcCount::Kind::number, .number = 2};
+  CHECK(gangrun::config::type_deepspeed_values(verbose, o) == DeepspeedAdditions{});
 }

@@ -1,8 +1,9 @@
 // deepspeed's hostfile and its filters, with deepspeed's meaning
 // (deepspeed/launcher/runner.py: _parse_hostfile, parse_resource_filter,
 // apply_num_nodes_and_gpus), and how a hostfile sets the launch options.
-#include "config/deepspeed_env_file.hpp"
-#include "config/hostfile.hpp"
+#include "config/deepspeed/deepspeed_env_file.hpp"
+#include "config/hosts/hostfile.hpp"
+#include "config/hosts/hosts_values.hpp"
 #include "config_test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -152,6 +153,38 @@ TEST_CASE("hostfile: --force_multi starts this host alone over ssh too", "[hostf
   Options options = launch({"-H", file.path, "--force_multi", "train.py"});
   CHECK(options.launcher == Options::Launcher::ssh);
   CHECK(options.hosts.hosts == std::vector<HostSlots>{{"localhost", {0, 1}}});
+}
+
+TEST_CASE("hostfile: the typer returns what the hosts add, and changes nothing", "[hostfile]") {
+  using gangrun::config::HostsAdditions;
+  using gangrun::config::type_hosts_values;
+  TempHostfile file("node1 slots=2\nnode2 slots=1\n");
+  Options options;
+  options.hosts.hostfile = file.path;
+  auto added = type_hosts_values({}, options);
+  REQUIRE(added);
+  CHECK(added->hosts == std::vector<HostSlots>{{"node1", {0, 1}}, {"node2", {0}}});
+  CHECK_FALSE(added->run_here);
+  CHECK(added->start_hosts ==
+        HostsAdditions::StartHosts{.launcher = Options::Launcher::ssh, .nnodes = 2});
+  CHECK(options.launcher == Options::Launcher::automatic);
+  CHECK(options.nnodes == 1);
+  CHECK(options.hosts.hosts.empty());
+
+  TempHostfile here("localhost slots=3\n");
+  options.hosts.hostfile = here.path;
+  auto run_here = type_hosts_values({}, options);
+  REQUIRE(run_here);
+  CHECK(run_here->hosts.empty());
+  CHECK_FALSE(run_here->start_hosts);
+  REQUIRE(run_here->run_here);
+  CHECK(run_here->run_here->nproc_per_node.number == 3);
+  CHECK_FALSE(options.nproc_per_node);
+
+  // Without a hostfile, nothing.
+  auto none = type_hosts_values({}, Options{});
+  REQUIRE(none);
+  CHECK(*none == HostsAdditions{});
 }
 
 TEST_CASE("hostfile: refused combinations", "[hostfile]") {

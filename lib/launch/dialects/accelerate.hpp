@@ -4,7 +4,7 @@
 // omp_threads.hpp, which decides.
 #pragma once
 
-#include "config/accelerate_settings.hpp"
+#include "config/accelerate/accelerate_settings.hpp"
 #include "launch/node_devices.hpp"
 #include "util/env.hpp"
 

@@ -7,7 +7,7 @@
 // A pinned worker's OMP_NUM_THREADS is omp_threads.hpp's.
 #pragma once
 
-#include "config/deepspeed_settings.hpp"
+#include "config/deepspeed/deepspeed_settings.hpp"
 #include "util/error.hpp"
 
 #include <optional>

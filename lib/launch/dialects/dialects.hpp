@@ -10,8 +10,8 @@
 // each worker of each round, for its variables (worker_variables.hpp).
 #pragma once
 
-#include "config/accelerate_settings.hpp"
-#include "config/deepspeed_settings.hpp"
+#include "config/accelerate/accelerate_settings.hpp"
+#include "config/deepspeed/deepspeed_settings.hpp"
 #include "config/options.hpp"
 #include "util/error.hpp"
 

@@ -2,7 +2,7 @@
 // deepspeed's -i/-e, --num_gpus, --num_nodes, --master_addr/--master_port,
 // --node_rank, --module and --no_python are rows of the core table
 // (option_table.cpp); its hostfile and ssh flags are in hosts_options.cpp.
-#include "config/deepspeed_values.hpp"
+#include "config/deepspeed/deepspeed_values.hpp"
 #include "config/option_apply.hpp"
 #include "config/option_table.hpp"
 #include "config/option_values.hpp"

@@ -1,4 +1,4 @@
-#include "config/deepspeed_env_file.hpp"
+#include "config/deepspeed/deepspeed_env_file.hpp"
 
 #include "config/config_file.hpp"
 #include "util/strings.hpp"

@@ -1,7 +1,7 @@
 // The only file that includes yaml-cpp.
-#include "config/accelerate_config_file.hpp"
+#include "config/accelerate/accelerate_config_file.hpp"
 
-#include "config/accelerate_modes.hpp"
+#include "config/accelerate/accelerate_modes.hpp"
 #include "config/config_file.hpp"
 #include "config/option_table.hpp"
 #include "util/strings.hpp"

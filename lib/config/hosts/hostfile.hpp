@@ -3,7 +3,7 @@
 // with deepspeed's meaning (deepspeed/launcher/runner.py). Pure.
 #pragma once
 
-#include "config/hosts_settings.hpp"
+#include "config/hosts/hosts_settings.hpp"
 #include "config/options.hpp"
 #include "util/error.hpp"
 

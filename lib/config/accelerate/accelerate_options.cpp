@@ -2,7 +2,7 @@
 // option table. Flags that only name an existing option (--num_processes,
 // --main_process_ip, ...) are aliases in option_table.cpp; the rows here are
 // the rest of accelerate 1.15's flags. What each row does to the workers'
-// environment is in config/accelerate_values.cpp.
+// environment is in config/accelerate/accelerate_values.cpp.
 #include "config/option_table.hpp"
 
 namespace gangrun::config {

@@ -4,9 +4,9 @@
 // utils/launch.py: prepare_simple_launcher_cmd_env, prepare_multi_gpu_env,
 // prepare_deepspeed_cmd_env). Values are spelled as accelerate spells them:
 // Python's str() of what its argument parser made of the text.
-#include "config/accelerate_values.hpp"
+#include "config/accelerate/accelerate_values.hpp"
 
-#include "config/accelerate_modes.hpp"
+#include "config/accelerate/accelerate_modes.hpp"
 #include "config/option_values.hpp"
 #include "store/default_port.hpp"
 #include "util/strings.hpp"
@@ -83,7 +83,7 @@ class Reader {
     const LayeredValue* value = find(name);
     if (value == nullptr) return std::optional<std::string>();
     // accelerate copies config file values into its arguments unparsed:
-    // str() of the YAML value (config/accelerate_config_file.hpp spells them).
+    // str() of the YAML value (config/accelerate/accelerate_config_file.hpp spells them).
     if (from_a_config_file(value->source)) {
       return std::optional<std::string>(how == Render::lower ? strings::to_lower(value->text)
                                                              : value->text);
@@ -159,36 +159,6 @@ const std::vector<Refusal>& refusals() {
        "SageMaker launches are accelerate's own; use accelerate launch"},
   };
   return rows;
-}
-
-Expected<void> refuse_what_cannot_be_honoured(const Reader& read) {
-  for (const Refusal& refusal : refusals()) {
-    const LayeredValue* value = read.given(refusal.option);
-    const OptionSpec& spec = option_row(refusal.option);
-    if (value == nullptr) continue;
-    if (spec.kind == OptionKind::flag && !parse_bool(value->text).value_or(true)) continue;
-    return fail_usage(value->where + ": gangrun cannot honour it: " + std::string(refusal.why));
-  }
-  return {};
-}
-
-// accelerate's --mpirun_hostfile FILE: gangrun starts itself through Open
-// MPI's mpirun on the hosts of FILE (remote/mpirun_start.hpp), as with -H
-// FILE --launcher openmpi; the hosts are read with -H's.
-Expected<void> take_mpirun_hostfile(const Reader& read, Options& o) {
-  const LayeredValue* file = read.given(opt::mpirun_hostfile);
-  if (file == nullptr) return {};
-  if (const LayeredValue* hostfile = read.given(opt::hostfile)) {
-    return fail_usage(file->given + " and " + hostfile->given +
-                      " both name the hosts; give one of them");
-  }
-  if (o.launcher != Options::Launcher::automatic && o.launcher != Options::Launcher::openmpi) {
-    return fail_usage(file->given + " starts gangrun through mpirun, but " +
-                      read.given(opt::launcher)->given + " asks for another way; drop one of them");
-  }
-  o.hosts.hostfile = file->text;
-  o.launcher = Options::Launcher::openmpi;
-  return {};
 }
 
 // Which of accelerate's launchers sets the workers' variables (not to be
@@ -483,15 +453,35 @@ Expected<void> check_deepspeed_nodes(const Reader& read, const Options& o) {
                     "standard and run gangrun on every machine, or use -H/--hostfile");
 }
 
-// accelerate's simple launcher runs the script once per machine.
-void one_process_per_machine(Options& o) {
-  o.accelerate.one_plain_process = true;
-  o.nproc_per_node = ProcCount{.kind = ProcCount::Kind::number, .number = 1};
-  o.num_processes.reset();
-  o.num_gpus.reset();
+}  // namespace
+
+Expected<void> refuse_unhonoured_accelerate_flags(const LayeredValues& values) {
+  Reader read(values);
+  for (const Refusal& refusal : refusals()) {
+    const LayeredValue* value = read.given(refusal.option);
+    const OptionSpec& spec = option_row(refusal.option);
+    if (value == nullptr) continue;
+    if (spec.kind == OptionKind::flag && !parse_bool(value->text).value_or(true)) continue;
+    return fail_usage(value->where + ": gangrun cannot honour it: " + std::string(refusal.why));
+  }
+  return {};
 }
 
-}  // namespace
+Expected<std::optional<std::string>> type_mpirun_hostfile(const LayeredValues& values,
+                                                          const Options& o) {
+  Reader read(values);
+  const LayeredValue* file = read.given(opt::mpirun_hostfile);
+  if (file == nullptr) return std::optional<std::string>();
+  if (const LayeredValue* hostfile = read.given(opt::hostfile)) {
+    return fail_usage(file->given + " and " + hostfile->given +
+                      " both name the hosts; give one of them");
+  }
+  if (o.launcher != Options::Launcher::automatic && o.launcher != Options::Launcher::openmpi) {
+    return fail_usage(file->given + " starts gangrun through mpirun, but " +
+                      read.given(opt::launcher)->given + " asks for another way; drop one of them");
+  }
+  return std::optional<std::string>(file->text);
+}
 
 bool speaks_accelerate(const LayeredValues& values) {
   for (const auto& [name, value] : values) {
@@ -502,13 +492,13 @@ bool speaks_accelerate(const LayeredValues& values) {
   return false;
 }
 
-Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
+Expected<AccelerateAdditions> type_accelerate_values(const LayeredValues& values,
+                                                     const Options& o) {
   Reader read(values);
-  GANGRUN_TRY(refuse_what_cannot_be_honoured(read));
-  GANGRUN_TRY(take_mpirun_hostfile(read, o));
   const bool without_mode = several_processes_without_mode(read, values, o);
-  if (!speaks_accelerate(values) && !without_mode) return {};
-  AccelerateSettings& s = o.accelerate;
+  AccelerateAdditions added;
+  if (!speaks_accelerate(values) && !without_mode) return added;
+  AccelerateSettings& s = added.settings;
   s.active = true;
   s.free_port_when_busy =
       o.nnodes <= 1 && !o.standalone && o.rdzv_backend == RendezvousBackend::static_ranks;
@@ -568,13 +558,14 @@ Expected<void> type_accelerate_values(const LayeredValues& values, Options& o) {
   } else if (use_cpu && o.num_processes) {
     s.split_physical_cores_among = std::max(*o.num_processes / std::max(o.nnodes, 1), 1);
   }
-  if (*launcher == AccelerateLauncher::simple) one_process_per_machine(o);
+  // accelerate's simple launcher runs the script once per machine.
+  s.one_plain_process = *launcher == AccelerateLauncher::simple;
   if (o.rdzv_backend == RendezvousBackend::c10d && !o.rdzv_endpoint && o.master_addr) {
     // accelerate launch meets at --main_process_ip:--main_process_port with
     // the c10d backend (torchrun's --rdzv_endpoint), port 29500 by default.
-    o.rdzv_endpoint = Endpoint{*o.master_addr, o.master_port.value_or(store::k_default_port)};
+    added.rdzv_endpoint = Endpoint{*o.master_addr, o.master_port.value_or(store::k_default_port)};
   }
-  return {};
+  return added;
 }
 
 }  // namespace gangrun::config

@@ -1,4 +1,4 @@
-#include "config/hostfile.hpp"
+#include "config/hosts/hostfile.hpp"
 
 #include "config/config_file.hpp"
 #include "util/strings.hpp"

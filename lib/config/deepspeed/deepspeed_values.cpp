@@ -1,4 +1,4 @@
-#include "config/deepspeed_values.hpp"
+#include "config/deepspeed/deepspeed_values.hpp"
 
 #include "config/option_names.hpp"
 #include "config/option_values.hpp"
@@ -38,6 +38,8 @@ Expected<int> parse_core(std::string_view text, std::string_view item) {
   return static_cast<int>(*core);
 }
 
+}  // namespace
+
 // Combinations; the typed values are in options already (the flags gangrun
 // refuses are refused rows of deepspeed_options.cpp).
 Expected<void> check_deepspeed_values(const LayeredValues& values, const Options& o) {
@@ -65,20 +67,6 @@ Expected<void> check_deepspeed_values(const LayeredValues& values, const Options
   return {};
 }
 
-// deepspeed's CPU accelerator (DS_ACCELERATOR=cpu) takes --num_gpus N as N
-// ranks on the CPUs, one per made-up device; gangrun's --num_gpus selects
-// real devices, which a CPU launch has none of. With --accelerator cpu it
-// means N workers, unless a process count says otherwise.
-void num_gpus_on_cpus(Options& o) {
-  if (o.accelerator != Accelerator::cpu || !o.num_gpus || o.nproc_per_node || o.num_processes) {
-    return;
-  }
-  o.nproc_per_node = ProcCount{ProcCount::Kind::number, *o.num_gpus};
-  o.num_gpus.reset();
-}
-
-}  // namespace
-
 Expected<std::vector<int>> parse_core_list(std::string_view text) {
   std::vector<int> cores;
   for (const std::string& item : strings::split(text, ',')) {
@@ -100,13 +88,20 @@ Expected<std::vector<int>> parse_core_list(std::string_view text) {
   return cores;
 }
 
-Expected<void> type_deepspeed_values(const LayeredValues& values, Options& options) {
+DeepspeedAdditions type_deepspeed_values(const LayeredValues& values, const Options& options) {
+  DeepspeedAdditions added;
   const std::optional<int>& level_verbosity = options.deepspeed.log_level_verbosity;
   if (level_verbosity && !given_value(values, opt::verbose) && !given_value(values, opt::quiet)) {
-    options.verbosity = *level_verbosity;
+    added.verbosity = *level_verbosity;
   }
-  num_gpus_on_cpus(options);
-  return check_deepspeed_values(values, options);
+  // deepspeed's CPU accelerator (DS_ACCELERATOR=cpu) takes --num_gpus N as N
+  // ranks on the CPUs, one per made-up device; gangrun's --num_gpus selects
+  // real devices, which a CPU launch has none of.
+  if (options.accelerator == Accelerator::cpu && options.num_gpus && !options.nproc_per_node &&
+      !options.num_processes) {
+    added.num_gpus_as_workers_per_node = *options.num_gpus;
+  }
+  return added;
 }
 
 }  // namespace gangrun::config

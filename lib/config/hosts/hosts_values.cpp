@@ -1,6 +1,6 @@
-#include "config/hosts_values.hpp"
+#include "config/hosts/hosts_values.hpp"
 
-#include "config/hostfile.hpp"
+#include "config/hosts/hostfile.hpp"
 #include "config/job_values.hpp"
 #include "config/option_values.hpp"
 #include "util/host.hpp"
@@ -26,20 +26,10 @@ bool runs_here_only(const std::vector<HostSlots>& hosts) {
   return host == "localhost" || host == "127.0.0.1" || host == host::host_name();
 }
 
-// A hostfile naming only this host runs here, as deepspeed does without
-// ssh: its slots become this node's workers and devices.
-void run_here(const HostSlots& host, Options& options) {
-  int count = static_cast<int>(host.slots.size());
-  options.nproc_per_node = ProcCount{.kind = ProcCount::Kind::number, .number = count};
-  options.exclude.reset();
-  options.include.reset();
-  options.include = device_include(host, options.accelerator);
-}
-
 }  // namespace
 
-Expected<void> type_hosts_values(const LayeredValues& values, Options& options) {
-  HostsSettings& hosts = options.hosts;
+Expected<HostsAdditions> type_hosts_values(const LayeredValues& values, const Options& options) {
+  const HostsSettings& hosts = options.hosts;
   const std::optional<schedulers::Job>& job = options.job;
   bool from_job = !hosts.hostfile && job && job->start == schedulers::Start::first_node &&
                   options.launcher != Options::Launcher::local;
@@ -55,7 +45,7 @@ Expected<void> type_hosts_values(const LayeredValues& values, Options& options) 
                         " starts gangrun through mpirun on the hosts of a hostfile: give "
                         "-H/--hostfile FILE ('HOST slots=N' lines); under mpirun already, drop it");
     }
-    return {};
+    return HostsAdditions{};
   }
   if (options.launcher == Options::Launcher::local ||
       options.launcher == Options::Launcher::slurm) {
@@ -80,18 +70,24 @@ Expected<void> type_hosts_values(const LayeredValues& values, Options& options) 
   std::optional<int> num_nodes;
   if (given_by_user(values, opt::nnodes)) num_nodes = options.nnodes;
   GANGRUN_TRY_ASSIGN(limited, limit_hosts(std::move(*filtered), num_nodes, options.num_gpus));
-  hosts.hosts = std::move(*limited);
 
+  HostsAdditions added;
   // deepspeed's --force_multi (typed before this) starts even this host alone over ssh.
   if (options.launcher == Options::Launcher::automatic && !options.deepspeed.force_multi &&
-      runs_here_only(hosts.hosts)) {
-    run_here(hosts.hosts.front(), options);
-    hosts.hosts.clear();
-    return {};
+      runs_here_only(*limited)) {
+    const HostSlots& here = limited->front();
+    added.run_here = HostsAdditions::RunHere{
+        .nproc_per_node = ProcCount{.kind = ProcCount::Kind::number,
+                                    .number = static_cast<int>(here.slots.size())},
+        .include = device_include(here, options.accelerator)};
+    return added;
   }
-  if (options.launcher != Options::Launcher::openmpi) options.launcher = Options::Launcher::ssh;
-  options.nnodes = options.min_nnodes = static_cast<int>(hosts.hosts.size());
-  return {};
+  added.hosts = std::move(*limited);
+  added.start_hosts = HostsAdditions::StartHosts{
+      .launcher = options.launcher == Options::Launcher::openmpi ? Options::Launcher::openmpi
+                                                                 : Options::Launcher::ssh,
+      .nnodes = static_cast<int>(added.hosts.size())};
+  return added;
 }
 
 Expected<void> check_hostfile_alone(const Options& options) {

@@ -1,5 +1,5 @@
 // The options of hostfiles and starting gangrun on other hosts, as rows of the option table.
-#include "config/hosts_values.hpp"
+#include "config/hosts/hosts_values.hpp"
 #include "config/option_apply.hpp"
 #include "config/option_table.hpp"
 #include "config/option_values.hpp"
