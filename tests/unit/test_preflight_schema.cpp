@@ -404,6 +404,16 @@ const Check& row(const std::vector<Check>& checks, const std::string& name) {
   return *found;
 }
 
+// What a run wrote, held against the schema first, then judged as gangrun judges it.
+std::vector<Check> judged_against_schema(const Written& written) {
+  INFO("it wrote: " << written.document.dump(2));
+  INFO("against the schema:\n" << lines(written.problems));
+  CHECK(written.problems.empty());
+  std::vector<Check> checks;
+  REQUIRE_NOTHROW(checks = judge(written.document));
+  return checks;
+}
+
 }  // namespace
 
 TEST_CASE("preflight schema: the worker's variables are the schema's", "[preflight]") {
@@ -422,12 +432,7 @@ TEST_CASE("preflight schema: the worker's variables are the schema's", "[preflig
 TEST_CASE("preflight schema: a node without torch writes the schema's facts, and they are judged",
           "[preflight]") {
   Written written = without_torch();
-  INFO("it wrote: " << written.document.dump(2));
-  INFO("against the schema:\n" << lines(written.problems));
-  CHECK(written.problems.empty());
-
-  std::vector<Check> checks;
-  REQUIRE_NOTHROW(checks = judge(written.document));
+  std::vector<Check> checks = judged_against_schema(written);
   CHECK(row(checks, "store").verdict == Verdict::pass);
   CHECK(row(checks, "seals").verdict == Verdict::pass);
   CHECK(row(checks, "torch").verdict == Verdict::fail);  // hidden on purpose
@@ -440,12 +445,7 @@ TEST_CASE("preflight schema: a node without torch writes the schema's facts, and
 TEST_CASE("preflight schema: two nodes' collectives write the schema's facts, and they are judged",
           "[preflight]") {
   Written written = with_stand_in_torch();
-  INFO("it wrote: " << written.document.dump(2));
-  INFO("against the schema:\n" << lines(written.problems));
-  CHECK(written.problems.empty());
-
-  std::vector<Check> checks;
-  REQUIRE_NOTHROW(checks = judge(written.document));
+  std::vector<Check> checks = judged_against_schema(written);
   CHECK(row(checks, "store").verdict == Verdict::pass);
   CHECK(row(checks, "torch").detail == "imports torch 2.13.0+stand-in");
   CHECK(row(checks, "versions").verdict == Verdict::pass);
