@@ -12,6 +12,13 @@ when a second spelling comes back:
 - the store keys' grammar: only lib/rendezvous/keys.{hpp,cpp} cut a key apart. Elsewhere no line
   strips a key prefix by its length (k_prefix.size(), remove_prefix(keys::...)), and no line asks
   whether a key starts with one of the grammar's kinds ("join/", "failed/", ...).
+- the job model: one schedulers::Job for every job system, Slurm's included (its `slurm` part);
+  no second field or variant for Slurm's job comes back (`slurm_job`, `scheduler_job`,
+  `AnyJob` as names of code).
+- the hang watch's progress: the doctor tells it times (HangWatch::Progress); no stand-in worker
+  of rank -1 is made in lib/doctor/ to carry a time.
+- the tools' typers (type_accelerate_values, ...) return what they add; none takes Options to
+  write into, so build_options.cpp alone assigns their results.
 
 Every lib/**/*.cpp and *.hpp is read, and nothing is exempt by its path. What is checked is the
 code: comments are dropped first, so a comment may still say "port 29500" or "$TMPDIR" to explain
@@ -48,9 +55,13 @@ KEY_KINDS = ("join", "conn", "alive", "failed", "result", "welcome", "round", "e
 KEY_PREFIX_CUT = re.compile(
     r"\b(?:k_prefix|k_doctor_prefix|k_run_wide_prefix)\s*\.\s*(?:size|length)\s*\("
     r"|remove_prefix\s*\(\s*(?:rendezvous::)?keys::")
+JOB_MODEL = re.compile(r"\b(?:slurm_job|scheduler_job|AnyJob)\b")
+FAKE_WORKER = re.compile(r"\.rank\s*=\s*-1\b")
+TYPER_WRITES = re.compile(r"\btype_\w+_values\s*\([^)]*(?<!const )\bOptions\s*&")
 KEY_KIND_TEST = re.compile(r'starts_with\(\s*"(?:%s)/"' % "|".join(KEY_KINDS))
 # A file without any of these cannot hold a finding, and is not read further.
-TRIGGERS = ("29500", '"TMPDIR"', '"c10d"', '"static"', "_prefix", "starts_with")
+TRIGGERS = ("29500", '"TMPDIR"', '"c10d"', '"static"', "_prefix", "starts_with", "slurm_job",
+            "scheduler_job", "AnyJob", "rank", "_values")
 
 
 def code_lines(text):
@@ -138,6 +149,12 @@ def findings(path, text):
             found.append(("backend", where))
         if (KEY_PREFIX_CUT.search(code) or KEY_KIND_TEST.search(code)) and path not in KEY_OWNERS:
             found.append(("keys", where))
+        if JOB_MODEL.search(code):
+            found.append(("job", where))
+        if FAKE_WORKER.search(code) and path.startswith("lib/doctor/"):
+            found.append(("progress", where))
+        if TYPER_WRITES.search(code):
+            found.append(("typer", where))
     return found
 
 
@@ -178,6 +195,15 @@ class OneOwner(unittest.TestCase):
     def test_only_the_key_grammar_cuts_keys_apart(self):
         self.check("keys", "a store key cut apart outside rendezvous/keys (use keys::parse)")
 
+    def test_one_job_model(self):
+        self.check("job", "a second job model (use schedulers::Job, its slurm part for Slurm's)")
+
+    def test_the_hang_watch_is_told_times(self):
+        self.check("progress", "a stand-in worker in lib/doctor/ (tell HangWatch::Progress times)")
+
+    def test_the_typers_return_what_they_add(self):
+        self.check("typer", "a typer that writes into Options (return what it adds)")
+
     def test_the_checks_catch_what_they_look_for(self):
         def kinds(path, text):
             return [kind for kind, _ in findings(path, text)]
@@ -204,6 +230,16 @@ class OneOwner(unittest.TestCase):
         self.assertEqual(kinds("lib/x.cpp", "rest.remove_prefix(keys::k_doctor_prefix.size());"),
                          ["keys"])
         self.assertEqual(kinds("lib/rendezvous/keys.cpp", 'take_kind(rest, "join");'), [])
+        self.assertEqual(kinds("lib/x.hpp", "std::optional<slurm::Job> slurm_job;"), ["job"])
+        self.assertEqual(kinds("lib/x.cpp", "using AnyJob = std::variant<A, B>;"), ["job"])
+        self.assertEqual(kinds("lib/x.cpp", "Expected<Job> read_slurm_job(const EnvMap& env);"), [])
+        self.assertEqual(kinds("lib/doctor/watch/x.cpp", "w.push_back({.rank = -1, .pid = 0});"),
+                         ["progress"])
+        self.assertEqual(kinds("lib/x.cpp",
+                               "Expected<void> type_hosts_values(const LayeredValues& v, Options& o);"),
+                         ["typer"])
+        self.assertEqual(kinds("lib/x.cpp", "Expected<HostsAdditions> type_hosts_values("
+                               "const LayeredValues& v, const Options& o);"), [])
         # A raw string and a string holding "//" are code, not comments.
         self.assertEqual(kinds("lib/x.cpp", 'auto u = "http://h:29500";'), ["port"])
         self.assertEqual(kinds("lib/x.cpp", 'auto s = R"x(\n"static"\n)x";'), ["backend"])
