@@ -16,7 +16,7 @@ when a second spelling comes back:
   no second field or variant for Slurm's job comes back (`slurm_job`, `scheduler_job`,
   `AnyJob` as names of code).
 - the hang watch's progress: the doctor tells it times (HangWatch::Progress); no stand-in worker
-  of rank -1 is made in lib/doctor/ to carry a time.
+  of rank -1 is made anywhere in lib/ to carry a time (the old one was in lib/agent/).
 - the tools' typers (type_accelerate_values, ...) return what they add; none takes Options to
   write into, so build_options.cpp alone assigns their results.
 
@@ -151,7 +151,7 @@ def findings(path, text):
             found.append(("keys", where))
         if JOB_MODEL.search(code):
             found.append(("job", where))
-        if FAKE_WORKER.search(code) and path.startswith("lib/doctor/"):
+        if FAKE_WORKER.search(code):
             found.append(("progress", where))
         if TYPER_WRITES.search(code):
             found.append(("typer", where))
@@ -199,7 +199,7 @@ class OneOwner(unittest.TestCase):
         self.check("job", "a second job model (use schedulers::Job, its slurm part for Slurm's)")
 
     def test_the_hang_watch_is_told_times(self):
-        self.check("progress", "a stand-in worker in lib/doctor/ (tell HangWatch::Progress times)")
+        self.check("progress", "a stand-in worker of rank -1 (tell HangWatch::Progress times)")
 
     def test_the_typers_return_what_they_add(self):
         self.check("typer", "a typer that writes into Options (return what it adds)")
