@@ -102,7 +102,7 @@ TEST_CASE("a silent gang's stacks are read and told, then --on-hang stop ends th
   CHECK_FALSE(rig.hang_found());
 }
 
-TEST_CASE("--on-hang report lets the gang go on and reports the whole silence again later",
+TEST_CASE("With --on-hang report the gang goes on and the whole silence is reported again later",
           "[doctor][watch]") {
   Rig rig(gangrun::config::OnHang::report);
   HangResponse& hang = rig.hang_response();
