@@ -23,4 +23,9 @@ std::optional<char> stopped_state(long pid, const std::string& proc_root) {
   return fields[0][0];
 }
 
+std::string stopped_words(char state) {
+  if (state == 't') return "stopped by a debugger or another tracer (state t)";
+  return std::string("stopped (SIGSTOP or another stop signal; state ") + state + ")";
+}
+
 }  // namespace gangrun::doctor

@@ -1,5 +1,6 @@
 #include "doctor/stack_groups.hpp"
 
+#include "doctor/proc_stat.hpp"
 #include "report/blame.hpp"
 #include "util/strings.hpp"
 
@@ -80,11 +81,6 @@ std::vector<StackGroup> group_by_stack(const std::vector<RankStacks>& ranks) {
   std::sort(groups.begin(), groups.end(),
             [&](const StackGroup& a, const StackGroup& b) { return order(a) < order(b); });
   return groups;
-}
-
-std::string stopped_words(char state) {
-  if (state == 't') return "stopped by a debugger or another tracer (state t)";
-  return std::string("stopped (SIGSTOP or another stop signal; state ") + state + ")";
 }
 
 std::vector<int> stopped_ranks(const std::vector<RankStacks>& ranks) {

@@ -47,10 +47,6 @@ struct StackGroup {
 // outlive them.
 std::vector<StackGroup> group_by_stack(const std::vector<RankStacks>& ranks);
 
-// How a stopped rank is named: "stopped (SIGSTOP or another stop signal;
-// state T)" or "stopped by a debugger or another tracer (state t)".
-std::string stopped_words(char state);
-
 // The ranks of ranks that were stopped when they were read, ascending.
 std::vector<int> stopped_ranks(const std::vector<RankStacks>& ranks);
 

@@ -1,5 +1,7 @@
 #include "doctor/stacks_json.hpp"
 
+#include "doctor/proc_stat.hpp"
+
 namespace gangrun::doctor {
 
 namespace {
