@@ -388,7 +388,7 @@ struct Gang::Impl {
   // alone does not say it (SIGUSR1 is forwarded as the script's business,
   // or stops the gang when --signals_to_handle lists it); a forwarded
   // signal must leave a stopped worker stopped.
-  void send_stop(Running& slot, int signal_number) {
+  static void send_stop(Running& slot, int signal_number) {
     slot.signalled = true;
     slot.process->signal(signal_number);
     if (signal_number != SIGKILL) slot.process->signal(SIGCONT);

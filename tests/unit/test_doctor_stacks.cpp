@@ -141,36 +141,34 @@ TEST_CASE("a stopped rank is named and comes first, before the ranks waiting for
   ranks[1].stopped = 'T';
   ranks[4].stopped = 't';
 
+  const std::string by_signal = "stopped (SIGSTOP or another stop signal; state T)";
+  const std::string by_tracer = "stopped by a debugger or another tracer (state t)";
+  CHECK(stopped_words('T') == by_signal);
+  CHECK(stopped_words('t') == by_tracer);
   std::vector<std::string> lines = summary_lines(group_by_stack(ranks));
   CHECK(lines == std::vector<std::string>{
-                     "rank 1 (node0, pid 101): stopped (SIGSTOP or another stop signal; state T): "
-                     "all_reduce <- train",
-                     "rank 4 (node0, pid 104): stopped by a debugger or another tracer (state t): "
-                     "all_reduce <- train",
-                     "rank 3 (node0, pid 103): stopped (SIGSTOP or another stop signal; state T); "
-                     "no stack: the stack tool failed",
+                     "rank 1 (node0, pid 101): " + by_signal + ": all_reduce <- train",
+                     "rank 4 (node0, pid 104): " + by_tracer + ": all_reduce <- train",
+                     "rank 3 (node0, pid 103): " + by_signal + "; no stack: the stack tool failed",
                      "rank 5 (node0, pid 105): load_batch",
                      "ranks 0, 2 (node0): all_reduce <- train"});
   CHECK(stopped_ranks(ranks) == std::vector<int>{1, 3, 4});
 
   std::string text = full_text(ranks, group_by_stack(ranks));
-  CHECK_THAT(text, Contains("\nrank 1 (node0, pid 101), stopped (SIGSTOP or another stop signal; "
-                            "state T)\n  thread 101 (MainThread, idle)\n    all_reduce"));
-  CHECK_THAT(text, Contains("\nrank 3 (node0, pid 103), stopped (SIGSTOP or another stop signal; "
-                            "state T): no stack: the stack tool failed\n"));
+  CHECK_THAT(text, Contains("\nrank 1 (node0, pid 101), " + by_signal +
+                            "\n  thread 101 (MainThread, idle)\n    all_reduce"));
+  CHECK_THAT(text, Contains("\nrank 3 (node0, pid 103), " + by_signal +
+                            ": no stack: the stack tool failed\n"));
 
   SECTION("ranks stopped alike in the same place share a line") {
     ranks[0].stopped = 'T';
     // After rank 4's: the smaller of the stopped groups first.
     CHECK(summary_lines(group_by_stack(ranks)).at(1) ==
-          "ranks 0, 1 (node0): stopped (SIGSTOP or another stop signal; state T): all_reduce <- "
-          "train");
+          "ranks 0, 1 (node0): " + by_signal + ": all_reduce <- train");
   }
   SECTION("the report names a stopped rank by its state and in words") {
     nlohmann::json json = stacks_json(ranks, lines, std::nullopt);
-    CHECK(json["ranks"][1]["stopped"] ==
-          nlohmann::json{{"state", "T"},
-                         {"text", "stopped (SIGSTOP or another stop signal; state T)"}});
+    CHECK(json["ranks"][1]["stopped"] == nlohmann::json{{"state", "T"}, {"text", by_signal}});
     CHECK(json["ranks"][4]["stopped"]["state"] == "t");
     CHECK(json["ranks"][0]["stopped"].is_null());
   }
