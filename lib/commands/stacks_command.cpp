@@ -93,15 +93,13 @@ Expected<doctor::RegisteredJob> choose_job(const std::vector<doctor::RegisteredJ
 doctor::RankStacks read_rank(const doctor::JobWorker& worker, const doctor::RegisteredJob& job,
                              const std::optional<std::string>& tool, bool native,
                              const EnvMap& env) {
-  doctor::RankStacks rank;
-  rank.rank = worker.rank;
-  rank.host = job.host;
-  rank.pid = worker.pid;
+  doctor::RankStacks rank = doctor::rank_to_read(worker.rank, job.host, worker.pid);
   if (!tool) {
     rank.unavailable = doctor::without_stack("py-spy not found", worker.pid);
     return rank;
   }
-  auto threads = doctor::capture_stacks(*tool, worker.pid, native, env, k_read_limit);
+  auto threads = doctor::capture_stacks(doctor::dump_command_for(*tool, rank, native), worker.pid,
+                                        env, k_read_limit);
   if (threads) {
     rank.threads = std::move(*threads);
   } else {

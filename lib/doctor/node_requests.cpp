@@ -52,8 +52,15 @@ RankStacks rank_of(const json& object) {
                   .host = text_of(object, "host", 1024),
                   .pid = integer_of(object.at("pid"), "pid"),
                   .threads = {},
-                  .unavailable = std::nullopt};
+                  .unavailable = std::nullopt,
+                  .stopped = std::nullopt};
   if (!object.at("unavailable").is_null()) rank.unavailable = text_of(object, "unavailable");
+  // The state alone is read: the words are this side's (stopped_words).
+  if (auto stopped = object.find("stopped"); stopped != object.end() && !stopped->is_null()) {
+    std::string state = text_of(*stopped, "state", 1);
+    if (state != "T" && state != "t") invalid("stopped.state is neither T nor t");
+    rank.stopped = state.front();
+  }
   for (const json& thread : object.at("threads")) rank.threads.push_back(thread_of(thread));
   return rank;
 }

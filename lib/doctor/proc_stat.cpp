@@ -17,4 +17,15 @@ std::vector<std::string> proc_stat_fields(long pid, const std::string& proc_root
   return fields;
 }
 
+std::optional<char> stopped_state(long pid, const std::string& proc_root) {
+  std::vector<std::string> fields = proc_stat_fields(pid, proc_root);
+  if (fields.empty() || (fields[0] != "T" && fields[0] != "t")) return std::nullopt;
+  return fields[0][0];
+}
+
+std::string stopped_words(char state) {
+  if (state == 't') return "stopped by a debugger or another tracer (state t)";
+  return std::string("stopped (SIGSTOP or another stop signal; state ") + state + ")";
+}
+
 }  // namespace gangrun::doctor

@@ -1,7 +1,9 @@
 // One reader of /proc/PID/stat for the gang doctor: a process's state, its
-// parent and its start time all come from there.
+// parent and its start time all come from there; and the words for a
+// process stopped from outside.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,5 +13,15 @@ namespace gangrun::doctor {
 // parentheses): [0] is field 3 of the line (the state), [1] the parent's
 // pid, [19] the start time in clock ticks. Empty when the process is gone.
 std::vector<std::string> proc_stat_fields(long pid, const std::string& proc_root = "/proc");
+
+// A process stopped from outside, as its state says: 'T' (a stop signal:
+// kill -STOP, a job its scheduler suspended) or 't' (a tracer holds it: a
+// debugger); nullopt for any other state and when the process is gone.
+std::optional<char> stopped_state(long pid, const std::string& proc_root = "/proc");
+
+// How a process in that state is named to people: "stopped (SIGSTOP or
+// another stop signal; state T)" or "stopped by a debugger or another
+// tracer (state t)".
+std::string stopped_words(char state);
 
 }  // namespace gangrun::doctor

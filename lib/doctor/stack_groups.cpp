@@ -1,5 +1,6 @@
 #include "doctor/stack_groups.hpp"
 
+#include "doctor/proc_stat.hpp"
 #include "report/blame.hpp"
 #include "util/strings.hpp"
 
@@ -11,19 +12,20 @@ namespace gangrun::doctor {
 
 namespace {
 
-// What ranks are grouped by: the main thread's frames, or the reason none
-// were read (the two never mix: a frame list of one reason's group is empty).
-using GroupKey =
-    std::tuple<bool, std::vector<std::tuple<std::string, std::string, int>>, std::string>;
+// What ranks are grouped by: whether they were stopped, and the main
+// thread's frames or the reason none were read (the two never mix: a frame
+// list of one reason's group is empty).
+using GroupKey = std::tuple<std::optional<char>, bool,
+                            std::vector<std::tuple<std::string, std::string, int>>, std::string>;
 
 GroupKey key_of(const RankStacks& rank) {
-  if (rank.unavailable) return {true, {}, *rank.unavailable};
+  if (rank.unavailable) return {rank.stopped, true, {}, *rank.unavailable};
   std::vector<std::tuple<std::string, std::string, int>> frames;
   if (const ThreadStack* main = main_thread(rank.threads, rank.pid)) {
     for (const Frame& frame : main->frames)
       frames.emplace_back(frame.function, frame.file, frame.line);
   }
-  return {false, std::move(frames), ""};
+  return {rank.stopped, false, std::move(frames), ""};
 }
 
 std::vector<int> ranks_of(const StackGroup& group) {
@@ -57,6 +59,7 @@ std::vector<StackGroup> group_by_stack(const std::vector<RankStacks>& ranks) {
     StackGroup& group = by_key[key_of(rank)];
     group.members.push_back(&rank);
     group.unavailable = rank.unavailable;
+    group.stopped = rank.stopped;
     if (group.members.size() == 1 && !rank.unavailable) {
       if (const ThreadStack* main = main_thread(rank.threads, rank.pid))
         group.frames = main->frames;
@@ -69,11 +72,24 @@ std::vector<StackGroup> group_by_stack(const std::vector<RankStacks>& ranks) {
               [](const RankStacks* a, const RankStacks* b) { return a->rank < b->rank; });
     groups.push_back(std::move(group));
   }
-  std::sort(groups.begin(), groups.end(), [](const StackGroup& a, const StackGroup& b) {
-    return std::make_tuple(a.unavailable.has_value(), a.members.size(), a.members.front()->rank) <
-           std::make_tuple(b.unavailable.has_value(), b.members.size(), b.members.front()->rank);
-  });
+  // A stopped rank first, even one whose stack could not be read: the
+  // others wait for it, wherever they stand.
+  auto order = [](const StackGroup& group) {
+    return std::make_tuple(!group.stopped, group.unavailable.has_value(), group.members.size(),
+                           group.members.front()->rank);
+  };
+  std::sort(groups.begin(), groups.end(),
+            [&](const StackGroup& a, const StackGroup& b) { return order(a) < order(b); });
   return groups;
+}
+
+std::vector<int> stopped_ranks(const std::vector<RankStacks>& ranks) {
+  std::vector<int> stopped;
+  for (const RankStacks& rank : ranks) {
+    if (rank.stopped) stopped.push_back(rank.rank);
+  }
+  std::sort(stopped.begin(), stopped.end());
+  return stopped;
 }
 
 std::string frames_line(const std::vector<Frame>& frames, std::size_t max_frames) {
@@ -95,6 +111,8 @@ std::vector<std::string> summary_lines(const std::vector<StackGroup>& groups) {
   for (const StackGroup& group : groups) {
     std::string what =
         group.unavailable ? "no stack: " + *group.unavailable : frames_line(group.frames);
+    if (group.stopped)
+      what = stopped_words(*group.stopped) + (group.unavailable ? "; " : ": ") + what;
     lines.push_back(report::rank_list(ranks_of(group)) + " (" + where(group) + "): " + what);
   }
   return lines;
@@ -111,6 +129,7 @@ std::string full_text(const std::vector<RankStacks>& ranks, const std::vector<St
   for (const RankStacks* rank : in_order) {
     text += "\nrank " + std::to_string(rank->rank) + " (" + rank->host + ", pid " +
             std::to_string(rank->pid) + ")";
+    if (rank->stopped) text += ", " + stopped_words(*rank->stopped);
     if (rank->unavailable) {
       text += ": no stack: " + *rank->unavailable + "\n";
       continue;

@@ -5,6 +5,11 @@
 //
 //   rank 2 (node1, pid 4711): load_batch <- train <- <module>
 //   ranks 0, 1, 3 (node0, node1): all_reduce <- train_step <- train <- <module>
+//
+// A rank stopped from outside (SIGSTOP, a debugger) comes before them all:
+// it runs none of its code, so the others wait for it wherever it stands.
+//
+//   rank 1 (node1, pid 4712): stopped (SIGSTOP or another stop signal; state T): all_reduce <- ...
 #pragma once
 
 #include "doctor/stacks.hpp"
@@ -22,27 +27,36 @@ struct RankStacks {
   long pid = 0;
   std::vector<ThreadStack> threads;        // empty when unavailable
   std::optional<std::string> unavailable;  // why no stack was read ("py-spy not found", ...)
+  // 'T' or 't' (proc_stat.hpp: stopped_state) when the rank was stopped as
+  // it was read: the likely cause of a hang.
+  std::optional<char> stopped;
 };
 
 struct StackGroup {
   std::vector<const RankStacks*> members;  // ascending rank
   std::vector<Frame> frames;               // the main thread's, innermost first
   std::optional<std::string> unavailable;  // a group of ranks whose stack could not be read
+  std::optional<char> stopped;             // a group of ranks stopped alike (RankStacks::stopped)
 };
 
 // Groups ranks by their main thread's frames (function, file and line), and
-// ranks whose stack could not be read by the reason. Smaller groups first
-// (the odd ones out), then groups by their lowest rank; unreadable groups
-// last. The groups point into ranks, which must outlive them.
+// ranks whose stack could not be read by the reason; stopped ranks never
+// share a group with running ones. Stopped groups first, then smaller
+// groups (the odd ones out), then groups by their lowest rank; unreadable
+// groups after the readable ones. The groups point into ranks, which must
+// outlive them.
 std::vector<StackGroup> group_by_stack(const std::vector<RankStacks>& ranks);
+
+// The ranks of ranks that were stopped when they were read, ascending.
+std::vector<int> stopped_ranks(const std::vector<RankStacks>& ranks);
 
 // "load_batch <- train <- <module>": at most max_frames function names,
 // innermost first, "..." where more were left out; "(no Python frames)" for
 // a thread with none.
 std::string frames_line(const std::vector<Frame>& frames, std::size_t max_frames = 6);
 
-// One line per group, as in the example above: a group of one names its host
-// and pid, a larger one its hosts.
+// One line per group, as in the examples above: a group of one names its
+// host and pid, a larger one its hosts; a stopped group says so first.
 std::vector<std::string> summary_lines(const std::vector<StackGroup>& groups);
 
 // The whole report for people: the summary, then every rank's threads in full

@@ -61,6 +61,20 @@ std::vector<std::string> dump_command(const std::string& tool, long pid, bool na
   return command;
 }
 
+RankStacks rank_to_read(int rank, std::string host, long pid, const std::string& proc_root) {
+  RankStacks read;
+  read.rank = rank;
+  read.host = std::move(host);
+  read.pid = pid;
+  read.stopped = stopped_state(pid, proc_root);
+  return read;
+}
+
+std::vector<std::string> dump_command_for(const std::string& tool, const RankStacks& rank,
+                                          bool native, bool nonblocking) {
+  return dump_command(tool, rank.pid, native, nonblocking || rank.stopped.has_value());
+}
+
 std::string explain_failure(std::string_view output, std::optional<int> ptrace_scope) {
   // No pid in the reasons: ranks that fail alike are grouped as one.
   if (mentions(output, "No such process") || mentions(output, "Failed to find process") ||
@@ -117,7 +131,8 @@ std::optional<std::string> proc_state(long pid, const std::string& proc_root) {
       break;
     case 'T':
     case 't':
-      return "stopped";
+      text = "stopped";
+      break;
     case 'Z':
       return "a zombie (exited, not yet reaped)";
     default:
@@ -133,12 +148,12 @@ std::string without_stack(std::string reason, long pid, const std::string& proc_
   return reason;
 }
 
-Expected<std::vector<ThreadStack>> capture_stacks(const std::string& tool, long pid, bool native,
+Expected<std::vector<ThreadStack>> capture_stacks(const std::vector<std::string>& command, long pid,
                                                   const EnvMap& env,
                                                   std::chrono::milliseconds timeout) {
   supervise::SpawnSpec spec;
-  spec.executable = tool;
-  spec.argv = dump_command(tool, pid, native);
+  spec.executable = command.at(0);
+  spec.argv = command;
   spec.env = env;
   spec.stderr_fd = supervise::k_stderr_to_output;  // its errors say why it failed
   GANGRUN_TRY_ASSIGN(run, supervise::run_to_completion(spec, timeout));

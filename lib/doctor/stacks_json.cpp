@@ -1,5 +1,7 @@
 #include "doctor/stacks_json.hpp"
 
+#include "doctor/proc_stat.hpp"
+
 namespace gangrun::doctor {
 
 namespace {
@@ -24,11 +26,16 @@ nlohmann::json stacks_json(const std::vector<RankStacks>& ranks,
   for (const RankStacks& rank : ranks) {
     nlohmann::json threads = nlohmann::json::array();
     for (const ThreadStack& thread : rank.threads) threads.push_back(thread_json(thread));
+    nlohmann::json stopped;
+    if (rank.stopped) {
+      stopped = {{"state", std::string(1, *rank.stopped)}, {"text", stopped_words(*rank.stopped)}};
+    }
     ranks_json.push_back(
         {{"rank", rank.rank},
          {"host", rank.host},
          {"pid", rank.pid},
          {"unavailable", rank.unavailable ? nlohmann::json(*rank.unavailable) : nlohmann::json()},
+         {"stopped", std::move(stopped)},
          {"threads", std::move(threads)}});
   }
   return {{"summary", summary},

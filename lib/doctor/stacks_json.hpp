@@ -3,6 +3,7 @@
 //   {"summary": ["rank 2 (node0, pid 4711): load_batch <- train", ...],
 //    "file": "<run dir>/attempt_0/hang-stacks.txt" or null,
 //    "ranks": [{"rank": 2, "host": "node0", "pid": 4711, "unavailable": null,
+//               "stopped": null or {"state": "T", "text": "stopped (SIGSTOP or ...; state T)"},
 //               "threads": [{"name": "MainThread", "thread_id": 4711, "active": false,
 //                            "frames": [{"function": "load_batch", "file": "train.py",
 //                                        "line": 12}, ...]}]}]}

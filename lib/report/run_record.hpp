@@ -56,6 +56,9 @@ struct HangFinding {
   // The ranks read that had no connection to the round's store; nullopt
   // when that is not known.
   std::optional<std::vector<int>> not_at_store;
+  // The ranks read that were stopped from outside (SIGSTOP, a debugger):
+  // the others wait for them.
+  std::vector<int> stopped;
   nlohmann::json stacks;  // every rank's, as doctor/stacks_json.hpp writes them
   // The NCCL flight recorder's dumps, when some were asked for before acting.
   std::optional<std::vector<std::string>> flight_recorder_dumps;

@@ -80,6 +80,7 @@ void add_doctor_findings(const DoctorFindings& found, nlohmann::json& attempt) {
                        {"action", hang->action},
                        {"not_at_store", hang->not_at_store ? nlohmann::json(*hang->not_at_store)
                                                            : nlohmann::json()},
+                       {"stopped", hang->stopped},
                        {"stacks", hang->stacks}};
     if (hang->flight_recorder_dumps) {
       attempt["hang"]["flight_recorder_dumps"] = *hang->flight_recorder_dumps;

@@ -374,9 +374,24 @@ struct Gang::Impl {
       if (slot.stdin_writer.valid()) {
         slot.stdin_writer.reset();
       } else {
-        slot.process->signal(signal_number);
+        send_stop(slot, signal_number);
       }
     }
+  }
+
+  // A teardown's signal to one worker's group, and SIGCONT after it. A
+  // worker stopped from outside (kill -STOP, a debugger, a job its scheduler
+  // suspended) acts on no signal but SIGKILL until it runs again: without
+  // SIGCONT the stop would wait for term_timeout's SIGKILL. The gang owns
+  // this, not the shim, because only the gang knows that a signal is a
+  // teardown: the shim delivers whatever number it is told, and a number
+  // alone does not say it (SIGUSR1 is forwarded as the script's business,
+  // or stops the gang when --signals_to_handle lists it); a forwarded
+  // signal must leave a stopped worker stopped.
+  static void send_stop(Running& slot, int signal_number) {
+    slot.signalled = true;
+    slot.process->signal(signal_number);
+    if (signal_number != SIGKILL) slot.process->signal(SIGCONT);
   }
 
   // Asks every live worker's supervisor to deliver signal_number to the
@@ -450,7 +465,9 @@ struct Gang::Impl {
     }
     if (alive_count == 0) return;
     kill_timer.cancel();
-    signal_workers(settings.second_stop_signal, true);
+    for (Running& slot : running) {
+      if (slot.alive && slot.process) send_stop(slot, settings.second_stop_signal);
+    }
   }
 
   void signal_worker(pid_t pid, int signal_number) {

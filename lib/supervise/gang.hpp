@@ -133,9 +133,11 @@ class Gang {
   // may end by themselves for failure_window; then the root cause is
   // decided (the rank they waited for, else the first failure) and the
   // rest are asked to stop (SIGTERM to their groups, or their stdin closed),
-  // SIGKILL after term_timeout. When every worker has ended, each
-  // supervisor kills what is left of its tree, the output is drained, and on_done gets the outcome
-  // (from a handler, never inside start). Only when no attempt is running. A worker that cannot be
+  // SIGKILL after term_timeout; every stop signal of a teardown is followed
+  // by SIGCONT, so that a worker stopped from outside acts on it. When every
+  // worker has ended, each supervisor kills what is left of its tree, the
+  // output is drained, and on_done gets the outcome (from a handler, never
+  // inside start). Only when no attempt is running. A worker that cannot be
   // started is the root cause.
   void start(std::vector<WorkerLaunch> workers, DoneHandler on_done);
 
@@ -158,7 +160,8 @@ class Gang {
   void close_failure_window();
 
   // Delivers signal_number to every live worker's group without a
-  // teardown (USR1, USR2, SIGSTOP, SIGCONT).
+  // teardown (USR1, USR2, SIGSTOP, SIGCONT), and nothing after it: a
+  // stopped worker stays stopped.
   void forward(int signal_number);
 
   // Delivers signal_number to the group of the one live worker whose

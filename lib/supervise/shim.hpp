@@ -47,7 +47,9 @@ struct ShimRecord {
 };
 
 // Control bytes (gangrun to shim): each byte is a signal number to deliver
-// to the worker's process group while the worker has not been reaped.
+// to the worker's process group while the worker has not been reaped, in
+// the order written. Which signals follow which (a teardown's SIGCONT after
+// its stop signal) is the gang's to decide (gang.cpp), not the shim's.
 // SIGKILL also kills every other descendant under the shim at once. EOF
 // means: kill everything under the shim, reap it, and exit 0.
 

@@ -24,6 +24,9 @@ Real PyTorch (gloo on CPU, groups that time out only after 300 s):
                       with PATH, until PATH exists: then every rank all-reduces and exits 0.
   hang-first-attempt: "hang" in the first attempt (TORCHELASTIC_RESTART_COUNT 0), and no hang
                       in a later one: every rank all-reduces and exits 0.
+  all-reduce-loop:    every rank all-reduces in a loop, printing "rank R: step N" after each
+                      step, until it is stopped: a test that stops one rank from outside
+                      (SIGSTOP) leaves the others waiting for it in the all-reduce, silent.
   store-busy:         rank 0 writes a key to the store every 0.2 s for 30 writes, printing
                       nothing; the others wait for it in an all-reduce, printing nothing. Every
                       rank then exits 0: the store traffic is the gang's only progress.
@@ -44,6 +47,7 @@ Real PyTorch (gloo on CPU, groups that time out only after 300 s):
                       child with the job.
 """
 
+import itertools
 import os
 import sys
 import threading
@@ -156,6 +160,19 @@ def train_step(rank, mode, path, pid_dir, starting):
     return value.item()
 
 
+def all_reduce_loop(rank, starting):
+    import torch
+    import torch.distributed as dist
+
+    value = torch.ones(1)
+    starting.stop()
+    for step in itertools.count(1):
+        value.fill_(1)
+        dist.all_reduce(value)
+        print(f"rank {rank}: step {step}", flush=True)
+        time.sleep(PAUSE)
+
+
 def slow_input(seconds):
     time.sleep(seconds)
 
@@ -208,6 +225,8 @@ def main():
             load_batch(path)
     dist.init_process_group("gloo", timeout=timedelta(seconds=300))
     dist.barrier()
+    if mode == "all-reduce-loop":
+        all_reduce_loop(rank, starting)
     if mode in ("straggle", "balanced"):
         ddp_steps(rank, mode, starting)
         # torch 2.x's teardown of a gloo group with DDP's reducer behind it now and then aborts

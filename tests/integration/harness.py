@@ -294,6 +294,18 @@ def clean_env(**extra):
     return env
 
 
+def proc_state(pid):
+    """The state letter of /proc/PID/stat ('T' stopped, 'S' sleeping, 'Z' a zombie, ...), or
+    None when PID is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # "pid (comm) S ..." where comm may contain spaces or parentheses
+    return stat[stat.rindex(")") + 2:].split()[0]
+
+
 def is_dead(pid):
     """True when PID is gone or a zombie."""
     try:
@@ -302,14 +314,18 @@ def is_dead(pid):
         return True
     except PermissionError:
         return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return True
-    # "pid (comm) S ..." where comm may contain spaces or parentheses
-    state = stat[stat.rindex(")") + 2:].split()[0]
-    return state in ("Z", "X")
+    return proc_state(pid) in (None, "Z", "X")
+
+
+def pending_signals(pid):
+    """The signals pending for the whole of process PID (ShdPnd in /proc/PID/status: what a
+    kill or killpg left there while it was stopped or blocking them), as a set of numbers."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("ShdPnd:"):
+                mask = int(line.split()[1], 16)
+                return {bit + 1 for bit in range(64) if mask & (1 << bit)}
+    return set()
 
 
 def proc_cmdline(pid):
@@ -423,11 +439,17 @@ class GangrunTestCase(unittest.TestCase):
         self.pid_dir = os.path.join(self.tmp, "pids")
         os.mkdir(self.pid_dir)
         self._started = []  # Popen objects of gangrun we started
+        self._stopped = []  # pids of workers the test stopped (stop_worker)
 
     # Tests that end gangrun with SIGKILL may leave setsid'd grandchildren to init.
     allow_leftovers = False
 
     def tearDown(self):
+        # A worker the test stopped runs again first, so that whatever ends it is not kept
+        # waiting (a stopped process acts on no signal but SIGKILL and SIGCONT).
+        for pid in self._stopped:
+            if not is_dead(pid) and self.tmp in proc_cmdline(pid):
+                os.kill(pid, signal.SIGCONT)
         leftovers = []
         for proc in self._started:
             if proc.poll() is None:
@@ -495,6 +517,16 @@ class GangrunTestCase(unittest.TestCase):
             names = [n for n in os.listdir(self.tmp) if n.startswith("ready.")]
             return len(names) >= count
         wait_for(ready, timeout, f"{count} workers to be ready")
+
+    def stop_worker(self, pid):
+        """Stops PID, a worker of this test (it recorded its pid), with SIGSTOP, as a debugger or a
+        scheduler suspending the job would, and waits until it is stopped; tearDown continues it
+        if it is still there."""
+        self.assertIn(self.tmp, proc_cmdline(pid), f"pid {pid} is not a worker of this test")
+        os.kill(pid, signal.SIGSTOP)
+        self._stopped.append(pid)
+        wait_for(lambda: proc_state(pid) in ("T", None), EVENT_TIMEOUT, f"pid {pid} to stop")
+        self.assertEqual(proc_state(pid), "T", f"pid {pid} ended instead of stopping")
 
     def assert_dead(self, pids, timeout=EVENT_TIMEOUT, what="processes"):
         pids = list(pids)

@@ -131,6 +131,25 @@ class HangTestCase(GangrunTestCase):
         self.assertEqual(groups[0][0], {odd_rank}, f"the odd one out is not first: {groups}")
         return groups
 
+    def start_for_stacks(self, *options):
+        """Starts 3 plain Python ranks (the worker's idle mode: rank 2 in load_batch) with OPTIONS,
+        for `gangrun stacks` from another terminal; the job registry is in the test's own
+        directory, so this job is the user's only one there. Returns gangrun, the environment
+        to run `gangrun stacks` in (self.stacks), and the ranks' pids."""
+        py_spy()  # found beside PEER_PYTHON, the workers' interpreter
+        env = harness.clean_env(TMPDIR=self.tmp, PATH=path_without_py_spy())
+        env.pop("XDG_RUNTIME_DIR", None)
+        gangrun = self.start(["--nproc-per-node", 3, *options, "--python", PEER_PYTHON, SCRIPT, self.pid_dir, "idle"],
+                             env=env)
+        return gangrun, env, self.wait_pid_files(3)
+
+    def stacks(self, env, *args):
+        """What `gangrun stacks ARGS` printed; it must succeed."""
+        done = subprocess.run([harness.GANGRUN, "stacks", *args], stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, env=env, timeout=EVENT_TIMEOUT)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        return done.stdout
+
     def assert_stacks(self, stacks, ranks, pids):
         """A STACKS record with every rank of RANKS read, at the pid it recorded."""
         self.assertIsInstance(stacks["summary"], list)
@@ -436,18 +455,10 @@ class StacksOnDemand(HangTestCase):
     """`gangrun stacks` from another terminal: every rank of a running job, nothing stopped."""
 
     def test_gangrun_stacks_reads_a_running_job(self):
-        py_spy()  # found beside PEER_PYTHON, the workers' interpreter
-        # The job registry in the test's own directory: this job is the user's only one there.
-        env = harness.clean_env(TMPDIR=self.tmp, PATH=path_without_py_spy())
-        env.pop("XDG_RUNTIME_DIR", None)
-        gangrun = self.start(["--nproc-per-node", 3, "--python", PEER_PYTHON, SCRIPT, self.pid_dir, "idle"], env=env)
-        pids = self.wait_pid_files(3)
+        gangrun, env, pids = self.start_for_stacks()
 
         def stacks(*args):
-            done = subprocess.run([harness.GANGRUN, "stacks", *args], stdin=subprocess.DEVNULL, capture_output=True,
-                                  text=True, env=env, timeout=EVENT_TIMEOUT)
-            self.assertEqual(done.returncode, 0, done.stderr)
-            return done.stdout
+            return self.stacks(env, *args)
 
         # Rank 2 prints a line, then enters load_batch: read until it is there.
         harness.wait_for(lambda: "load_batch" in stacks("--pid", str(gangrun.pid)), EVENT_TIMEOUT,

@@ -1,6 +1,8 @@
 """Signals sent to gangrun itself (docs/supervision.md, "Supervision"): TERM/INT/HUP tear the job down and
 gangrun dies of the same signal; USR1/USR2 are forwarded and the job goes on; a second
-TERM/INT during the grace period kills at once; SIGKILL to gangrun still kills its workers."""
+TERM/INT during the grace period kills at once; SIGKILL to gangrun still kills its workers; a
+worker stopped from outside ends with the teardown's signal at once and stays stopped through a
+forwarded one."""
 
 import os
 import signal
@@ -115,12 +117,6 @@ class ForwardedSignals(GangrunTestCase):
         self.assertExit(result, 0)
 
 
-def process_state(pid):
-    """The state letter of /proc/<pid>/stat ('T' stopped, 'S' sleeping, ...)."""
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[1].split()[0]
-
-
 class JobControl(GangrunTestCase):
     def test_tstp_stops_workers_and_gangrun_and_cont_resumes_them(self):
         # The workers finish as soon as GO exists; it is created while they are stopped,
@@ -131,11 +127,11 @@ class JobControl(GangrunTestCase):
         self.wait_ready(2)
         pids = list(self.pid_files().values())
         os.kill(proc.pid, signal.SIGTSTP)
-        harness.wait_for(lambda: all(process_state(p) == "T" for p in pids + [proc.pid]), harness.EVENT_TIMEOUT,
+        harness.wait_for(lambda: all(harness.proc_state(p) == "T" for p in pids + [proc.pid]), harness.EVENT_TIMEOUT,
                          "workers and gangrun stopped after SIGTSTP")
         with open(go, "w"):
             pass
-        self.assertTrue(all(process_state(p) == "T" for p in pids + [proc.pid]), "the job resumed on its own")
+        self.assertTrue(all(harness.proc_state(p) == "T" for p in pids + [proc.pid]), "the job resumed on its own")
         continued_at = time.time()
         os.kill(proc.pid, signal.SIGCONT)
         result = self.finish(proc)
@@ -145,6 +141,58 @@ class JobControl(GangrunTestCase):
                 finished_at = float(f.read())
             self.assertGreaterEqual(finished_at, continued_at, f"rank {rank} finished while it should be stopped")
         self.assert_dead(pids, what="workers after the job finished")
+
+
+
+class StoppedWorker(GangrunTestCase):
+    """A worker stopped from outside (kill -STOP, a debugger, a scheduler suspending the job) acts
+    on no signal but SIGKILL until it runs again: the teardown sends SIGCONT after its stop
+    signal, so that the worker ends with that signal at once; a forwarded signal is no teardown
+    and leaves it stopped. --term-timeout is far longer than any wait here, so only the SIGCONT
+    can end the stopped worker in time."""
+
+    def start_and_stop_rank_1(self, report):
+        proc = self.start(["--nproc_per_node", 2, "--term-timeout", 600, "--report", report, *self.fake(
+            "--on-usr1", self.path("usr1.{rank}"), "--on-usr2", self.path("usr2.{rank}"),
+            "--touch", self.ready_file(), "--sleep", 300)])
+        self.wait_ready(2)
+        pids = self.pid_files()
+        self.stop_worker(pids[1])
+        return proc, pids
+
+    def test_a_stopped_worker_ends_with_the_stop_signal(self):
+        report = self.path("report.json")
+        proc, pids = self.start_and_stop_rank_1(report)
+        os.kill(proc.pid, signal.SIGTERM)
+        result = self.finish(proc)
+        self.assertEqual(result.returncode, -int(signal.SIGTERM), result.describe())
+        workers = {w["rank"]: w for w in harness.report_attempts(self.read_json(report))[-1]}
+        self.assertEqual(workers[1]["signal"], "SIGTERM",
+                         f"the stopped worker did not end with the stop signal: {workers[1]}")
+        self.assert_dead(pids.values(), what="workers")
+
+    def test_a_forwarded_signal_leaves_a_stopped_worker_stopped(self):
+        proc, pids = self.start_and_stop_rank_1(self.path("report.json"))
+        stopped = pids[1]
+        os.kill(proc.pid, signal.SIGUSR1)
+        harness.wait_for(lambda: os.path.exists(self.path("usr1.0")), harness.EVENT_TIMEOUT, "SIGUSR1 at rank 0")
+        # SIGUSR2 follows SIGUSR1 through the same shim: once it is pending too, a SIGCONT
+        # sent after SIGUSR1 would have run the worker (and its handler would have taken SIGUSR1).
+        os.kill(proc.pid, signal.SIGUSR2)
+        harness.wait_for(lambda: harness.proc_state(stopped) != "T"
+                         or {signal.SIGUSR1, signal.SIGUSR2} <= harness.pending_signals(stopped),
+                         harness.EVENT_TIMEOUT, "SIGUSR1 and SIGUSR2 pending at the stopped rank 1")
+        self.assertEqual(harness.proc_state(stopped), "T", "a forwarded signal woke the stopped worker")
+        self.assertFalse(os.path.exists(self.path("usr1.1")), "the stopped worker ran its SIGUSR1 handler")
+        self.assertIsNone(proc.poll(), "gangrun ended on a forwarded signal")
+        # The test's own SIGCONT: it runs the worker's handlers, and the job ends as any other.
+        os.kill(stopped, signal.SIGCONT)
+        harness.wait_for(lambda: os.path.exists(self.path("usr2.1")), harness.EVENT_TIMEOUT,
+                         "rank 1 to take SIGUSR2 once it runs")
+        os.kill(proc.pid, signal.SIGTERM)
+        result = self.finish(proc)
+        self.assertEqual(result.returncode, -int(signal.SIGTERM), result.describe())
+        self.assert_dead(pids.values(), what="workers")
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ TEST_CASE("every finding of the doctor keeps its report key and shape", "[doctor
                            .silent_for_s = 3.25,
                            .action = "stop",
                            .not_at_store = std::nullopt,
+                           .stopped = {1},
                            .stacks = stacks,
                            .flight_recorder_dumps = std::vector<std::string>{}};
   found.stacks_at_failure = stacks;
@@ -50,6 +51,7 @@ TEST_CASE("every finding of the doctor keeps its report key and shape", "[doctor
                                           {"silent_for_s", 3.25},
                                           {"action", "stop"},
                                           {"not_at_store", nullptr},
+                                          {"stopped", {1}},
                                           {"stacks", stacks},
                                           {"flight_recorder_dumps", nlohmann::json::array()}});
   CHECK(attempt["stacks_at_failure"] == stacks);

@@ -17,7 +17,8 @@ RankStacks a_rank(int number, const std::string& function) {
                         .active = false,
                         .frames = {Frame{.function = function, .file = "train.py", .line = 12},
                                    Frame{.function = "<module>", .file = "train.py", .line = 40}}}},
-                    .unavailable = std::nullopt};
+                    .unavailable = std::nullopt,
+                    .stopped = std::nullopt};
 }
 
 TEST_CASE("a node's request and answer read back as they were written", "[doctor]") {
@@ -33,15 +34,23 @@ TEST_CASE("a node's request and answer read back as they were written", "[doctor
                                        silence + "}"));
   }
 
-  RankStacks unreadable{
-      .rank = 3, .host = "node1", .pid = 99, .threads = {}, .unavailable = "py-spy not found"};
-  NodeAnswer answer{.ranks = {a_rank(2, "load_batch"), unreadable}, .not_at_store = {3}};
+  RankStacks unreadable{.rank = 3,
+                        .host = "node1",
+                        .pid = 99,
+                        .threads = {},
+                        .unavailable = "py-spy not found",
+                        .stopped = std::nullopt};
+  RankStacks stopped = a_rank(1, "all_reduce");
+  stopped.stopped = 't';
+  NodeAnswer answer{.ranks = {a_rank(2, "load_batch"), unreadable, stopped}, .not_at_store = {3}};
   auto back = node_answer_from_json(to_json(answer));
   REQUIRE(back);
-  REQUIRE(back->ranks.size() == 2);
+  REQUIRE(back->ranks.size() == 3);
   CHECK(back->ranks[0].threads == answer.ranks[0].threads);
   CHECK(back->ranks[0].pid == 4713);
+  CHECK_FALSE(back->ranks[0].stopped);
   CHECK(back->ranks[1].unavailable == "py-spy not found");
+  CHECK(back->ranks[2].stopped == 't');
   CHECK(back->not_at_store == std::vector<int>{3});
 }
 
@@ -51,6 +60,13 @@ TEST_CASE("what no agent writes is refused, and text comes back printable", "[do
   CHECK_FALSE(node_request_from_json(R"({"why": "hang"})"));
   CHECK_FALSE(node_answer_from_json(R"({"ranks": [{"rank": "two"}], "not_at_store": []})"));
   CHECK_FALSE(node_answer_from_json(R"({"ranks": []})"));
+  // A stopped rank's state is one of the two that name a stop.
+  const std::string rank_head = R"({"not_at_store": [], "ranks": [{"rank": 0, "host": "h", )"
+                                R"("pid": 7, "unavailable": null, "threads": [], "stopped": )";
+  CHECK(node_answer_from_json(rank_head + R"({"state": "T", "text": "any"}}]})"));
+  CHECK(node_answer_from_json(rank_head + "null}]}"));
+  CHECK_FALSE(node_answer_from_json(rank_head + R"({"state": "S"}}]})"));
+  CHECK_FALSE(node_answer_from_json(rank_head + R"("T"}]})"));
 
   NodeAnswer answer{.ranks = {a_rank(0, "evil\x1b[2Jname")}, .not_at_store = {}};
   auto back = node_answer_from_json(to_json(answer));

@@ -1,11 +1,13 @@
 // The gang doctor's stacks (lib/doctor/): py-spy's JSON read into threads,
-// ranks grouped by where their main thread stands with the odd ones out
-// first, the stack tool found, run through the same spawn path as every
-// child (a stand-in script prints what py-spy would), and its failures
-// explained with the fix.
+// ranks grouped by where their main thread stands with stopped ranks and the
+// odd ones out first, the stack tool found (and told not to pause a stopped
+// rank), run through the same spawn path as every child (a stand-in script
+// prints what py-spy would), and its failures explained with the fix.
+#include "doctor/proc_stat.hpp"
 #include "doctor/stack_groups.hpp"
 #include "doctor/stack_tool.hpp"
 #include "doctor/stacks.hpp"
+#include "doctor/stacks_json.hpp"
 #include "launch/program.hpp"
 #include "temp_dir.hpp"
 
@@ -54,7 +56,7 @@ std::vector<Frame> frames(std::initializer_list<const char*> names) {
 }
 
 RankStacks rank_at(int rank, const std::string& host, long pid, std::vector<Frame> main) {
-  RankStacks stacks{rank, host, pid, {}, std::nullopt};
+  RankStacks stacks{rank, host, pid, {}, std::nullopt, std::nullopt};
   stacks.threads.push_back(ThreadStack{"MainThread", pid, false, std::move(main)});
   return stacks;
 }
@@ -102,7 +104,7 @@ TEST_CASE("ranks in the same place form a group; the odd ones out come first", "
   std::vector<RankStacks> ranks = {
       rank_at(3, "node1", 303, waiting), rank_at(0, "node0", 100, waiting),
       rank_at(2, "node1", 302, frames({"load_batch", "train"})), rank_at(1, "node0", 101, waiting)};
-  ranks.push_back(RankStacks{4, "node1", 304, {}, "pid 304 has ended"});
+  ranks.push_back(RankStacks{4, "node1", 304, {}, "pid 304 has ended", std::nullopt});
 
   std::vector<StackGroup> groups = group_by_stack(ranks);
   REQUIRE(groups.size() == 3);
@@ -124,6 +126,79 @@ TEST_CASE("ranks in the same place form a group; the odd ones out come first", "
     two[1].threads[0].frames[0].line = 99;
     CHECK(group_by_stack(two).size() == 2);
   }
+}
+
+TEST_CASE("a stopped rank is named and comes first, before the ranks waiting for it", "[doctor]") {
+  // Rank 1 stands where the others wait, stopped; rank 3 is stopped and
+  // unreadable, rank 4 held by a debugger, rank 5 the running odd one out.
+  std::vector<Frame> waiting = frames({"all_reduce", "train"});
+  std::vector<RankStacks> ranks = {rank_at(0, "node0", 100, waiting),
+                                   rank_at(1, "node0", 101, waiting),
+                                   rank_at(2, "node0", 102, waiting),
+                                   RankStacks{3, "node0", 103, {}, "the stack tool failed", 'T'},
+                                   rank_at(4, "node0", 104, waiting),
+                                   rank_at(5, "node0", 105, frames({"load_batch"}))};
+  ranks[1].stopped = 'T';
+  ranks[4].stopped = 't';
+
+  const std::string by_signal = "stopped (SIGSTOP or another stop signal; state T)";
+  const std::string by_tracer = "stopped by a debugger or another tracer (state t)";
+  CHECK(stopped_words('T') == by_signal);
+  CHECK(stopped_words('t') == by_tracer);
+  std::vector<std::string> lines = summary_lines(group_by_stack(ranks));
+  CHECK(lines == std::vector<std::string>{
+                     "rank 1 (node0, pid 101): " + by_signal + ": all_reduce <- train",
+                     "rank 4 (node0, pid 104): " + by_tracer + ": all_reduce <- train",
+                     "rank 3 (node0, pid 103): " + by_signal + "; no stack: the stack tool failed",
+                     "rank 5 (node0, pid 105): load_batch",
+                     "ranks 0, 2 (node0): all_reduce <- train"});
+  CHECK(stopped_ranks(ranks) == std::vector<int>{1, 3, 4});
+
+  std::string text = full_text(ranks, group_by_stack(ranks));
+  CHECK_THAT(text, Contains("\nrank 1 (node0, pid 101), " + by_signal +
+                            "\n  thread 101 (MainThread, idle)\n    all_reduce"));
+  CHECK_THAT(text, Contains("\nrank 3 (node0, pid 103), " + by_signal +
+                            ": no stack: the stack tool failed\n"));
+
+  SECTION("ranks stopped alike in the same place share a line") {
+    ranks[0].stopped = 'T';
+    // After rank 4's: the smaller of the stopped groups first.
+    CHECK(summary_lines(group_by_stack(ranks)).at(1) ==
+          "ranks 0, 1 (node0): " + by_signal + ": all_reduce <- train");
+  }
+  SECTION("the report names a stopped rank by its state and in words") {
+    nlohmann::json json = stacks_json(ranks, lines, std::nullopt);
+    CHECK(json["ranks"][1]["stopped"] == nlohmann::json{{"state", "T"}, {"text", by_signal}});
+    CHECK(json["ranks"][4]["stopped"]["state"] == "t");
+    CHECK(json["ranks"][0]["stopped"].is_null());
+  }
+}
+
+TEST_CASE("a stopped rank is read without pausing it", "[doctor]") {
+  // A fake /proc: 41 stopped by a signal, 42 held by a tracer, 43 asleep.
+  TempDir proc;
+  proc.write("41/stat", "41 (python) T 1 41 41 0 -1\n");
+  proc.write("42/stat", "42 (py (t) x) t 1 42 42 0 -1\n");
+  proc.write("43/stat", "43 (python) S 1 43 43 0 -1\n");
+  const std::string root = proc.path().string();
+  CHECK(stopped_state(41, root) == 'T');
+  CHECK(stopped_state(42, root) == 't');
+  CHECK_FALSE(stopped_state(43, root));
+  CHECK_FALSE(stopped_state(44, root));  // gone
+
+  RankStacks stopped = rank_to_read(1, "node0", 41, root);
+  CHECK(stopped.rank == 1);
+  CHECK(stopped.host == "node0");
+  CHECK(stopped.pid == 41);
+  CHECK(stopped.stopped == 'T');
+  CHECK(dump_command_for("py-spy", stopped, false) ==
+        std::vector<std::string>{"py-spy", "dump", "--json", "--pid", "41", "--nonblocking"});
+  CHECK(dump_command_for("py-spy", rank_to_read(2, "node0", 42, root), true).back() ==
+        "--nonblocking");
+  RankStacks asleep = rank_to_read(3, "node0", 43, root);
+  CHECK_FALSE(asleep.stopped);
+  CHECK(dump_command_for("py-spy", asleep, false) == dump_command("py-spy", 43, false));
+  CHECK(dump_command_for("py-spy", asleep, false, true).back() == "--nonblocking");
 }
 
 TEST_CASE("a long stack is cut after six frames", "[doctor]") {
@@ -230,7 +305,10 @@ TEST_CASE("/proc says what a process is doing when no stack can be read", "[doct
   proc.write("42/stat", "42 (python) R 1 42 42 0 -1\n");
   proc.write("43/stat", "43 (python) D 1 43 43 0 -1\n");
   proc.write("43/wchan", "0");
+  proc.write("45/stat", "45 (python) T 1 45 45 0 -1\n");
+  proc.write("45/wchan", "do_signal_stop");
   CHECK(read_ptrace_scope(proc.path().string()) == 2);
+  CHECK(proc_state(45, proc.path().string()) == "stopped in do_signal_stop");
   CHECK(proc_state(41, proc.path().string()) == "sleeping in futex_wait_queue");
   CHECK(proc_state(42, proc.path().string()) == "running");
   CHECK(proc_state(43, proc.path().string()) == "in uninterruptible wait (D)");
@@ -250,14 +328,16 @@ TEST_CASE("capture runs the tool as a child and reads what it printed", "[doctor
                                 dump.string() + "'\n",
                             true);
   gangrun::EnvMap env = {{"PATH", "/usr/bin:/bin"}};
-  auto threads = capture_stacks(tool.string(), 4711, false, env, std::chrono::seconds(20));
+  auto threads =
+      capture_stacks(dump_command(tool.string(), 4711, false), 4711, env, std::chrono::seconds(20));
   REQUIRE(threads);
   CHECK(threads->size() == 2);
 
   SECTION("its error becomes the reason") {
     fs::path denied = dir.write(
         "denied", "#!/bin/sh\necho 'Error: Permission denied (os error 13)' >&2\nexit 1\n", true);
-    auto failed = capture_stacks(denied.string(), 4711, false, env, std::chrono::seconds(20));
+    auto failed = capture_stacks(dump_command(denied.string(), 4711, false), 4711, env,
+                                 std::chrono::seconds(20));
     REQUIRE_FALSE(failed);
     CHECK_THAT(failed.error().message(), Contains("not allowed to read it"));
   }

@@ -20,7 +20,8 @@ const std::vector<Frame> k_backward = {{"_engine_run_backward", "torch/autograd/
 const std::vector<Frame> k_working = {{"load_batch", "train.py", 6}, {"train_step", "train.py", 8}};
 
 RankStacks at(int rank, const std::vector<Frame>& frames) {
-  RankStacks stacks{rank, rank < 2 ? "node0" : "node1", 100L + rank, {}, std::nullopt};
+  RankStacks stacks{rank,        rank < 2 ? "node0" : "node1", 100L + rank, {}, std::nullopt,
+                    std::nullopt};
   stacks.threads.push_back(ThreadStack{"MainThread", 100L + rank, false, frames});
   return stacks;
 }
@@ -51,7 +52,7 @@ TEST_CASE("the rank that works while the others wait is named after enough sampl
       reading.push_back(at(rank, waits ? k_all_reduce : k_working));
     }
     // A rank whose stack could not be read is not counted, nor one still importing.
-    RankStacks unread{4, "node1", 104, {}, std::string("ended")};
+    RankStacks unread{4, "node1", 104, {}, std::string("ended"), std::nullopt};
     reading.push_back(unread);
     reading.push_back(at(5, {{"<module>", "torch/__init__.py", 1},
                              {"_find_and_load", "<frozen importlib._bootstrap>", 1176}}));

@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -147,6 +148,51 @@ TEST_CASE("the stack probe reads every rank at once and says why a rank has no s
   CHECK_THAT(*(*found)[2].unavailable, Contains("did not finish within 2000 ms"));
   CHECK_FALSE(probe.running());
   CHECK(probe.supervisor_pids().empty());
+}
+
+TEST_CASE("the stack probe reads a stopped rank without pausing it and names it stopped",
+          "[doctor][watch]") {
+  // A real process, stopped as kill -STOP would; the stand-in fails a
+  // pausing read as py-spy does for a stopped process.
+  pid_t stopped = ::fork();
+  REQUIRE(stopped >= 0);
+  if (stopped == 0) {
+    for (;;) ::pause();
+  }
+  struct Ends {  // the child, whatever the test finds
+    pid_t pid;
+    ~Ends() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } ends{stopped};
+  ::kill(stopped, SIGSTOP);
+  int status = 0;
+  REQUIRE(::waitpid(stopped, &status, WUNTRACED) == stopped);
+  REQUIRE(WIFSTOPPED(status));
+  TempDir dir;
+  std::string tool = dir.write("py-spy",
+                               "#!/bin/sh\n"
+                               "case \" $* \" in *' --nonblocking '*) ;; *)\n"
+                               "  echo 'Error: Failed to suspend process' >&2; exit 1 ;;\n"
+                               "esac\n"
+                               "echo '[{\"thread_name\": \"MainThread\", \"os_thread_id\": 1, "
+                               "\"active\": false, \"frames\": [{\"name\": \"all_reduce\", "
+                               "\"short_filename\": \"train.py\", \"line\": 7}]}]'\n",
+                               true);
+  boost::asio::io_context io;
+  gangrun::supervise::ShimSpawner spawner(io);
+  StackProbe probe(io, spawner);
+  std::optional<std::vector<RankStacks>> found;
+  probe.start(tool, "node0", {{.rank = 1, .pid = stopped}}, {{"PATH", "/usr/bin:/bin"}}, 20000ms,
+              [&](std::vector<RankStacks> ranks) { found = std::move(ranks); });
+  run_until(io, [&] { return found.has_value(); });
+  REQUIRE(found->size() == 1);
+  const RankStacks& read = (*found)[0];
+  CHECK(read.stopped == 'T');
+  CHECK_FALSE(read.unavailable);
+  REQUIRE(read.threads.size() == 1);
+  CHECK(read.threads[0].frames.at(0).function == "all_reduce");
 }
 
 TEST_CASE("without a stack tool every rank says so, with what /proc knows", "[doctor][watch]") {

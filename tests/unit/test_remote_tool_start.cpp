@@ -110,7 +110,7 @@ TEST_CASE("tools: srun gets SIGTERM for every stop signal, and its status comes 
   rig.tools.on_signal(SIGINT);
   auto ended = rig.finish();
   REQUIRE(ended);
-  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM"});
+  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 0 SIGCONT"});
   CHECK(described(ended->statuses) == Journal{"signal 15 (SIGTERM)"});
   CHECK(ended->end_order == std::vector<std::size_t>{0});
   CHECK(rig.entries("end_tree") == Journal{"end_tree 0"});
@@ -123,7 +123,8 @@ TEST_CASE("tools: a second stop signal is SIGTERM again, never SIGKILL", "[remot
   rig.tools.on_signal(SIGTERM);
   rig.tools.on_signal(SIGHUP);
   rig.settle();
-  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 0 SIGTERM"});
+  CHECK(rig.entries("signal") ==
+        Journal{"signal 0 SIGTERM", "signal 0 SIGCONT", "signal 0 SIGTERM", "signal 0 SIGCONT"});
   rig.spawner.exit(0, ExitStatus::exited_with(143));
   auto ended = rig.finish();
   REQUIRE(ended);
@@ -190,7 +191,8 @@ TEST_CASE("tools: a second stop signal while stopping by stdin sends SIGTERM to 
   rig.tools.on_signal(SIGINT);
   auto ended = rig.finish();
   REQUIRE(ended);
-  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 1 SIGTERM"});
+  CHECK(rig.entries("signal") ==
+        Journal{"signal 0 SIGTERM", "signal 0 SIGCONT", "signal 1 SIGTERM", "signal 1 SIGCONT"});
   CHECK(described(ended->statuses) == Journal{"signal 15 (SIGTERM)", "signal 15 (SIGTERM)"});
 }
 
@@ -239,5 +241,5 @@ TEST_CASE("tools: a tool that cannot start stops the others and is the error", "
   REQUIRE_FALSE(ended);
   CHECK_THAT(ended.error().describe(), Contains("Too many open files"));
   CHECK(rig.spawner.started() == 1);  // c never started
-  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM"});
+  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 0 SIGCONT"});
 }

@@ -122,8 +122,10 @@ TEST_CASE("gang: the first worker to fail is the root cause; the others are stop
   CHECK(outcome.workers[1].status.signal == SIGTERM);
   CHECK(outcome.teardown_latency_ms);
   // The root cause is never signalled; worker 0's exit crossed the stop.
-  CHECK(rig.entries("signal") ==
-        Journal{"signal 0 SIGTERM", "signal 1 SIGTERM", "signal 3 SIGTERM"});
+  // SIGCONT follows each stop signal, for a worker stopped from outside.
+  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 0 SIGCONT", "signal 1 SIGTERM",
+                                         "signal 1 SIGCONT", "signal 3 SIGTERM",
+                                         "signal 3 SIGCONT"});
   CHECK_FALSE(outcome.stopped_by_signal);
 }
 
@@ -143,9 +145,9 @@ TEST_CASE("gang: workers that ignore the stop signal get SIGKILL after term_time
   // The order of a teardown: the stop signal to every other worker, SIGKILL
   // to every one still there, then each tree is ended and strays collected.
   Journal after_failure(rig.spawner.journal.begin() + 4, rig.spawner.journal.end());
-  CHECK(after_failure == Journal{"signal 0 SIGTERM", "signal 2 SIGTERM", "signal 0 SIGKILL",
-                                 "signal 2 SIGKILL", "end_tree 0", "end_tree 1", "end_tree 2",
-                                 "kill_strays"});
+  CHECK(after_failure == Journal{"signal 0 SIGTERM", "signal 0 SIGCONT", "signal 2 SIGTERM",
+                                 "signal 2 SIGCONT", "signal 0 SIGKILL", "signal 2 SIGKILL",
+                                 "end_tree 0", "end_tree 1", "end_tree 2", "kill_strays"});
 }
 
 TEST_CASE("gang: a supervisor that does not go after the job ended is killed",
@@ -178,8 +180,9 @@ TEST_CASE("gang: a stop during the spawn starts no further worker", "[supervise]
     INFO("worker " << i);
     CHECK(outcome.workers[i].started == (i < 3));
   }
-  CHECK(rig.entries("signal") ==
-        Journal{"signal 0 SIGTERM", "signal 1 SIGTERM", "signal 2 SIGTERM"});
+  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 0 SIGCONT", "signal 1 SIGTERM",
+                                         "signal 1 SIGCONT", "signal 2 SIGTERM",
+                                         "signal 2 SIGCONT"});
 }
 
 TEST_CASE("gang: a second stop kills at once", "[supervise][gang]") {
@@ -188,13 +191,15 @@ TEST_CASE("gang: a second stop kills at once", "[supervise][gang]") {
   rig.start(2);
   rig.run_until([&] { return rig.spawner.started() == 2; });
   rig.gang.stop(SIGINT);
-  CHECK(rig.entries("signal") == Journal{"signal 0 SIGINT", "signal 1 SIGINT"});
+  CHECK(rig.entries("signal") ==
+        Journal{"signal 0 SIGINT", "signal 0 SIGCONT", "signal 1 SIGINT", "signal 1 SIGCONT"});
   CHECK(rig.gang.live_workers() == 2);
   rig.gang.stop(SIGINT);
   AttemptOutcome outcome = rig.finish();
   CHECK(outcome.stopped_by_signal == SIGINT);
-  CHECK(rig.entries("signal") ==
-        Journal{"signal 0 SIGINT", "signal 1 SIGINT", "signal 0 SIGKILL", "signal 1 SIGKILL"});
+  CHECK(rig.entries("signal") == Journal{"signal 0 SIGINT", "signal 0 SIGCONT", "signal 1 SIGINT",
+                                         "signal 1 SIGCONT", "signal 0 SIGKILL",
+                                         "signal 1 SIGKILL"});
   CHECK(outcome.workers[0].status.signal == SIGKILL);
 }
 
@@ -235,7 +240,7 @@ TEST_CASE("gang: a worker whose supervisor was killed is lost and is the root ca
   AttemptOutcome outcome = rig.finish();
   REQUIRE(outcome.root_cause == 1u);
   CHECK(outcome.workers[1].status.signal == SIGKILL);
-  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM"});
+  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 0 SIGCONT"});
 }
 
 TEST_CASE("gang: forwarded signals reach every live worker without a teardown",
@@ -250,6 +255,52 @@ TEST_CASE("gang: forwarded signals reach every live worker without a teardown",
   CHECK(outcome.succeeded());
   CHECK(rig.entries("signal") == Journal{"signal 0 SIGUSR1", "signal 1 SIGUSR1"});
   CHECK_FALSE(outcome.workers[0].stopped_by_gangrun);
+}
+
+TEST_CASE("gang: a teardown's stop signal is followed by SIGCONT, a forwarded signal is not",
+          "[supervise][gang]") {
+  // A worker stopped from outside acts on nothing but SIGKILL until it runs
+  // again: a teardown continues it, so that it ends with the stop signal; a
+  // forwarded signal, or a file timer's, leaves it stopped.
+  GangSettings settings = patient();
+  settings.second_stop_signal = SIGTERM;  // as the tools' gang has it
+  Rig rig(settings);
+  rig.spawner.workers_ignore_stop = true;
+  rig.start(2);
+  rig.run_until([&] { return rig.gang.live_worker_list().size() == 2; });
+  for (int forwarded : {SIGUSR1, SIGSTOP, SIGCONT}) rig.gang.forward(forwarded);
+  rig.gang.signal_worker(1001, SIGTERM);
+  const Journal not_torn_down = {"signal 0 SIGUSR1", "signal 1 SIGUSR1", "signal 0 SIGSTOP",
+                                 "signal 1 SIGSTOP", "signal 0 SIGCONT", "signal 1 SIGCONT",
+                                 "signal 1 SIGTERM"};
+  CHECK(rig.entries("signal") == not_torn_down);
+  auto after = [&](Journal more) {
+    Journal all = not_torn_down;
+    all.insert(all.end(), more.begin(), more.end());
+    return all;
+  };
+
+  SECTION("a stop signal, and a second one") {
+    rig.gang.stop(SIGQUIT);
+    CHECK(rig.entries("signal") ==
+          after({"signal 0 SIGQUIT", "signal 0 SIGCONT", "signal 1 SIGQUIT", "signal 1 SIGCONT"}));
+    rig.gang.stop(SIGQUIT);
+    CHECK(rig.entries("signal") ==
+          after({"signal 0 SIGQUIT", "signal 0 SIGCONT", "signal 1 SIGQUIT", "signal 1 SIGCONT",
+                 "signal 0 SIGTERM", "signal 0 SIGCONT", "signal 1 SIGTERM", "signal 1 SIGCONT"}));
+  }
+  SECTION("a hang") {
+    rig.gang.stop_hung();
+    CHECK(rig.entries("signal") ==
+          after({"signal 0 SIGTERM", "signal 0 SIGCONT", "signal 1 SIGTERM", "signal 1 SIGCONT"}));
+  }
+  SECTION("a failure") {
+    rig.spawner.exit(0, ExitStatus::exited_with(1));
+    rig.run_until([&] { return rig.entries("signal").size() > not_torn_down.size() + 1; });
+    CHECK(rig.entries("signal") == after({"signal 1 SIGTERM", "signal 1 SIGCONT"}));
+  }
+  for (std::size_t i = 0; i < 2; ++i) rig.spawner.exit(i, ExitStatus::killed_by(SIGTERM));
+  rig.finish();
 }
 
 TEST_CASE("gang: the same gang runs the next attempt from the done handler", "[supervise][gang]") {
@@ -305,7 +356,7 @@ TEST_CASE("gang: in the failure window, the rank still running when the others f
   CHECK(outcome.root_cause == 2u);
   CHECK(outcome.first_failure == 0u);
   CHECK(outcome.workers[2].stopped_by_gangrun);
-  CHECK(rig.entries("signal") == Journal{"signal 2 SIGTERM"});
+  CHECK(rig.entries("signal") == Journal{"signal 2 SIGTERM", "signal 2 SIGCONT"});
   CHECK_FALSE(outcome.succeeded());
 }
 
@@ -347,5 +398,6 @@ TEST_CASE("gang: when the failure window runs out the first failure stops the re
   CHECK_FALSE(outcome.blame);
   CHECK(outcome.root_cause == 1u);
   CHECK(outcome.first_failure == 1u);
-  CHECK(rig.entries("signal") == Journal{"signal 0 SIGTERM", "signal 2 SIGTERM"});
+  CHECK(rig.entries("signal") ==
+        Journal{"signal 0 SIGTERM", "signal 0 SIGCONT", "signal 2 SIGTERM", "signal 2 SIGCONT"});
 }

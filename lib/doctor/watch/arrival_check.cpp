@@ -45,7 +45,8 @@ void ArrivalCheck::check() {
                      .host = plan_.host,
                      .pid = worker.pid,
                      .threads = {},
-                     .unavailable = std::nullopt});
+                     .unavailable = std::nullopt,
+                     .stopped = std::nullopt});
   }
   if (ranks.empty()) return look_again();  // not started yet, or all ended
   std::optional<std::vector<int>> missing =

@@ -203,6 +203,7 @@ void HangResponse::after_hang_read(const std::vector<doctor::RankStacks>& ranks,
                                .silent_for_s = silent_for_s,
                                .action = on_hang_word(action),
                                .not_at_store = std::move(not_at_store),
+                               .stopped = stopped_ranks(ranks),
                                .stacks = std::move(stacks),
                                .flight_recorder_dumps = std::nullopt};
   if (!act) {

@@ -50,11 +50,7 @@ void StackProbe::start(const std::optional<std::string>& tool, const std::string
   ranks_.clear();
   readings_.clear();
   for (const StackTarget& target : targets) {
-    doctor::RankStacks rank;
-    rank.rank = target.rank;
-    rank.host = host;
-    rank.pid = target.pid;
-    ranks_.push_back(std::move(rank));
+    ranks_.push_back(doctor::rank_to_read(target.rank, host, target.pid));
   }
   if (!tool) {
     for (doctor::RankStacks& rank : ranks_) {
@@ -97,7 +93,7 @@ void StackProbe::read_one(std::size_t index, const std::string& tool, const EnvM
     --left_;
     return;
   }
-  std::vector<std::string> argv = doctor::dump_command(tool, rank.pid, false, nonblocking);
+  std::vector<std::string> argv = doctor::dump_command_for(tool, rank, false, nonblocking);
   supervise::SpawnSpec spec{.executable = tool,
                             .argv = std::move(argv),
                             .env = env,

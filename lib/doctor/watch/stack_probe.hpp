@@ -3,8 +3,10 @@
 // stopped. One stack tool (py-spy) per rank, all in parallel, each a child
 // of the agent's spawner watched on the agent's loop, like the interpreter
 // probe: on the store's host that loop also serves the store, so reading
-// stacks never blocks it. What a rank's dump could not say is filled in from
-// /proc (its state and wait channel) and the reason.
+// stacks never blocks it. A rank stopped from outside is read without
+// pausing it (stack_tool.hpp: dump_command_for) and named as stopped. What a
+// rank's dump could not say is filled in from /proc (its state and wait
+// channel) and the reason.
 #pragma once
 
 #include "doctor/stack_groups.hpp"
