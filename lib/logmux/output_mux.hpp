@@ -55,14 +55,15 @@ class OutputMux {
 
   // Starts reading read_end (the parent's end of a worker pipe; made
   // non-blocking and owned from now on). tail, if not null, must outlive the
-  // stream and receives every line. An unterminated fragment is flushed to
-  // the console (with a '\n' added) at EOF or after quiet_ms without new
-  // bytes (never before EOF if quiet_ms is negative); the rest of that line
-  // later comes as a new line. The log file gets the bytes exactly as read.
-  // on_closed runs on the loop (posted, never from inside add_stream) once
-  // EOF was reached and everything was written. Fails if the log file cannot
-  // be opened (its parent directories are created) or the descriptor cannot
-  // be watched.
+  // stream and receives every line, each marked as progress or not
+  // (LineProgress: a redraw of a bar that did not advance is not). An
+  // unterminated fragment is flushed to the console (with a '\n' added) at
+  // EOF or after quiet_ms without new bytes (never before EOF if quiet_ms is
+  // negative); the rest of that line later comes as a new line. The log file
+  // gets the bytes exactly as read. on_closed runs on the loop (posted, never
+  // from inside add_stream) once EOF was reached and everything was written.
+  // Fails if the log file cannot be opened (its parent directories are
+  // created) or the descriptor cannot be watched.
   Expected<void> add_stream(UniqueFd read_end, StreamRoute route, TailBuffer* tail,
                             std::function<void()> on_closed, int quiet_ms = 200);
 

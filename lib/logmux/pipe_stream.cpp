@@ -124,7 +124,7 @@ void PipeStream::consume(std::string_view chunk) {
 }
 
 void PipeStream::route_line(std::string_view line, bool cut) {
-  if (tail_ != nullptr) tail_->push(line);
+  if (tail_ != nullptr) tail_->push(line, progress_.is_progress(line));
   if (!route_.to_console) return;
   // The piece after a cut always gets the prefix, whatever it begins with:
   // a reader rejoins the pieces by stripping it (k_cut_marker).

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "logmux/console.hpp"
+#include "logmux/line_progress.hpp"
 #include "logmux/line_splitter.hpp"
 #include "logmux/log_file.hpp"
 #include "logmux/output_mux.hpp"
@@ -76,6 +77,8 @@ class PipeStream : public std::enable_shared_from_this<PipeStream> {
   // expired cannot be cancelled, its handler is queued with success.
   std::uint64_t quiet_generation_ = 0;
   LineSplitter splitter_;
+  // Per stream: a bar's redraws are on one stream, and stdout and stderr share the tail.
+  LineProgress progress_;
   std::unique_ptr<char[]> buffer_;
   // Held while paused: a resume posted by the console's writer is work the
   // loop must wait for, though nothing of it is queued in io yet.

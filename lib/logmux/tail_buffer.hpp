@@ -1,5 +1,6 @@
 // The last lines a worker printed, kept for the failure report, and when it
-// printed the last one (the hang watch's sign of progress).
+// printed the last one that was progress (the hang watch's sign of life;
+// line_progress.hpp says which lines are).
 #pragma once
 
 #include <chrono>
@@ -15,10 +16,12 @@ namespace gangrun::logmux {
 class TailBuffer {
  public:
   explicit TailBuffer(std::size_t max_lines = 20, std::size_t max_line_bytes = 512);
-  // Stores line without its terminator, cut to max_line_bytes.
-  void push(std::string_view line);
+  // Stores line without its terminator, cut to max_line_bytes; every line is
+  // kept, a progress bar's redraws too, since the report shows what was printed.
+  void push(std::string_view line, bool is_progress);
   std::vector<std::string> lines() const;
-  // When push() was last called; nullopt before the first line.
+  // When push() was last called with a line that is progress; nullopt before
+  // the first.
   std::optional<std::chrono::steady_clock::time_point> last_line_at() const {
     return last_line_at_;
   }

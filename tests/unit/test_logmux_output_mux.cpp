@@ -103,6 +103,16 @@ struct ConsoleFiles {
   Console console;
 };
 
+// One worker stream read by a mux into a tail, behind a console writing into files.
+struct OneStream {
+  TempDir dir;
+  ConsoleFiles screen{dir};
+  boost::asio::io_context io;
+  OutputMux mux{io, screen.console};
+  Pipe pipe = test_pipe();
+  TailBuffer tail;
+};
+
 }  // namespace
 
 TEST_CASE("logmux::OutputMux routes lines to console, file and tail", "[logmux]") {
@@ -157,31 +167,26 @@ TEST_CASE("logmux::OutputMux routes lines to console, file and tail", "[logmux]"
 }
 
 TEST_CASE("logmux::OutputMux flushes a fragment when the worker goes quiet", "[logmux]") {
-  TempDir dir;
-  ConsoleFiles screen(dir);
-  boost::asio::io_context io;
-  OutputMux mux(io, screen.console);
-  Pipe pipe = test_pipe();
-  TailBuffer tail;
+  OneStream s;
   int closed = 0;
   StreamRoute r = route("[p] ");
-  r.file_path = dir / "p.log";
-  REQUIRE(mux.add_stream(
-      std::move(pipe.read_end), r, &tail, [&] { ++closed; }, 30));
+  r.file_path = s.dir / "p.log";
+  REQUIRE(s.mux.add_stream(
+      std::move(s.pipe.read_end), r, &s.tail, [&] { ++closed; }, 30));
 
-  write_text(pipe.write_end.get(), "line\nabc");
-  io.run_for(std::chrono::milliseconds(300));
-  CHECK(screen.out_text() == "[p] line\n[p] abc\n");
-  CHECK(mux.open_streams() == 1);
+  write_text(s.pipe.write_end.get(), "line\nabc");
+  s.io.run_for(std::chrono::milliseconds(300));
+  CHECK(s.screen.out_text() == "[p] line\n[p] abc\n");
+  CHECK(s.mux.open_streams() == 1);
 
-  write_text(pipe.write_end.get(), "def\n");
-  pipe.write_end.reset();
-  io.restart();
-  io.run();
+  write_text(s.pipe.write_end.get(), "def\n");
+  s.pipe.write_end.reset();
+  s.io.restart();
+  s.io.run();
   CHECK(closed == 1);
-  CHECK(screen.out_text() == "[p] line\n[p] abc\n[p] def\n");
-  CHECK(read_file(dir / "p.log") == "line\nabcdef\n");
-  CHECK(tail.lines() == Lines{"line", "abc", "def"});
+  CHECK(s.screen.out_text() == "[p] line\n[p] abc\n[p] def\n");
+  CHECK(read_file(s.dir / "p.log") == "line\nabcdef\n");
+  CHECK(s.tail.lines() == Lines{"line", "abc", "def"});
 }
 
 TEST_CASE("logmux::OutputMux with a negative quiet time keeps a fragment until EOF", "[logmux]") {
@@ -613,4 +618,30 @@ TEST_CASE("logmux::OutputMux does not repeat a rank's own tag on the console", "
             std::string(k_limit, 'z') + marker + "\n[rank1]: [rank1]: after the cut\n");
   CHECK(read_file(dir / "1.log") == raw);  // the file keeps the bytes as written
   CHECK(tail.lines().front() == "[rank1]: Traceback (most recent call last):");
+}
+
+TEST_CASE("logmux::OutputMux times a bar's redraw only when it advanced", "[logmux]") {
+  OneStream s;
+  REQUIRE(s.mux.add_stream(std::move(s.pipe.read_end), route("[p] "), &s.tail, {}, -1));
+  // Each write ends the bar before it (tqdm writes "\r" + bar): one more line each time.
+  auto draw = [&s](std::string_view bytes) {
+    std::size_t lines = s.tail.lines().size();
+    write_text(s.pipe.write_end.get(), bytes);
+    while (s.tail.lines().size() == lines) s.io.run_one();
+  };
+  draw("\r 5/10 [00:01<00:05, 1.00it/s]");
+  CHECK_FALSE(s.tail.last_line_at());  // a bare "\r" shows nothing
+  draw("\r 5/10 [00:02<00:05, 1.00it/s]");
+  auto first_draw = s.tail.last_line_at();
+  REQUIRE(first_draw);
+  draw("\r 5/10 [00:03<00:05, 1.00it/s]");
+  draw("\r 6/10 [00:04<00:04, 1.00it/s]");
+  CHECK(s.tail.last_line_at() == first_draw);
+  draw("\n");
+  CHECK(s.tail.last_line_at() > first_draw);
+  s.pipe.write_end.reset();
+  s.io.run();
+  std::string console = s.screen.out_text();
+  CHECK(console.find("[p]  5/10 [00:03<00:05, 1.00it/s]\r") != std::string::npos);
+  CHECK(console.find("[p]  6/10 [00:04<00:04, 1.00it/s]\n") != std::string::npos);
 }

@@ -88,8 +88,8 @@ void HangResponse::on_hang(HangWatch::Clock::duration silent_for) {
   std::string where = round.nodes ? fmt::format("rank on the {} nodes", round.nodes->members.size())
                                   : fmt::format("of the {} running ranks", targets.size());
   spdlog::warn(
-      "no rank made progress for {} (--hang-timeout {}): no output line from any {}; reading "
-      "their stacks before anything is stopped",
+      "no rank made progress for {} (--hang-timeout {}): no new output line from any {}; "
+      "reading their stacks before anything is stopped",
       seconds_text(silent_s), seconds_text(*parts_.plan.doctor.hang_timeout_s), where);
   if (!reader.tool().path && !reader.tool().told_missing) {
     reader.tool().told_missing = true;

@@ -1,7 +1,8 @@
 // The hang watch (--hang-timeout): tells the agent when no rank of the
 // round has made progress for the timeout. Progress is any sign of life the
 // doctor knows of (HangWatch::Progress: a rank's line of output or file
-// timer request, a request to the store, another node's ranks' progress);
+// timer request, a request to the store, another node's ranks' progress; a
+// progress bar's redraw that did not advance is none: logmux/line_progress.hpp);
 // the round's start counts as the first. A single timer waits for the moment the
 // silence would reach the timeout and, when lines came meanwhile, waits
 // again from the last one, so a busy gang costs one wake-up per timeout.
