@@ -1,5 +1,7 @@
 #include "doctor/proc_stat.hpp"
 
+#include <unistd.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -21,6 +23,29 @@ std::optional<char> stopped_state(long pid, const std::string& proc_root) {
   std::vector<std::string> fields = proc_stat_fields(pid, proc_root);
   if (fields.empty() || (fields[0] != "T" && fields[0] != "t")) return std::nullopt;
   return fields[0][0];
+}
+
+std::optional<ProcSample> proc_sample(long pid, const std::string& proc_root) {
+  std::vector<std::string> fields = proc_stat_fields(pid, proc_root);
+  // [11] utime and [12] stime: fields 14 and 15 of the line, in clock ticks.
+  if (fields.size() < 13 || fields[0].empty()) return std::nullopt;
+  static const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
+  ProcSample sample;
+  sample.state = fields[0][0];
+  try {
+    sample.cpu_s =
+        static_cast<double>(std::stoull(fields[11]) + std::stoull(fields[12])) / ticks_per_s;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  // "on-CPU ns, runnable-waiting ns, timeslices"
+  std::ifstream schedstat(proc_root + "/" + std::to_string(pid) + "/schedstat");
+  unsigned long long on_cpu_ns = 0;
+  unsigned long long waiting_ns = 0;
+  if (schedstat >> on_cpu_ns >> waiting_ns) {
+    sample.run_delay_s = static_cast<double>(waiting_ns) / 1e9;
+  }
+  return sample;
 }
 
 std::string stopped_words(char state) {

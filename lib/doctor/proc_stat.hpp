@@ -1,6 +1,6 @@
 // One reader of /proc/PID/stat for the gang doctor: a process's state, its
-// parent and its start time all come from there; and the words for a
-// process stopped from outside.
+// parent, its start time and its CPU time all come from there; and the words
+// for a process stopped from outside.
 #pragma once
 
 #include <optional>
@@ -18,6 +18,20 @@ std::vector<std::string> proc_stat_fields(long pid, const std::string& proc_root
 // kill -STOP, a job its scheduler suspended) or 't' (a tracer holds it: a
 // debugger); nullopt for any other state and when the process is gone.
 std::optional<char> stopped_state(long pid, const std::string& proc_root = "/proc");
+
+// What /proc says of a process at one moment, for the straggler watch: the
+// state of its main thread (R running or runnable, S asleep, D in a disk
+// wait, T or t stopped), the CPU time of all its threads (utime + stime), and
+// how long its main thread has been runnable without a CPU
+// (/proc/PID/schedstat; nullopt where the kernel keeps no schedstat).
+struct ProcSample {
+  char state = '?';
+  double cpu_s = 0;
+  std::optional<double> run_delay_s;
+};
+
+// nullopt when the process is gone.
+std::optional<ProcSample> proc_sample(long pid, const std::string& proc_root = "/proc");
 
 // How a process in that state is named to people: "stopped (SIGSTOP or
 // another stop signal; state T)" or "stopped by a debugger or another

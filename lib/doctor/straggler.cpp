@@ -32,6 +32,8 @@ bool importing(const Frame& frame) {
 
 int percent(double share) { return static_cast<int>(std::lround(share * 100)); }
 
+bool stopped(char state) { return state == 'T' || state == 't'; }
+
 }  // namespace
 
 bool is_importing(const std::vector<Frame>& main_frames) {
@@ -46,7 +48,7 @@ std::optional<std::string> waiting_in(const std::vector<Frame>& main_frames) {
   return std::nullopt;
 }
 
-void StragglerTally::add(const std::vector<RankStacks>& sample) {
+void StragglerTally::add(const std::vector<RankStacks>& sample, const ProcReadings& proc) {
   ++samples_;
   for (const RankStacks& rank : sample) {
     if (rank.unavailable) continue;
@@ -57,7 +59,25 @@ void StragglerTally::add(const std::vector<RankStacks>& sample) {
     Tally& tally = ranks_[rank.rank];
     tally.host = rank.host;
     ++tally.samples;
-    if (auto where = waiting_in(main->frames)) {
+    auto read = proc.by_pid.find(rank.pid);
+    // A thread waiting on the others sleeps in a futex or a socket's poll;
+    // one that is stopped, on a CPU or queued for one, or in a disk wait is
+    // held up by something of its own, in whatever frame it stands.
+    bool asleep = true;
+    if (read != proc.by_pid.end()) {
+      char state = rank.stopped.value_or(read->second.state);
+      asleep = state == 'S';
+      ++tally.read_in_proc;
+      tally.running += state == 'R';
+      tally.asleep += asleep;
+      tally.stopped += stopped(state);
+      Timed timed{proc.at_s, read->second};
+      if (!tally.first_read) tally.first_read = timed;
+      tally.last_read = timed;
+    } else if (rank.stopped) {
+      asleep = false;
+    }
+    if (auto where = waiting_in(main->frames); where && asleep) {
       ++tally.waiting;
       ++tally.waited_in[*where];
     }
@@ -66,6 +86,21 @@ void StragglerTally::add(const std::vector<RankStacks>& sample) {
 
 double StragglerTally::waiting_share(const Tally& tally) {
   return tally.samples == 0 ? 0.0 : static_cast<double>(tally.waiting) / tally.samples;
+}
+
+double StragglerTally::state_share(const Tally& tally, int count) {
+  return tally.read_in_proc == 0 ? 0.0 : static_cast<double>(count) / tally.read_in_proc;
+}
+
+std::optional<double> StragglerTally::per_second(const Tally& tally, bool run_delay) {
+  if (!tally.first_read || !tally.last_read) return std::nullopt;
+  double seconds = tally.last_read->at_s - tally.first_read->at_s;
+  if (seconds <= 0) return std::nullopt;
+  const ProcSample& first = tally.first_read->proc;
+  const ProcSample& last = tally.last_read->proc;
+  if (!run_delay) return (last.cpu_s - first.cpu_s) / seconds;
+  if (!first.run_delay_s || !last.run_delay_s) return std::nullopt;
+  return (*last.run_delay_s - *first.run_delay_s) / seconds;
 }
 
 double StragglerTally::others_waiting(int rank) const {
@@ -108,21 +143,39 @@ std::vector<int> StragglerTally::stragglers() const {
 
 std::string StragglerTally::describe(int rank) const {
   const Tally& tally = ranks_.at(rank);
+  std::string states;
+  if (tally.read_in_proc > 0) {
+    states =
+        fmt::format(" (stopped in {}%, running in {}%", percent(state_share(tally, tally.stopped)),
+                    percent(state_share(tally, tally.running)));
+    if (auto cpu = per_second(tally, false)) states += fmt::format("; {}% of a CPU", percent(*cpu));
+    states += ")";
+  }
   return fmt::format(
-      "rank {} ({}) outside a collective in {}% of {} samples; the others waited in {} in a "
-      "median of {}%",
-      rank, tally.host, percent(1.0 - waiting_share(tally)), tally.samples, most_waited_in(rank),
-      percent(others_waiting(rank)));
+      "rank {} ({}) kept the others waiting: not waiting on them in {}% of {} samples{}; the "
+      "others waited in {} in a median of {}%",
+      rank, tally.host, percent(1.0 - waiting_share(tally)), tally.samples, states,
+      most_waited_in(rank), percent(others_waiting(rank)));
 }
 
 nlohmann::json StragglerTally::to_json() const {
   nlohmann::json ranks = nlohmann::json::array();
   for (const auto& [rank, tally] : ranks_) {
-    ranks.push_back({{"rank", rank},
-                     {"host", tally.host},
-                     {"samples", tally.samples},
-                     {"waiting_pct", percent(waiting_share(tally))},
-                     {"waited_in", tally.waited_in}});
+    nlohmann::json entry = {{"rank", rank},
+                            {"host", tally.host},
+                            {"samples", tally.samples},
+                            {"waiting_pct", percent(waiting_share(tally))},
+                            {"waited_in", tally.waited_in}};
+    if (tally.read_in_proc > 0) {
+      entry["running_pct"] = percent(state_share(tally, tally.running));
+      entry["asleep_pct"] = percent(state_share(tally, tally.asleep));
+      entry["stopped_pct"] = percent(state_share(tally, tally.stopped));
+      auto cpu = per_second(tally, false);
+      auto run_delay = per_second(tally, true);
+      entry["cpu_pct"] = cpu ? nlohmann::json(percent(*cpu)) : nlohmann::json();
+      entry["run_delay_pct"] = run_delay ? nlohmann::json(percent(*run_delay)) : nlohmann::json();
+    }
+    ranks.push_back(std::move(entry));
   }
   return {{"samples", samples_}, {"ranks", std::move(ranks)}, {"stragglers", stragglers()}};
 }

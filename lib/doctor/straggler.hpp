@@ -1,14 +1,21 @@
 // The straggler watch's arithmetic (--straggler-watch): every rank's stack
-// is sampled at a low rate, and each sample says whether the rank's main
-// thread was waiting on the others (in torch.distributed, or in a backward
-// pass, where DistributedDataParallel waits for the gradients' all-reduce)
-// or doing its own work. In a gang held up by one slow rank, the others
-// wait most of the time and the slow one almost never: that rank is named.
+// is sampled at a low rate, and /proc read just before it. A sample counts a
+// rank as waiting on the others when its main thread is in torch.distributed
+// or a backward pass (where DistributedDataParallel waits for the
+// gradients' all-reduce) and asleep there (state S). In a gang held up by
+// one slow rank the others wait most of the time and the slow one almost
+// never, whatever slows it: its own work (a data loader), a CPU it does not
+// get (state R while it queues), a throttle or a debugger that stops it
+// (state T), a disk (state D). Frames alone cannot tell: a rank held to 15%
+// of a CPU computes its backward pass, which reads like a wait. That rank is
+// named:
 //
-//   rank 5 (node1) outside a collective in 92% of 60 samples; the others
-//   waited in all_reduce in a median of 85%
+//   rank 1 (node0) kept the others waiting: not waiting on them in 93% of 40
+//   samples (stopped in 57%, running in 30%; 16% of a CPU); the others waited
+//   in _engine_run_backward in a median of 65%
 #pragma once
 
+#include "doctor/proc_stat.hpp"
 #include "doctor/stack_groups.hpp"
 
 #include <nlohmann/json.hpp>
@@ -27,6 +34,13 @@ std::optional<std::string> waiting_in(const std::vector<Frame>& main_frames);
 // The thread is in Python's import machinery (a rank starting up, which
 // neither waits nor trains yet).
 bool is_importing(const std::vector<Frame>& main_frames);
+
+// What /proc said of the ranks' processes just before one sample of their
+// stacks (proc_stat.hpp: proc_sample), and when.
+struct ProcReadings {
+  double at_s = 0;  // seconds on a steady clock
+  std::map<long, ProcSample> by_pid;
+};
 
 class StragglerTally {
  public:
@@ -47,27 +61,44 @@ class StragglerTally {
   static constexpr double k_standard_errors = 4.0;
 
   // One reading of every rank; ranks whose stack could not be read are not
-  // counted.
-  void add(const std::vector<RankStacks>& sample);
+  // counted. A rank without a /proc reading in proc is judged by its stack
+  // alone.
+  void add(const std::vector<RankStacks>& sample, const ProcReadings& proc = {});
 
   // Ranks that stand out now, ascending.
   std::vector<int> stragglers() const;
-  // "rank 5 (node1) outside a collective in 92% of 60 samples; the others
-  // waited in all_reduce in a median of 85%"
+  // As in the example above; the parenthesis only where /proc was read.
   std::string describe(int rank) const;
   // {"samples": N, "ranks": [{"rank", "host", "samples", "waiting_pct",
-  //  "waited_in"}], "stragglers": [ranks]}
+  //  "waited_in", and where /proc was read: "running_pct", "asleep_pct",
+  //  "stopped_pct" (of the samples: its main thread's state), "cpu_pct" (CPU
+  //  time of all its threads over the time sampled, 100 a whole CPU) and
+  //  "run_delay_pct" (its main thread runnable without a CPU)}],
+  //  "stragglers": [ranks]}
   nlohmann::json to_json() const;
   bool empty() const { return ranks_.empty(); }
 
  private:
+  struct Timed {
+    double at_s = 0;
+    ProcSample proc;
+  };
   struct Tally {
     std::string host;
     int samples = 0;
     int waiting = 0;
     std::map<std::string, int> waited_in;  // the waiting function, by how often
+    // Of the samples with a /proc reading, how many found the main thread in each state.
+    int read_in_proc = 0;
+    int running = 0;
+    int asleep = 0;
+    int stopped = 0;
+    std::optional<Timed> first_read, last_read;
   };
   static double waiting_share(const Tally& tally);
+  static double state_share(const Tally& tally, int count);
+  // CPU time (or run delay) gained between the first and the last reading, per second.
+  static std::optional<double> per_second(const Tally& tally, bool run_delay);
   // The median waiting share of every rank but `rank`, and where most of them waited.
   double others_waiting(int rank) const;
   std::string most_waited_in(int except_rank) const;

@@ -38,6 +38,12 @@ Real PyTorch (gloo on CPU, groups that time out only after 300 s):
                       in slow_input and the others 0.05 s, so that they wait for it in the
                       backward pass's all-reduce about two thirds of the time. Exits 0.
   balanced:           the same with every rank spending 0.05 s, for 240 steps (as long).
+  compute [PATH]:     DDP on a model big enough that a step is CPU work (no sleep anywhere),
+                      every rank alike; rank 0 prints "rank 0: step 1" after its first step.
+                      Without PATH, 150 steps; with PATH, until PATH exists (every rank learns
+                      it from rank 0 in a one-number all-reduce each step) or 3000 steps. A test
+                      slows one rank from outside (cpulimit, SIGSTOP/SIGCONT) and the others
+                      wait for it. Exits 0.
   fail PATH:          ranks 0, 2, 3 write PATH/entered.<rank> and block in an all-reduce;
                       rank 1 waits for those three files and fails (exit 1) without ever
                       reaching it. So that the others do not fail at once because their
@@ -192,6 +198,29 @@ def ddp_steps(rank, mode, starting):
     print(f"rank {rank}: {steps} steps done", flush=True)
 
 
+def compute_steps(rank, starting, until):
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    torch.manual_seed(0)
+    layers = [torch.nn.Linear(256, 256) for _ in range(4)]
+    model = DistributedDataParallel(torch.nn.Sequential(*layers))
+    x = torch.randn(128, 256)
+    starting.stop()
+    steps = 3000 if until else 150
+    for step in range(1, steps + 1):
+        model(x).sum().backward()
+        if rank == 0 and step == 1:
+            print("rank 0: step 1", flush=True)
+        if until:
+            stop = torch.tensor([1.0 if rank == 0 and os.path.exists(until) else 0.0])
+            dist.all_reduce(stop)
+            if stop.item() > 0:
+                break
+    print(f"rank {rank}: {step} steps done", flush=True)
+
+
 def timed_steps(rank, starting):
     from torch.distributed.elastic.timer import FileTimerClient, configure, expires
 
@@ -227,8 +256,11 @@ def main():
     dist.barrier()
     if mode == "all-reduce-loop":
         all_reduce_loop(rank, starting)
-    if mode in ("straggle", "balanced"):
-        ddp_steps(rank, mode, starting)
+    if mode in ("straggle", "balanced", "compute"):
+        if mode == "compute":
+            compute_steps(rank, starting, path)
+        else:
+            ddp_steps(rank, mode, starting)
         # torch 2.x's teardown of a gloo group with DDP's reducer behind it now and then aborts
         # a rank ("terminate called without an active exception"); the straggler watch is
         # what is tested, so every rank leaves together and skips the teardown.

@@ -1,11 +1,16 @@
 // The straggler watch's arithmetic: which frames mean "waiting on the
-// others", and when a rank that keeps working while the others wait is named
-// (and, on a balanced gang, that none is).
+// others", what /proc adds to them, and when a rank that keeps working (or
+// is kept from working) while the others wait is named (and, on a balanced
+// gang, that none is).
 #include "doctor/straggler.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 using namespace gangrun::doctor;
+using gangrun::test::TempDir;
 
 namespace {
 
@@ -60,8 +65,8 @@ TEST_CASE("the rank that works while the others wait is named after enough sampl
   }
   CHECK(tally.stragglers() == std::vector<int>{2});
   CHECK(tally.describe(2) ==
-        "rank 2 (node1) outside a collective in 80% of 10 samples; the others waited in "
-        "all_reduce in a median of 80%");
+        "rank 2 (node1) kept the others waiting: not waiting on them in 80% of 10 samples; the "
+        "others waited in all_reduce in a median of 80%");
   nlohmann::json json = tally.to_json();
   CHECK(json["samples"] == 10);
   CHECK(json["stragglers"] == nlohmann::json::array({2}));
@@ -100,4 +105,109 @@ TEST_CASE("a balanced gang has no straggler", "[doctor]") {
     tally.add(reading);
   }
   CHECK(tally.stragglers().empty());
+}
+
+namespace {
+
+// Four ranks in a backward pass in every sample, as DDP's are on a CPU: the
+// frames never change, only what /proc says of them. Rank 2 (pid 102) is
+// held to a share of a CPU: stopped in 3 of 5 samples, running in 1, asleep
+// in 1; the others sleep in the gradients' all-reduce in 4 of 5 and compute
+// in 1. Every rank gains 0.2 CPU-seconds a second; rank 2 waits for a CPU
+// 0.1 s a second.
+StragglerTally throttled(int samples, bool with_proc) {
+  StragglerTally tally;
+  for (int sample = 0; sample < samples; ++sample) {
+    std::vector<RankStacks> reading;
+    ProcReadings proc;
+    proc.at_s = 1000.0 + sample;
+    for (int rank = 0; rank < 4; ++rank) {
+      reading.push_back(at(rank, k_backward));
+      char state = rank != 2 ? (sample % 5 == 0 ? 'R' : 'S') : "TTTRS"[sample % 5];
+      proc.by_pid[100L + rank] = ProcSample{state, 0.2 * sample, 0.1 * sample * (rank == 2)};
+    }
+    tally.add(reading, with_proc ? proc : ProcReadings{});
+  }
+  return tally;
+}
+
+}  // namespace
+
+TEST_CASE("a throttled or stopped rank whose frames read like a wait is named by its /proc state",
+          "[doctor]") {
+  // Frames alone: every rank is always "waiting", so no one is named.
+  CHECK(throttled(20, false).stragglers().empty());
+
+  StragglerTally tally = throttled(20, true);
+  CHECK(tally.stragglers() == std::vector<int>{2});
+  CHECK(tally.describe(2) ==
+        "rank 2 (node1) kept the others waiting: not waiting on them in 80% of 20 samples "
+        "(stopped in 60%, running in 20%; 20% of a CPU); the others waited in "
+        "_engine_run_backward in a median of 80%");
+  nlohmann::json slow = tally.to_json()["ranks"][2];
+  CHECK(slow["waiting_pct"] == 20);
+  CHECK(slow["stopped_pct"] == 60);
+  CHECK(slow["running_pct"] == 20);
+  CHECK(slow["asleep_pct"] == 20);
+  CHECK(slow["cpu_pct"] == 20);
+  CHECK(slow["run_delay_pct"] == 10);
+  nlohmann::json other = tally.to_json()["ranks"][0];
+  CHECK(other["waiting_pct"] == 80);
+  CHECK(other["stopped_pct"] == 0);
+  CHECK(other["run_delay_pct"] == 0);
+}
+
+TEST_CASE("a stopped rank without a /proc reading is not waiting", "[doctor]") {
+  // The stack reader's own look at /proc (RankStacks::stopped) is enough.
+  StragglerTally tally;
+  for (int sample = 0; sample < 20; ++sample) {
+    std::vector<RankStacks> reading;
+    for (int rank = 0; rank < 3; ++rank) reading.push_back(at(rank, k_all_reduce));
+    if (sample % 4 != 0) reading[1].stopped = 'T';
+    tally.add(reading);
+  }
+  CHECK(tally.stragglers() == std::vector<int>{1});
+  CHECK(tally.to_json()["ranks"][1].count("stopped_pct") == 0);  // no /proc reading of its own
+}
+
+TEST_CASE("a balanced gang computing its backward passes has no straggler", "[doctor]") {
+  // Every rank on a CPU in half the samples, asleep in the all-reduce in the other half, each
+  // at its own moments.
+  StragglerTally tally;
+  for (int sample = 0; sample < 60; ++sample) {
+    std::vector<RankStacks> reading;
+    ProcReadings proc;
+    proc.at_s = sample;
+    for (int rank = 0; rank < 4; ++rank) {
+      reading.push_back(at(rank, k_backward));
+      proc.by_pid[100L + rank] = ProcSample{(sample + rank) % 2 == 0 ? 'R' : 'S', 0, std::nullopt};
+    }
+    tally.add(reading, proc);
+  }
+  CHECK(tally.stragglers().empty());
+  CHECK(tally.to_json()["ranks"][0]["run_delay_pct"].is_null());  // no schedstat
+}
+
+TEST_CASE("proc_sample reads the state, the CPU time and the run delay", "[doctor]") {
+  TempDir proc;
+  // Fields 14 and 15 (utime, stime) are 250 and 50 ticks.
+  proc.write("41/stat", "41 (py (x) y) R 1 41 41 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 5 0\n");
+  proc.write("41/schedstat", "3000000000 1500000000 42\n");
+  proc.write("42/stat", "42 (python) T 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 5 0\n");
+  proc.write("43/stat", "43 (python) S 1 43\n");  // cut short
+  const std::string root = proc.path().string();
+  const double ticks = static_cast<double>(sysconf(_SC_CLK_TCK));
+
+  auto running = proc_sample(41, root);
+  REQUIRE(running);
+  CHECK(running->state == 'R');
+  CHECK(running->cpu_s == Approx(300 / ticks));
+  CHECK(running->run_delay_s == Approx(1.5));
+  auto stopped = proc_sample(42, root);
+  REQUIRE(stopped);
+  CHECK(stopped->state == 'T');
+  CHECK(stopped->cpu_s == Approx(10 / ticks));
+  CHECK_FALSE(stopped->run_delay_s);  // no schedstat
+  CHECK_FALSE(proc_sample(43, root));
+  CHECK_FALSE(proc_sample(44, root));  // gone
 }

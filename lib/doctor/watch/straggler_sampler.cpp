@@ -50,6 +50,15 @@ void StragglerSampler::sample_later() {
     if (error || round_over_) return;
     std::vector<StackTarget> targets = live_targets(gang_);
     if (targets.size() < 2 || sampler_.running()) return sample_later();
+    // Just before the stacks, so that the state goes with the frames: py-spy
+    // takes tens of milliseconds to start, and a waiting rank's state
+    // changes as often as its step.
+    proc_ = {};
+    proc_.at_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    for (const StackTarget& target : targets) {
+      if (auto read = proc_sample(target.pid)) proc_.by_pid[target.pid] = *read;
+    }
     sampler_.start(
         tool_.path, plan_.host, targets, plan_.host_env, k_sample_limit,
         [this](const std::vector<RankStacks>& ranks) { after_sample(ranks); },
@@ -59,7 +68,7 @@ void StragglerSampler::sample_later() {
 
 void StragglerSampler::after_sample(const std::vector<RankStacks>& ranks) {
   if (round_over_) return reading_ended_();
-  tally_.add(ranks);
+  tally_.add(ranks, proc_);
   for (int rank : tally_.stragglers()) {
     if (named_.insert(rank).second) spdlog::warn("straggler: {}", tally_.describe(rank));
   }

@@ -1,5 +1,6 @@
-// --straggler-watch: every interval, every rank's stack read without
-// pausing it, tallied (doctor/straggler.hpp); a rank that stands out is
+// --straggler-watch: every interval, every rank's /proc state and CPU time
+// read, then its stack without pausing it, tallied (doctor/straggler.hpp);
+// a rank that stands out is
 // named once per round, and the tally goes into the report's
 // straggler_watch. Its own StackProbe, so that sampling never holds up a
 // hang's reading.
@@ -45,6 +46,7 @@ class StragglerSampler final : public Watch {
   // Per round.
   bool round_over_ = false;
   StragglerTally tally_;
+  ProcReadings proc_;  // the sample under way's
   std::set<int> named_;
 };
 
