@@ -47,7 +47,7 @@ class StragglerTally {
   // A rank is named once it has this many samples (a rank's samples while it
   // imports are not counted)...
   static constexpr int k_min_samples = 10;
-  // ...spent at least this share of them outside any wait, while the other
+  // ...spent at least this share of them not waiting, while the other
   // ranks' median share waiting is at least k_others_waiting and k_gap above
   // its own...
   static constexpr double k_outside = 0.6;
@@ -61,8 +61,8 @@ class StragglerTally {
   static constexpr double k_standard_errors = 4.0;
 
   // One reading of every rank; ranks whose stack could not be read are not
-  // counted. A rank without a /proc reading in proc is judged by its stack
-  // alone.
+  // counted. A rank without a /proc reading in proc (it ended in between) is
+  // judged by its stack, and the stopped state the stack reader saw, alone.
   void add(const std::vector<RankStacks>& sample, const ProcReadings& proc = {});
 
   // Ranks that stand out now, ascending.

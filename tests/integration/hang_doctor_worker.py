@@ -40,7 +40,7 @@ Real PyTorch (gloo on CPU, groups that time out only after 300 s):
   balanced:           the same with every rank spending 0.05 s, for 240 steps (as long).
   compute [PATH]:     DDP on a model big enough that a step is CPU work (no sleep anywhere),
                       every rank alike; rank 0 prints "rank 0: step 1" after its first step.
-                      Without PATH, 150 steps; with PATH, until PATH exists (every rank learns
+                      Without PATH, 250 steps; with PATH, until PATH exists (every rank learns
                       it from rank 0 in a one-number all-reduce each step) or 3000 steps. A test
                       slows one rank from outside (cpulimit, SIGSTOP/SIGCONT) and the others
                       wait for it. Exits 0.
@@ -208,7 +208,7 @@ def compute_steps(rank, starting, until):
     model = DistributedDataParallel(torch.nn.Sequential(*layers))
     x = torch.randn(128, 256)
     starting.stop()
-    steps = 3000 if until else 150
+    steps = 3000 if until else 250
     for step in range(1, steps + 1):
         model(x).sum().backward()
         if rank == 0 and step == 1:
