@@ -31,7 +31,8 @@ std::vector<report::LogActivity> log_activity(const std::string& run_dir, const 
         struct stat file {};
         if (::stat(RunDirectory::log_file(folder, stderr_stream).c_str(), &file) != 0) continue;
         activity.bytes += file.st_size;
-        double written = static_cast<double>(file.st_mtim.tv_sec) + static_cast<double>(file.st_mtim.tv_nsec) / 1e9;
+        double written = static_cast<double>(file.st_mtim.tv_sec) +
+                         static_cast<double>(file.st_mtim.tv_nsec) / 1e9;
         if (file.st_size > 0 && written > activity.last_write_s) activity.last_write_s = written;
       }
       out.push_back(activity);

@@ -18,9 +18,9 @@ std::size_t utf8_length(std::string_view text, std::size_t at) {
     if ((byte(at + i) & 0xC0) != 0x80) return 0;
   }
   std::uint8_t second = byte(at + 1);
-  if (lead == 0xE0 && second < 0xA0) return 0;  // overlong
+  if (lead == 0xE0 && second < 0xA0) return 0;   // overlong
   if (lead == 0xED && second >= 0xA0) return 0;  // a surrogate
-  if (lead == 0xF0 && second < 0x90) return 0;  // overlong
+  if (lead == 0xF0 && second < 0x90) return 0;   // overlong
   if (lead == 0xF4 && second >= 0x90) return 0;  // beyond U+10FFFF
   return length;
 }
@@ -44,13 +44,25 @@ std::string html_escape(std::string_view text) {
       continue;
     }
     switch (byte) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
       case '\t':
-      case '\n': out += static_cast<char>(byte); break;
+      case '\n':
+        out += static_cast<char>(byte);
+        break;
       default:
         if (byte < 0x20 || byte == 0x7F) {
           out += k_replacement;

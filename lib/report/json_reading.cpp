@@ -34,7 +34,8 @@ std::optional<int> int_of(const json& object, const char* key) {
   const json& value = member(object, key);
   if (value.is_number_unsigned()) {
     auto number = value.get<unsigned long long>();
-    if (number > static_cast<unsigned long long>(std::numeric_limits<int>::max())) return std::nullopt;
+    if (number > static_cast<unsigned long long>(std::numeric_limits<int>::max()))
+      return std::nullopt;
     return static_cast<int>(number);
   }
   if (!value.is_number_integer()) return std::nullopt;

@@ -78,15 +78,16 @@ void facts(const json& report, std::string& out) {
 }
 
 void legend(std::string& out) {
-  out += "<p class=\"legend\">"
-         "<span><i class=\"succeeded\"></i>exited 0</span>"
-         "<span><i class=\"failed\"></i>failed on its own</span>"
-         "<span><i class=\"root-cause\"></i>root cause</span>"
-         "<span><i class=\"stopped\"></i>stopped by gangrun</span>"
-         "<span><i class=\"failure-window\"></i>failure window</span>"
-         "<span><i class=\"hang\"></i>hang</span>"
-         "<span>| tick: last output (log file written)</span>"
-         "<span>dashed blue: a restart</span></p>";
+  out +=
+      "<p class=\"legend\">"
+      "<span><i class=\"succeeded\"></i>exited 0</span>"
+      "<span><i class=\"failed\"></i>failed on its own</span>"
+      "<span><i class=\"root-cause\"></i>root cause</span>"
+      "<span><i class=\"stopped\"></i>stopped by gangrun</span>"
+      "<span><i class=\"failure-window\"></i>failure window</span>"
+      "<span><i class=\"hang\"></i>hang</span>"
+      "<span>| tick: last output (log file written)</span>"
+      "<span>dashed blue: a restart</span></p>";
 }
 
 std::string lines_text(const json& lines) {
@@ -100,7 +101,8 @@ std::string lines_text(const json& lines) {
 
 // Every rank's threads in full, a <details> each, closed.
 void stacks_details(const json& stacks, std::string& out) {
-  out += fmt::format("<pre class=\"stack-summary\">{}</pre>", e(lines_text(member(stacks, "summary"))));
+  out += fmt::format("<pre class=\"stack-summary\">{}</pre>",
+                     e(lines_text(member(stacks, "summary"))));
   if (std::string file = text_of(stacks, "file"); !file.empty()) {
     out += fmt::format("<p>every thread of every rank: <code>{}</code></p>", e(file));
   }
@@ -163,12 +165,13 @@ void attempt_findings(const json& attempt, std::string& out) {
     for (const json& rank : array_of(late, "ranks")) {
       if (rank.is_number_integer()) ranks += (ranks.empty() ? "" : ", ") + rank.dump();
     }
-    out += fmt::format("<h3>not at the store {} after {} s: ranks {}</h3>", e(text_of(late, "store")),
-                       number_of(late, "after_s").value_or(0), e(ranks));
+    out += fmt::format("<h3>not at the store {} after {} s: ranks {}</h3>",
+                       e(text_of(late, "store")), number_of(late, "after_s").value_or(0), e(ranks));
   }
   if (straggler.is_object()) {
-    out += "<h3>straggler watch</h3><table><tr><th>rank</th><th>host</th><th>samples</th>"
-           "<th>waiting %</th></tr>";
+    out +=
+        "<h3>straggler watch</h3><table><tr><th>rank</th><th>host</th><th>samples</th>"
+        "<th>waiting %</th></tr>";
     for (const json& rank : array_of(straggler, "ranks")) {
       out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0f}</td></tr>",
                          int_of(rank, "rank").value_or(-1), e(text_of(rank, "host")),
@@ -200,16 +203,17 @@ void workers_table(const json& report, std::string& out) {
   const json& attempts = array_of(report, "attempts");
   if (attempts.empty()) return;
   const json& last = attempts.back();
-  out += fmt::format("<details class=\"workers\"><summary>every worker of attempt {}</summary>"
-                     "<table><tr><th>rank</th><th>local rank</th><th>pid</th><th>ended</th>"
-                     "<th>seconds</th><th>peak RSS (KiB)</th></tr>",
-                     int_of(last, "attempt").value_or(0));
+  out += fmt::format(
+      "<details class=\"workers\"><summary>every worker of attempt {}</summary>"
+      "<table><tr><th>rank</th><th>local rank</th><th>pid</th><th>ended</th>"
+      "<th>seconds</th><th>peak RSS (KiB)</th></tr>",
+      int_of(last, "attempt").value_or(0));
   for (const json& worker : array_of(last, "workers")) {
-    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td></tr>",
-                       int_of(worker, "rank").value_or(-1), int_of(worker, "local_rank").value_or(-1),
-                       int_of(worker, "pid").value_or(-1), e(text_of(worker, "ended")),
-                       number_of(worker, "duration_s").value_or(0),
-                       number_of(worker, "peak_rss_kib").value_or(0));
+    out += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td></tr>",
+        int_of(worker, "rank").value_or(-1), int_of(worker, "local_rank").value_or(-1),
+        int_of(worker, "pid").value_or(-1), e(text_of(worker, "ended")),
+        number_of(worker, "duration_s").value_or(0), number_of(worker, "peak_rss_kib").value_or(0));
   }
   out += "</table></details>";
 }
@@ -229,9 +233,10 @@ std::string report_html(const json& report, const std::vector<LogActivity>& logs
   root_cause(report, out);
   for (const json& attempt : array_of(report, "attempts")) attempt_findings(attempt, out);
   workers_table(report, out);
-  out += "<p class=\"note\">Times are seconds since the run started. The tick on a bar is "
-         "when the rank's log files were last written (with --log-dir); the report keeps no "
-         "other output times.</p></body></html>\n";
+  out +=
+      "<p class=\"note\">Times are seconds since the run started. The tick on a bar is "
+      "when the rank's log files were last written (with --log-dir); the report keeps no "
+      "other output times.</p></body></html>\n";
   return out;
 }
 

@@ -24,7 +24,8 @@ std::set<int> int_set(const json& list) {
   std::set<int> out;
   if (!list.is_array()) return out;
   for (const json& item : list) {
-    if (item.is_number_integer() && item.get<long long>() >= 0 && item.get<long long>() < (1 << 30)) {
+    if (item.is_number_integer() && item.get<long long>() >= 0 &&
+        item.get<long long>() < (1 << 30)) {
       out.insert(static_cast<int>(item.get<long long>()));
     }
   }
@@ -179,8 +180,8 @@ void add_stragglers(const json& watch, std::map<int, RankRun*>& by_rank) {
     std::optional<double> waiting = number_of(entry, "waiting_pct");
     std::optional<int> samples = int_of(entry, "samples");
     if (waiting && samples) {
-      run.straggler_text = fmt::format("waiting on the others in {:.0f}% of {} samples", *waiting,
-                                       *samples);
+      run.straggler_text =
+          fmt::format("waiting on the others in {:.0f}% of {} samples", *waiting, *samples);
     }
   }
 }
@@ -215,11 +216,11 @@ void add_bands(const json& report, const json& attempt, int number,
   double silent = number_of(hang, "silent_for_s").value_or(0);
   std::optional<double> reported = time_of(hang, "reported_at");
   double end = reported ? built.since_start(*reported) : attempt_end_s;
-  out.bands.push_back({Band::Kind::hang, number, std::max(0.0, end - silent), end,
-                       fmt::format("hang: no rank made progress for {:.1f} s (--hang-timeout {} "
-                                   "s); --on-hang {}",
-                                   silent, number_of(hang, "timeout_s").value_or(0),
-                                   text_of(hang, "action"))});
+  out.bands.push_back(
+      {Band::Kind::hang, number, std::max(0.0, end - silent), end,
+       fmt::format("hang: no rank made progress for {:.1f} s (--hang-timeout {} "
+                   "s); --on-hang {}",
+                   silent, number_of(hang, "timeout_s").value_or(0), text_of(hang, "action"))});
 }
 
 }  // namespace

@@ -29,8 +29,8 @@ struct RankRun {
   long pid = -1;
   double start_s = 0;
   double end_s = 0;
-  std::string ended;    // the report's words: "exited with 1", "stopped by gangrun (SIGTERM)"
-  std::string outcome;  // "succeeded", "failed", "stopped" (by gangrun), "not-started"
+  std::string ended;      // the report's words: "exited with 1", "stopped by gangrun (SIGTERM)"
+  std::string outcome;    // "succeeded", "failed", "stopped" (by gangrun), "not-started"
   std::string exit_text;  // "exit 1", "SIGKILL", "exit 0"
   bool root_cause = false;
   bool first_failure = false;

@@ -115,11 +115,14 @@ void lane_label(const Lane& lane, double y, std::string& out) {
     if (run.drawn) last = &run;
   }
   out += fmt::format("<text class=\"rank-label\" x=\"8\" y=\"{:.1f}\">rank {}", y, lane.rank);
-  if (last) out += fmt::format("<tspan class=\"exit\" dx=\"8\">{}</tspan>", html_escape(last->exit_text));
+  if (last)
+    out += fmt::format("<tspan class=\"exit\" dx=\"8\">{}</tspan>", html_escape(last->exit_text));
   if (!last) out += "<tspan class=\"mark\" dx=\"8\">stack only</tspan>";
-  if (lane.any(&RankRun::root_cause)) out += "<tspan class=\"mark root-cause\" dx=\"8\">root cause</tspan>";
+  if (lane.any(&RankRun::root_cause))
+    out += "<tspan class=\"mark root-cause\" dx=\"8\">root cause</tspan>";
   if (lane.any(&RankRun::hung)) out += "<tspan class=\"mark hung\" dx=\"8\">hung</tspan>";
-  if (lane.any(&RankRun::stopped)) out += "<tspan class=\"mark stopped-out\" dx=\"8\">stopped</tspan>";
+  if (lane.any(&RankRun::stopped))
+    out += "<tspan class=\"mark stopped-out\" dx=\"8\">stopped</tspan>";
   if (lane.any(&RankRun::straggler)) out += "<tspan class=\"mark straggler\" dx=\"8\">slow</tspan>";
   out += "</text>";
 }
@@ -136,9 +139,10 @@ void lane(const Lane& lane, const Scale& scale, double top, std::string& out) {
   lane_label(lane, bar_top + k_bar_height - 1, out);
   for (const RankRun& run : lane.runs) {
     if (!run.drawn) {
-      out += fmt::format("<text class=\"elsewhere\" x=\"{:.1f}\" y=\"{:.1f}\">{}<title>{}</title></text>",
-                         k_label_width + 4, bar_top + k_bar_height - 1,
-                         html_escape(run.stack_line), run_title(lane, run));
+      out += fmt::format(
+          "<text class=\"elsewhere\" x=\"{:.1f}\" y=\"{:.1f}\">{}<title>{}</title></text>",
+          k_label_width + 4, bar_top + k_bar_height - 1, html_escape(run.stack_line),
+          run_title(lane, run));
       continue;
     }
     out += fmt::format(
@@ -160,8 +164,7 @@ void lane(const Lane& lane, const Scale& scale, double top, std::string& out) {
 }  // namespace
 
 std::string timeline_svg(const Timeline& timeline) {
-  double height = k_axis_height + 4 +
-                  static_cast<double>(timeline.nodes.size()) * k_node_height +
+  double height = k_axis_height + 4 + static_cast<double>(timeline.nodes.size()) * k_node_height +
                   static_cast<double>(timeline.lanes.size()) * k_lane_height;
   Scale scale{timeline.span_s};
   std::string out;

@@ -147,7 +147,7 @@ class PageOfAHang(PageTestCase):
 class ReportCommand(PageTestCase):
     def test_hostile_text_is_escaped_and_the_page_is_refreshed(self):
         # The program's name carries markup, quotes, "]]>" and a byte that is not UTF-8.
-        hostile = os.path.join(os.fsencode(self.tmp), b'w<script>alert("x")</script>]]>\xff')
+        hostile = os.path.join(os.fsencode(self.tmp), b'w<script>alert("x")<\\script>]]>\xff')
         os.symlink(harness.FAKE, hostile)
         result = self.gangrun(["--nproc-per-node", 3, "--log-dir", self.path("logs"), "--",
                                os.fsdecode(hostile), "--pid-dir", self.pid_dir, "--echo", "rank {rank} up",
@@ -157,7 +157,7 @@ class ReportCommand(PageTestCase):
         page = os.path.join(run_dir, "report.html")
         text = self.assert_self_contained(page)
         self.assertNotIn("<script", text.lower())
-        self.assertIn("w&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;]]&gt;\ufffd", text)
+        self.assertIn("w&lt;script&gt;alert(&quot;x&quot;)&lt;\\script&gt;]]&gt;\ufffd", text)
         lanes = lanes_of(text)
         self.assertEqual(set(lanes), {0, 1, 2})
         self.assertEqual([r for r, (_, a) in lanes.items() if a.get("data-root-cause")], [1])

@@ -5,7 +5,6 @@
 #include "report/html_text.hpp"
 #include "report/report_html.hpp"
 #include "report/timeline.hpp"
-
 #include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
@@ -126,7 +125,7 @@ TEST_CASE("html_escape leaves no markup, no invalid UTF-8 and no control charact
         "caf\xC3\xA9 \xE2\x9C\x93 \xF0\x9F\x98\x80");
   const std::string replacement = "\xEF\xBF\xBD";
   CHECK(html_escape("\xFF\xFE") == replacement + replacement);
-  CHECK(html_escape("\xC0\xAF") == replacement + replacement);          // overlong '/'
+  CHECK(html_escape("\xC0\xAF") == replacement + replacement);                    // overlong '/'
   CHECK(html_escape("\xED\xA0\x80") == replacement + replacement + replacement);  // a surrogate
   CHECK(html_escape("cut \xE2\x9C") == "cut " + replacement + replacement);
   CHECK(html_escape("\x1B[2J\r\x7F") == replacement + "[2J" + replacement + replacement);
@@ -144,8 +143,8 @@ TEST_CASE("report times are read back as format_time writes them", "[report][htm
 
 TEST_CASE("the timeline has a lane per rank by node, each attempt a run, the marks in place",
           "[report][html]") {
-  std::vector<LogActivity> logs = {{.attempt = 1, .local_rank = 2,
-                                    .last_write_s = 1796173212.0, .bytes = 2048}};
+  std::vector<LogActivity> logs = {
+      {.attempt = 1, .local_rank = 2, .last_write_s = 1796173212.0, .bytes = 2048}};
   Timeline timeline = timeline_of(fixture(), logs);
   REQUIRE(timeline.nodes == std::vector<std::string>{"<script>alert(1)</script>", "node1"});
   REQUIRE(timeline.lanes.size() == 5);
@@ -185,8 +184,7 @@ TEST_CASE("the timeline has a lane per rank by node, each attempt a run, the mar
   CHECK(timeline.bands[1].end_s == Approx(18.0));
 }
 
-TEST_CASE("report.html escapes the run's text and marks the lanes for a reader",
-          "[report][html]") {
+TEST_CASE("report.html escapes the run's text and marks the lanes for a reader", "[report][html]") {
   std::string page = report_html(fixture(), {});
   INFO(page.substr(0, 3000));
   CHECK(lower(page).find("<script") == std::string::npos);
