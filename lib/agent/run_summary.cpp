@@ -3,6 +3,7 @@
 #include "agent/attempt_record.hpp"
 #include "agent/rendezvous_setup.hpp"
 #include "launch/dry_run.hpp"
+#include "launch/run_report_files.hpp"
 #include "rendezvous/signing.hpp"
 #include "report/run_report.hpp"
 #include "util/exit_codes.hpp"
@@ -103,6 +104,14 @@ RunResult report_run(const launch::LaunchPlan& plan, report::RunRecord& record, 
   if (!record.attempts.empty() &&
       prints_failure_summary(record.attempts.back(), job, agent_id, stopped_for_round_end)) {
     report_failure(plan, record, record.attempts.back());
+  }
+  if (record.log_dir) {
+    // The run's own copy and its picture: a warning when they cannot be
+    // written, since only --report is a file the user asked for.
+    if (auto written = launch::write_run_report(*record.log_dir, report::to_json(record));
+        !written) {
+      spdlog::warn("{}", written.error().describe());
+    }
   }
   if (!plan.report_path) return result;
   if (auto written = report::write_report(*plan.report_path, record); !written) {

@@ -51,10 +51,11 @@ bool prints_failure_summary(const report::AttemptRecord& last,
                             const std::string& agent_id, bool stopped_for_round_end);
 
 // Once the record is complete but for the job's outcome (job, added here):
-// prints the failure summary when prints_failure_summary says so, and
-// writes the report when the plan asks for one. A report asked for and not
-// written is no success: returns result with k_system_failure then, unless
-// the job failed already (a job's own failure keeps its code).
+// prints the failure summary when prints_failure_summary says so, writes
+// report.json and report.html into the run's directory when it is kept
+// (launch/run_report_files.hpp), and the report when the plan asks for one. A report asked for and
+// not written is no success: returns result with k_system_failure then, unless the job failed
+// already (a job's own failure keeps its code).
 RunResult report_run(const launch::LaunchPlan& plan, report::RunRecord& record, RunResult result,
                      const std::optional<rendezvous::JobOutcome>& job, const std::string& agent_id,
                      bool stopped_for_round_end);

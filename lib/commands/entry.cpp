@@ -3,6 +3,7 @@
 #include "commands/devices_command.hpp"
 #include "commands/launch_command.hpp"
 #include "commands/preflight_command.hpp"
+#include "commands/report_command.hpp"
 #include "commands/stacks_command.hpp"
 #include "commands/store_command.hpp"
 #include "commands/text_commands.hpp"
@@ -46,6 +47,9 @@ Expected<int> dispatch(const config::Command& command, const EnvMap& env) {
           },
           [&](const config::StacksRequest& request) {
             return commands::run_stacks_command(request, env);
+          },
+          [](const config::ReportRequest& request) {
+            return commands::run_report_command(request);
           },
           [](const config::StoreRequest& request) { return commands::run_store_command(request); },
           [](const config::CompletionRequest& request) {

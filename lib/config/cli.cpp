@@ -215,6 +215,29 @@ Expected<Command> stacks_command(const std::vector<std::string>& args) {
   return request;
 }
 
+constexpr const char* k_report_help =
+    "usage: gangrun report RUN_DIR\n"
+    "\n"
+    "Writes RUN_DIR/report.html again from RUN_DIR/report.json (both written when a run\n"
+    "with --log-dir DIR ends, in the run's directory DIR/<run_id>_<unique>): a timeline\n"
+    "with a lane per rank grouped by node, restarts, exits and the root cause, the\n"
+    "failure window, a hang with every rank's stack, stopped and slow ranks. One file,\n"
+    "no network needed to view it. Prints the page's path.\n";
+
+// gangrun report RUN_DIR: one word, the directory.
+Expected<Command> report_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) return TextOutput{k_report_help};
+  if (args.size() != 1 || args[0].empty()) {
+    return fail_usage("report: give one run directory, not " + std::to_string(args.size()) +
+                      " arguments (usage: gangrun report RUN_DIR)");
+  }
+  if (args[0].starts_with("-")) {
+    return fail_usage("report: unknown option " + strings::quoted(args[0]) +
+                      " (usage: gangrun report RUN_DIR; a directory named -x: ./-x)");
+  }
+  return ReportRequest{args[0]};
+}
+
 // gangrun store ...: the store's parser writes its own help.
 Expected<Command> store_command(const std::vector<std::string>& args, const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(store, parse_store_command(args, env));
@@ -233,6 +256,8 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
     switch (subcommand->id) {
       case Subcommand::stacks:
         return stacks_command(args);
+      case Subcommand::report:
+        return report_command(args);
       case Subcommand::store:
         return store_command(args, env);
       case Subcommand::completion:

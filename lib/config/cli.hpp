@@ -45,6 +45,11 @@ struct StacksRequest {
   std::optional<std::string> stack_tool;
 };
 
+// gangrun report RUN_DIR: draw the run's report.html again.
+struct ReportRequest {
+  std::string run_dir;
+};
+
 // gangrun store ACTION ... (never StoreAction::help: that is a TextOutput).
 struct StoreRequest {
   StoreCommand store;
@@ -73,8 +78,8 @@ struct TextOutput {
 
 // What the command line asked for.
 using Command =
-    std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest, StoreRequest,
-                 CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
+    std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest, ReportRequest,
+                 StoreRequest, CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
 
 // Parses argv (argv[0] is the program name) and layers every option value:
 // command line > GANGRUN_<OPTION> in env > PET_<OPTION> in env > the JSON file

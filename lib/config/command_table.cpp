@@ -54,6 +54,17 @@ const std::vector<SubcommandSpec>& subcommand_table() {
                  "and the odd ones out first. The job is found by its run id, gangrun's pid or "
                  "its log directory, or is the only one of this user on this host. See 'gangrun "
                  "stacks --help'."},
+      {.id = Subcommand::report,
+       .name = "report",
+       .arguments = "RUN_DIR",
+       .summary = "draw a finished run's report.html again",
+       .help_note = "gangrun report --help",
+       .manual = "Writes RUN_DIR/report.html again from RUN_DIR/report.json: the run's picture, a "
+                 "timeline with a lane per rank grouped by node, its start, restarts and exit, "
+                 "the root cause, the failure window, a hang with its stacks, stopped and slow "
+                 "ranks and each rank's last output. RUN_DIR is the directory a run with "
+                 "--log-dir DIR made in DIR; gangrun writes both files there when the run "
+                 "ends. See 'gangrun report --help'."},
       {.id = Subcommand::store,
        .name = "store",
        .arguments = alternatives(store_action_names()) + " ...",

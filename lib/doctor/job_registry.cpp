@@ -1,6 +1,7 @@
 #include "doctor/job_registry.hpp"
 
 #include "doctor/proc_stat.hpp"
+#include "report/run_report.hpp"
 #include "util/temp_dir.hpp"
 
 #include <nlohmann/json.hpp>
@@ -166,7 +167,9 @@ Expected<Registration> Registration::create(const EnvMap& env, const RegisteredJ
     // It may hold the stacks key (derived from the job's secret, good for
     // asking for stacks only): this user's alone, as its directory.
     ::chmod(partial.c_str(), 0600);
-    out << to_json(job).dump() << "\n";
+    // The program's name need not be UTF-8: json_text writes U+FFFD for such bytes, where
+    // dump() would throw.
+    out << report::json_text(to_json(job), -1) << "\n";
     if (!out) return fail(ErrorCode::io, "cannot write " + partial + ": " + std::strerror(errno));
   }
   // Readers never see half a file.

@@ -43,4 +43,14 @@ nlohmann::json stacks_json(const std::vector<RankStacks>& ranks,
           {"ranks", std::move(ranks_json)}};
 }
 
+nlohmann::json group_ranks(const std::vector<StackGroup>& groups) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const StackGroup& group : groups) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const RankStacks* member : group.members) ranks.push_back(member->rank);
+    out.push_back(std::move(ranks));
+  }
+  return out;
+}
+
 }  // namespace gangrun::doctor

@@ -79,6 +79,10 @@ std::string RunDirectory::log_file(const std::string& worker_path, bool stderr_s
   return worker_path + (stderr_stream ? "/stderr.log" : "/stdout.log");
 }
 
+std::string RunDirectory::report_file(const std::string& run_dir, bool page) {
+  return run_dir + (page ? "/report.html" : "/report.json");
+}
+
 std::string RunDirectory::error_file(const std::string& run_dir, int attempt, int local_rank) {
   return worker_path(run_dir, attempt, local_rank) + "/error.json";
 }

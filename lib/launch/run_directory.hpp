@@ -9,6 +9,7 @@
 //   RUN_DIR/attempt_<n>/<local_rank>/     a worker's files (worker_path)
 //     stdout.log, stderr.log              its output with --log_dir (log_file)
 //     error.json                          torch's TORCHELASTIC_ERROR_FILE (error_file)
+//   RUN_DIR/report.json, report.html      the run's report and its picture (report_file)
 #pragma once
 
 #include "util/error.hpp"
@@ -38,6 +39,8 @@ class RunDirectory {
   static std::string worker_path(const std::string& run_dir, int attempt, int local_rank);
   static std::string log_file(const std::string& worker_path, bool stderr_stream);
   static std::string error_file(const std::string& run_dir, int attempt, int local_rank);
+  // RUN_DIR/report.json (page false) or RUN_DIR/report.html (page true).
+  static std::string report_file(const std::string& run_dir, bool page);
 
   RunDirectory(RunDirectory&& other) noexcept;
   RunDirectory& operator=(RunDirectory&&) = delete;

@@ -62,6 +62,7 @@ struct HangFinding {
   nlohmann::json stacks;  // every rank's, as doctor/stacks_json.hpp writes them
   // The NCCL flight recorder's dumps, when some were asked for before acting.
   std::optional<std::vector<std::string>> flight_recorder_dumps;
+  TimePoint reported_at;  // when the stacks were read and the hang told
 };
 
 // A rank whose torch.distributed.elastic.timer expired.

@@ -77,6 +77,7 @@ void add_doctor_findings(const DoctorFindings& found, nlohmann::json& attempt) {
   if (const std::optional<HangFinding>& hang = found.hang) {
     attempt["hang"] = {{"timeout_s", hang->timeout_s},
                        {"silent_for_s", hang->silent_for_s},
+                       {"reported_at", format_time(hang->reported_at)},
                        {"action", hang->action},
                        {"not_at_store", hang->not_at_store ? nlohmann::json(*hang->not_at_store)
                                                            : nlohmann::json()},
@@ -160,6 +161,7 @@ nlohmann::json to_json(const RunRecord& run) {
       {"version", 1},
       {"run_id", run.run_id},
       {"host", run.host},
+      {"node", run.node ? nlohmann::json(*run.node) : nlohmann::json()},
       {"log_dir", run.log_dir ? nlohmann::json(*run.log_dir) : nlohmann::json()},
       {"entrypoint", run.entrypoint},
       {"interpreter", interpreter_json(run.interpreter)},

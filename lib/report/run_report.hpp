@@ -12,7 +12,8 @@
 namespace gangrun::report {
 
 // Schema (version 1):
-// {"version": 1, "run_id", "host", "log_dir": this run's directory|null,
+// {"version": 1, "run_id", "host", "node": this node as messages name it|null,
+//  "log_dir": this run's directory|null,
 //  "entrypoint", "interpreter": {"path", "source", "origin"}|null,
 //  "started_at", "ended_at",
 //  "exit_code", "gangrun_signal": name|null, "restarts": attempts - 1,

@@ -49,6 +49,7 @@ TEST_CASE("every finding of the doctor keeps its report key and shape", "[doctor
   nlohmann::json attempt = attempt_json(found);
   CHECK(attempt["hang"] == nlohmann::json{{"timeout_s", 3.0},
                                           {"silent_for_s", 3.25},
+                                          {"reported_at", "1970-01-01T00:00:00.000Z"},
                                           {"action", "stop"},
                                           {"not_at_store", nullptr},
                                           {"stopped", {1}},

@@ -205,7 +205,8 @@ void HangResponse::after_hang_read(const std::vector<doctor::RankStacks>& ranks,
                                .not_at_store = std::move(not_at_store),
                                .stopped = stopped_ranks(ranks),
                                .stacks = std::move(stacks),
-                               .flight_recorder_dumps = std::nullopt};
+                               .flight_recorder_dumps = std::nullopt,
+                               .reported_at = std::chrono::system_clock::now()};
   if (!act) {
     // The lead acts for the whole gang; this node's record says what the job does.
     hang_acted_ = action != config::OnHang::report;

@@ -37,7 +37,9 @@ nlohmann::json StackReader::tell(const std::vector<RankStacks>& ranks, const std
   spdlog::warn("{}{}{}{}", heading, indented(summary),
                extra_line.empty() ? "" : "\n  " + extra_line,
                file ? "\n  every thread of every rank: " + *file : "");
-  return stacks_json(ranks, summary, file);
+  nlohmann::json out = stacks_json(ranks, summary, file);
+  out["groups"] = group_ranks(groups);
+  return out;
 }
 
 std::optional<std::string> StackReader::write_text(const std::string& name,
