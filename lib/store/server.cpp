@@ -523,6 +523,7 @@ struct Server::Impl {
       connection->address = address;
       connection->account = account_of(address);
       auto entry = connections.emplace(connection->id, connection).first;
+      ++counters.connections_accepted;
       try {
         enter_group(*connection, address);
       } catch (...) {
@@ -735,6 +736,7 @@ struct Server::Impl {
     ssize_t result = ::recv(connection.socket.get(), into, size, 0);
     if (result > 0) {
       received = static_cast<std::size_t>(result);
+      counters.bytes_received += received;
       return true;
     }
     if (result < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return false;
@@ -982,6 +984,7 @@ struct Server::Impl {
       if (written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
       if (written < 0) return close(connection, "");
       connection.out_sent += static_cast<std::size_t>(written);
+      counters.bytes_sent += static_cast<std::uint64_t>(written);
     }
     connection.out_sent = 0;
     if (connection.out.capacity() > k_kept_reply_capacity) {

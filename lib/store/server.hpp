@@ -127,11 +127,14 @@ struct ServerStats {
   // Keys of every space: the current round, the run-wide space, and what
   // stragglers wrote into earlier rounds (key_spaces.hpp).
   std::size_t keys = 0;
-  std::size_t run_wide_keys = 0;   // of those, run-wide ones
-  std::uint64_t round = 0;         // the current round
-  std::size_t stored_bytes = 0;    // against limits.max_total_bytes
-  std::size_t buffered_bytes = 0;  // against limits.max_buffered_bytes
-  std::uint64_t requests = 0;      // served since start
+  std::size_t run_wide_keys = 0;           // of those, run-wide ones
+  std::uint64_t round = 0;                 // the current round
+  std::size_t stored_bytes = 0;            // against limits.max_total_bytes
+  std::size_t buffered_bytes = 0;          // against limits.max_buffered_bytes
+  std::uint64_t requests = 0;              // served since start
+  std::uint64_t connections_accepted = 0;  // since start
+  std::uint64_t bytes_received = 0;        // from every client, since start
+  std::uint64_t bytes_sent = 0;            // replies, since start
   // Over max_connections with nothing to reclaim.
   std::uint64_t connections_refused = 0;
   std::uint64_t connections_closed_for_errors = 0;  // a limit, bad bytes, a failure

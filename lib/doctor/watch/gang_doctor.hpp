@@ -90,6 +90,8 @@ class GangDoctor {
   void gang_round_ended();
 
   std::set<pid_t> supervisor_pids() const;
+  // Every watch's marks now (hang, stragglers), for the node's snapshot.
+  LiveMarks marks() const;
 
   // What the doctor adds to every worker's environment in the round whose
   // directory is attempt_path, every watch's (Watch::worker_env): the named
