@@ -70,6 +70,22 @@ TEST_CASE("a round starts until every live rank has printed a line or reached th
   CHECK(tally.still_starting({0}) == std::vector<int>{0});
 }
 
+TEST_CASE("a round whose ranks have all exited, or that ended, no longer starts",
+          "[doctor][watch]") {
+  StartTally tally;
+  Clock::time_point at = Clock::now();
+  tally.round_started(at, true);
+  tally.look({{.rank = 0, .printed = false, .at_store = false}}, at + 1s);
+  CHECK(tally.starting());
+  tally.look({}, at + 2s);  // rank 0 exited before it printed or reached the store
+  REQUIRE_FALSE(tally.starting());
+  CHECK(tally.ended_at() == at + 2s);
+
+  tally.round_started(at + 10s, true);
+  tally.round_ended(at + 11s);  // a lead whose ranks are done watches the other nodes on
+  CHECK(tally.ended_at() == at + 11s);
+}
+
 TEST_CASE("a round with nothing to watch has no start", "[doctor][watch]") {
   StartTally tally;
   Clock::time_point at = Clock::now();
@@ -142,4 +158,13 @@ TEST_CASE("the start's end is the silence's first sign of life", "[doctor][watch
   progress.workers = {since + 1s};
   progress.started_at = since + 4s;
   CHECK(progress.latest(since) == since + 4s);
+  CHECK(progress.told(since, since + 9s) == since + 4s);
+}
+
+TEST_CASE("a node whose ranks are still starting tells the lead no silence", "[doctor][watch]") {
+  Clock::time_point since = Clock::now();
+  HangWatch::Progress starting;
+  starting.starting = true;
+  starting.workers = {since + 1s};
+  CHECK(starting.told(since, since + 30s) == since + 30s);
 }

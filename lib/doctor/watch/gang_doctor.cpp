@@ -45,12 +45,14 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
                   link_->read_silences(std::move(done));
                 }},
         SilenceExchange::tick_for(*settings.hang_timeout_s), round_, [this] {
-          // A node whose ranks still start is not silent: the lead waits for its start.
-          if (start_ && start_->starting()) return HangWatch::Clock::now();
           HangWatch::Progress own;  // a node's own ranks: no store, no other node
           own.workers = worker_progress();
-          if (start_) own.started_at = start_->ended_at();
-          return own.latest(round_.start);
+          // A node whose ranks still start is not silent: the lead waits for its start.
+          if (start_) {
+            own.starting = start_->starting();
+            own.started_at = start_->ended_at();
+          }
+          return own.told(round_.start, HangWatch::Clock::now());
         });
   }
 }

@@ -43,6 +43,11 @@ class HangWatch {
 
     // The latest of them all, or since when none came.
     Clock::time_point latest(Clock::time_point since) const;
+    // What a node that is not the lead tells it (silence_exchange.hpp):
+    // its latest progress, or now while its ranks are starting.
+    Clock::time_point told(Clock::time_point since, Clock::time_point now) const {
+      return starting ? now : latest(since);
+    }
   };
   using ProgressFn = std::function<Progress()>;
   // The gang has been silent for the timeout, but is still starting: no hang.

@@ -41,6 +41,7 @@ std::string ranks_text(const std::vector<int>& ranks) {
 
 void StartTally::round_started(Clock::time_point at, bool watched) {
   started_.clear();
+  seen_any_ = false;
   ended_at_.reset();
   if (!watched) ended_at_ = at;
 }
@@ -50,7 +51,11 @@ void StartTally::look(const std::vector<Seen>& live, Clock::time_point now) {
   for (const Seen& rank : live) {
     if (rank.printed || rank.at_store) started_.insert(rank.rank);
   }
-  if (live.empty()) return;
+  if (live.empty()) {
+    if (seen_any_) ended_at_ = now;
+    return;
+  }
+  seen_any_ = true;
   bool all = std::all_of(live.begin(), live.end(),
                          [this](const Seen& rank) { return started_.contains(rank.rank); });
   if (all) ended_at_ = now;
@@ -114,6 +119,8 @@ void StartWatch::round_started(const RoundStart& round) {
 }
 
 void StartWatch::round_ended() {
+  // The lead may watch the other nodes on: its own ranks no longer start.
+  tally_.round_ended(Clock::now());
   over_ = true;
   timer_.cancel();
 }

@@ -46,9 +46,14 @@ class StartTally {
   // the start is over at once).
   void round_started(Clock::time_point at, bool watched);
   // One look at the live ranks, at `now`. A rank once started stays so; the
-  // start ends at the first look that finds every live rank started (a look
-  // before any rank was spawned finds none, and the start goes on).
+  // start ends at the first look that finds every live rank started. A look
+  // that finds no live rank ends it only when an earlier look found some
+  // (they have all exited); before any rank is spawned, the start goes on.
   void look(const std::vector<Seen>& live, Clock::time_point now);
+  // This node's ranks are done: whatever they did, their start is over.
+  void round_ended(Clock::time_point now) {
+    if (!ended_at_) ended_at_ = now;
+  }
   bool starting() const { return !ended_at_; }
   std::optional<Clock::time_point> ended_at() const { return ended_at_; }
   bool has_started(int rank) const { return started_.contains(rank); }
@@ -57,6 +62,7 @@ class StartTally {
 
  private:
   std::set<int> started_;
+  bool seen_any_ = false;  // a look found a live rank
   std::optional<Clock::time_point> ended_at_;
 };
 
