@@ -7,7 +7,8 @@ Every rank records its pid (hang_doctor_worker.record_pid), then imports slow_st
 file GATE to exist, printing nothing. Then it imports torch, joins a gloo group on CPU (timing
 out only after 300 s), prints "rank R: joined", all-reduces its rank plus one, prints
 "rank R: sum S" and exits 0. Before GATE exists a rank has neither printed a line nor connected
-to the store: its round is still starting.
+to the store: its round is still starting. SLOW_START_RANKS: only those ranks wait
+(slow_start_module.py).
 """
 
 import os

@@ -7,7 +7,8 @@ short --hang-timeout fired during the imports and called the job hung.
 Real PyTorch, gloo on CPU (GANGRUN_TEST_PYTHON: Debian's torch 1.13; torch 2.x as
 integration.test_slow_start.torch2), 2 ranks (slow_start_worker.py): every rank's first import
 lasts until a file (the gate) exists, printing nothing, then the ranks join a group,
-all-reduce once and exit 0. The stack tool is the py-spy beside GANGRUN_TEST_PEER_PYTHON when
+all-reduce once and exit 0. Across two nodes, a node whose rank is still importing is not called hung
+by the lead either. The stack tool is the py-spy beside GANGRUN_TEST_PEER_PYTHON when
 there is one; without it the start is named all the same.
 
 Every wait is for an event (a file a worker writes, a line in gangrun's output, gangrun's end),
@@ -16,8 +17,10 @@ each with a bound; no test asserts how long anything took, only that a timeout h
 
 import os
 import signal
+import time
 
 import harness
+import static_nodes
 from harness import EVENT_TIMEOUT, PEER_PYTHON, TEST_PYTHON, GangrunTestCase
 from test_hang_doctor import HANG_EXIT, SUMMARY_HEAD
 
@@ -112,6 +115,46 @@ class SlowStart(GangrunTestCase):
             self.assertIn("every rank still starting is importing a module", result.stderr, result.describe())
             self.assertIn("_wait_for_gate", result.stderr, result.describe())
         self.assert_dead(self.recorded_pids(), what="workers")
+
+
+class SlowStartAcrossNodes(GangrunTestCase):
+    """Two nodes of one rank each: rank 0 (node 0, the lead) imports at once and waits at the
+    store in init_process_group, silent; rank 1 (node 1) is in its slow import. Node 1 tells
+    the lead no silence while its rank starts, so the lead names no hang; once the gate opens,
+    both ranks join, all-reduce and every agent exits 0."""
+
+    def setUp(self):
+        harness.require_torch()
+        super().setUp()
+        self.gate = self.path("gate")
+
+    def test_a_node_still_starting_is_not_called_hung(self):
+        env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET, SLOW_START_RANKS="1")
+        job = static_nodes.StaticJob(self, 2, env=env)
+        agents = job.start_all(lambda node: ["--nproc_per_node", 1, "--hang-timeout", HANG_TIMEOUT,
+                                             "--report", self.path(f"report.{node}.json"), "--python",
+                                             TEST_PYTHON, SCRIPT, self.pid_dir, self.gate])
+        marker = os.path.join(self.pid_dir, "importing.1")
+        harness.wait_for(lambda: os.path.exists(marker) or any(a.poll() is not None for a in agents.values()),
+                         EVENT_TIMEOUT, "rank 1 to be inside its slow import")
+        # No event says that the lead looked at the silence after --hang-timeout: observed only
+        # as at least twice the timeout since rank 1 was in its import (and so silent).
+        in_import = time.monotonic()
+        harness.wait_for(lambda: time.monotonic() - in_import >= 2 * HANG_TIMEOUT
+                         or any(a.poll() is not None for a in agents.values()),
+                         EVENT_TIMEOUT + 2 * HANG_TIMEOUT, "twice --hang-timeout with rank 1 importing")
+        ended = {node: a.poll() for node, a in agents.items() if a.poll() is not None}
+        with open(self.gate, "w"):
+            pass
+        results = static_nodes.finish(self, agents, 3 * EVENT_TIMEOUT)
+        described = "".join(f"\n=== agent of node {node}:{result.describe()}" for node, result in results.items())
+        self.assertEqual(ended, {}, "an agent ended while rank 1 was still importing" + described)
+        for node, result in results.items():
+            self.assertEqual(result.returncode, 0, f"agent of node {node}" + described)
+            self.assertNotIn(SUMMARY_HEAD, result.stderr, described)
+            attempt = self.read_json(self.path(f"report.{node}.json"))["attempts"][-1]
+            self.assertNotIn("hang", attempt, described)
+        self.assertIn(f"rank 1: sum {WORLD * (WORLD + 1) // 2}", results[1].stdout, described)
 
 
 if __name__ == "__main__":
