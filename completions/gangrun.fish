@@ -66,15 +66,16 @@ function __gangrun_where
                         --output --term_timeout --term-timeout --shutdown_timeout \
                         --shutdown-timeout --failure_window --failure-window --hang_timeout \
                         --hang-timeout --on_hang --on-hang --arrival_timeout --arrival-timeout \
-                        --stack_tool --stack-tool --numa_binding --numa-binding \
-                        --signals_to_handle --signals-to-handle --preflight_timeout \
-                        --preflight-timeout --metrics_addr --metrics-addr --report \
-                        --config_file --config-file --mixed_precision --mixed-precision \
-                        --num_cpu_threads_per_process --num-cpu-threads-per-process \
-                        --dynamo_backend --dynamo-backend --dynamo_mode --dynamo-mode \
-                        --main_training_function --main-training-function --vm --env \
-                        --mpirun_hostfile --mpirun-hostfile --aws_access_key_id \
-                        --aws-access-key-id --aws_secret_access_key --aws-secret-access-key \
+                        --start_timeout --start-timeout --stack_tool --stack-tool \
+                        --numa_binding --numa-binding --signals_to_handle --signals-to-handle \
+                        --preflight_timeout --preflight-timeout --metrics_addr --metrics-addr \
+                        --report --config_file --config-file --mixed_precision \
+                        --mixed-precision --num_cpu_threads_per_process \
+                        --num-cpu-threads-per-process --dynamo_backend --dynamo-backend \
+                        --dynamo_mode --dynamo-mode --main_training_function \
+                        --main-training-function --vm --env --mpirun_hostfile \
+                        --mpirun-hostfile --aws_access_key_id --aws-access-key-id \
+                        --aws_secret_access_key --aws-secret-access-key \
                         --deepspeed_config_file --deepspeed-config-file --zero_stage \
                         --zero-stage --offload_optimizer_device --offload-optimizer-device \
                         --offload_param_device --offload-param-device \
@@ -301,6 +302,7 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l failure_win
 complete -c gangrun -n '__gangrun_at first options value devices' -l hang_timeout -l hang-timeout -x -d 'when no rank has printed a line for this long (seconds, or 90s, 5m, 1h), read every rank\'s stack, report the odd ones out, then do what --on-hang says'
 complete -c gangrun -n '__gangrun_at first options value devices' -l on_hang -l on-hang -x -a 'report stop restart' -d 'after a hang was reported'
 complete -c gangrun -n '__gangrun_at first options value devices' -l arrival_timeout -l arrival-timeout -x -d 'when some ranks have connected to the store this long after a round began and others have not, name the ones the others wait for'
+complete -c gangrun -n '__gangrun_at first options value devices' -l start_timeout -l start-timeout -x -d 'with --hang-timeout (or when given), when a round is still starting this long after it began (a rank has neither printed a line nor connected to the store: importing, loading), read the ranks\' stacks, say which are still starting, then do what --on-hang says'
 complete -c gangrun -n '__gangrun_at first options value devices' -l stack_tool -l stack-tool -x -a '(__fish_complete_command)' -d 'py-spy, which reads the workers\' stacks'
 complete -c gangrun -n '__gangrun_at first options value devices' -l straggler_watch -l straggler-watch -d 'read every rank\'s stack every 5 s (--straggler-watch=SECONDS: that often), without pausing it, and name a rank that works while the others wait for it in a collective'
 complete -c gangrun -n '__gangrun_at first options value devices' -l flight_recorder -l flight-recorder -d 'switch on NCCL\'s flight recorder (PyTorch 2.2+), dumping into the attempt\'s directory'

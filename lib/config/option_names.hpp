@@ -22,6 +22,7 @@
   X(duplicate_stdout_filters) X(duplicate_stderr_filters) X(logs_specs) X(event_log_handler) \
   X(log_prefix) X(output) X(term_timeout) X(failure_window) X(hang_timeout) X(on_hang) \
   X(arrival_timeout) X(metrics_addr) \
+  X(start_timeout) \
   X(preflight) X(preflight_timeout) \
   X(stack_tool) X(straggler_watch) X(flight_recorder) \
   X(no_stacks_at_failure) X(numa_binding) \

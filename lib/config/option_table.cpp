@@ -437,6 +437,16 @@ std::vector<OptionSpec> make_table() {
                "others have not, name the ones the others wait for; 0: off",
        .shown = Spelling::dash,
        .apply = into<&Options::arrival_timeout, parse_watch_duration>},
+      {.name = "start_timeout",
+       .group = G::supervision,
+       .metavar = "DURATION",
+       .default_text = "600",
+       .help = "with --hang-timeout (or when given), when a round is still starting this long "
+               "after it began (a rank has neither printed a line nor connected to the store: "
+               "importing, loading), read the ranks' stacks, say which are still starting, then "
+               "do what --on-hang says; --hang-timeout counts only after the start; 0: no limit",
+       .shown = Spelling::dash,
+       .apply = into<&Options::start_timeout, parse_watch_duration>},
       {.name = "stack_tool",
        .group = G::supervision,
        .metavar = "PATH",

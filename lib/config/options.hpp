@@ -187,6 +187,10 @@ struct Options {
   // Seconds after a round's start when ranks not yet at the store are
   // named, if others are (nullopt: never).
   std::optional<double> arrival_timeout = 300.0;
+  // Seconds a round may take to start (every rank has printed a line or
+  // connected to the store) before the start is reported and --on-hang
+  // acts (nullopt: no limit). Watched with --hang-timeout, or when given.
+  std::optional<double> start_timeout = 600.0;
   std::optional<std::string> stack_tool;
   bool no_stacks_at_failure = false;
   std::optional<double> straggler_watch;  // seconds between samples; nullopt: off

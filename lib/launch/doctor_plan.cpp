@@ -9,6 +9,9 @@ Expected<DoctorPlan> doctor_plan(const config::Options& options, const EnvMap& h
   DoctorPlan doctor;
   doctor.hang_timeout_s = options.hang_timeout;
   doctor.arrival_timeout_s = options.arrival_timeout;
+  if (options.hang_timeout || options.user_origin(config::opt::start_timeout)) {
+    doctor.start_timeout_s = options.start_timeout;
+  }
   doctor.on_hang = options.on_hang;
   doctor.stacks_at_failure = !options.no_stacks_at_failure;
   doctor.straggler_interval_s = options.straggler_watch;

@@ -59,6 +59,10 @@ struct DoctorPlan {
   std::optional<double> hang_timeout_s;  // --hang-timeout; nullopt: no hang watch
   config::OnHang on_hang = config::OnHang::stop;
   std::optional<double> arrival_timeout_s = 300.0;  // --arrival-timeout; nullopt: off
+  // --start-timeout; nullopt: no limit. Set when --hang-timeout is, or when
+  // the user gave it: alone, its default would stop a silent job nobody
+  // asked to watch.
+  std::optional<double> start_timeout_s;
   // --stack-tool, checked to be an executable; nullopt: looked for beside
   // the workers' interpreter, then on PATH (doctor::find_stack_tool).
   std::optional<std::string> stack_tool;

@@ -76,6 +76,18 @@ struct TimerExpiredFinding {
   std::optional<nlohmann::json> stacks;
 };
 
+// A round still starting --start-timeout after it began: some ranks had
+// neither printed a line nor connected to the round's store (importing,
+// loading, waiting to rendezvous). Not a hang: --hang-timeout counts only
+// once every rank has started (doctor/watch/start_watch.hpp).
+struct StartTimeoutFinding {
+  double timeout_s = 0;        // --start-timeout
+  std::string action;          // as HangFinding's
+  std::vector<int> starting;   // the ranks still starting
+  std::vector<int> importing;  // of those, the ones whose main thread was in an import
+  nlohmann::json stacks;       // every rank's, as doctor/stacks_json.hpp writes them
+};
+
 // Ranks not at the store --arrival-timeout after the first rank was, while
 // others were.
 struct LateToStoreFinding {
@@ -90,6 +102,7 @@ struct LateToStoreFinding {
 // JSON, under one key per finding.
 struct DoctorFindings {
   std::optional<HangFinding> hang;
+  std::optional<StartTimeoutFinding> start_timeout;
   // The survivors' stacks read when a rank failed (doctor/stacks_json.hpp).
   std::optional<nlohmann::json> stacks_at_failure;
   std::optional<TimerExpiredFinding> timer_expired;

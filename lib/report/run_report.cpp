@@ -87,6 +87,13 @@ void add_doctor_findings(const DoctorFindings& found, nlohmann::json& attempt) {
       attempt["hang"]["flight_recorder_dumps"] = *hang->flight_recorder_dumps;
     }
   }
+  if (const std::optional<StartTimeoutFinding>& start = found.start_timeout) {
+    attempt["start_timeout"] = {{"timeout_s", start->timeout_s},
+                                {"action", start->action},
+                                {"starting", start->starting},
+                                {"importing", start->importing},
+                                {"stacks", start->stacks}};
+  }
   if (found.stacks_at_failure) attempt["stacks_at_failure"] = *found.stacks_at_failure;
   if (const std::optional<TimerExpiredFinding>& timer = found.timer_expired) {
     attempt["timer_expired"] = {{"rank", timer->rank},

@@ -70,6 +70,7 @@ const std::map<std::string, std::string>& sample_values() {
       {"preflight", "true"},
       {"preflight_timeout", "30"},
       {"arrival_timeout", "90"},
+      {"start_timeout", "90"},
       {"on_hang", "restart"},
       {"stack_tool", "/opt/py-spy"},
       {"no_stacks_at_failure", "true"},

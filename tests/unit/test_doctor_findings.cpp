@@ -23,8 +23,8 @@ nlohmann::json attempt_json(const DoctorFindings& found) {
 
 TEST_CASE("an attempt without findings has none of the doctor's keys", "[doctor][report]") {
   nlohmann::json attempt = attempt_json({});
-  for (const char* key : {"hang", "stacks_at_failure", "timer_expired", "late_to_store",
-                          "straggler_watch", "flight_recorder_dumps"}) {
+  for (const char* key : {"hang", "start_timeout", "stacks_at_failure", "timer_expired",
+                          "late_to_store", "straggler_watch", "flight_recorder_dumps"}) {
     CHECK_FALSE(attempt.contains(key));
   }
 }
@@ -39,6 +39,8 @@ TEST_CASE("every finding of the doctor keeps its report key and shape", "[doctor
                            .stopped = {1},
                            .stacks = stacks,
                            .flight_recorder_dumps = std::vector<std::string>{}};
+  found.start_timeout = StartTimeoutFinding{
+      .timeout_s = 600, .action = "stop", .starting = {2, 3}, .importing = {2}, .stacks = stacks};
   found.stacks_at_failure = stacks;
   found.timer_expired = TimerExpiredFinding{
       .rank = 1, .pid = 4242, .scope_id = "step", .signal = 9, .stacks = std::nullopt};
@@ -55,6 +57,12 @@ TEST_CASE("every finding of the doctor keeps its report key and shape", "[doctor
                                           {"stopped", {1}},
                                           {"stacks", stacks},
                                           {"flight_recorder_dumps", nlohmann::json::array()}});
+  // A start that lasted too long is its own key, never a hang's.
+  CHECK(attempt["start_timeout"] == nlohmann::json{{"timeout_s", 600.0},
+                                                   {"action", "stop"},
+                                                   {"starting", {2, 3}},
+                                                   {"importing", {2}},
+                                                   {"stacks", stacks}});
   CHECK(attempt["stacks_at_failure"] == stacks);
   CHECK(attempt["timer_expired"] ==
         nlohmann::json{{"rank", 1}, {"pid", 4242}, {"scope_id", "step"}, {"signal", 9}});

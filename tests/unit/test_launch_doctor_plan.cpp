@@ -22,6 +22,31 @@ TEST_CASE("launch::doctor_plan takes the watches as the options ask", "[launch]"
   CHECK_FALSE(doctor->stack_tool);  // looked for at launch, beside the interpreter
 }
 
+TEST_CASE("launch::doctor_plan watches the start with --hang-timeout or when asked", "[launch]") {
+  Options options;
+  auto doctor = doctor_plan(options, {});
+  REQUIRE(doctor);
+  CHECK_FALSE(doctor->start_timeout_s);  // its default alone watches nothing
+
+  options.hang_timeout = 5.0;
+  doctor = doctor_plan(options, {});
+  REQUIRE(doctor);
+  CHECK(doctor->start_timeout_s == 600.0);
+
+  options.start_timeout.reset();  // --start-timeout 0
+  doctor = doctor_plan(options, {});
+  REQUIRE(doctor);
+  CHECK_FALSE(doctor->start_timeout_s);
+
+  options = Options{};
+  options.start_timeout = 120.0;
+  options.origins[std::string(gangrun::config::opt::start_timeout)] = {
+      .text = "2m", .source = Source::command_line};
+  doctor = doctor_plan(options, {});
+  REQUIRE(doctor);
+  CHECK(doctor->start_timeout_s == 120.0);
+}
+
 TEST_CASE("launch::doctor_plan checks --stack-tool and names it as the user gave it", "[launch]") {
   Options options;
   options.stack_tool = "/bin/sh";

@@ -3,6 +3,7 @@
 #include "doctor/stack_tool.hpp"
 #include "doctor/watch/arrival_check.hpp"
 #include "doctor/watch/failure_stacks.hpp"
+#include "doctor/watch/start_watch.hpp"
 #include "doctor/watch/straggler_sampler.hpp"
 #include "util/env.hpp"
 
@@ -16,8 +17,8 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
     : plan_(plan), gang_(gang), store_server_(store), reader_(io, spawner, plan) {
   const launch::DoctorPlan& settings = plan.doctor;
   // A node of several answers `gangrun stacks` asked on any of them.
-  if (settings.hang_timeout_s || settings.stacks_at_failure || settings.straggler_interval_s ||
-      nodes) {
+  if (settings.hang_timeout_s || settings.start_timeout_s || settings.stacks_at_failure ||
+      settings.straggler_interval_s || nodes) {
     std::optional<std::string> interpreter_dir;
     if (plan.program.interpreter) {
       interpreter_dir =
@@ -46,7 +47,12 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
         SilenceExchange::tick_for(*settings.hang_timeout_s), round_, [this] {
           HangWatch::Progress own;  // a node's own ranks: no store, no other node
           own.workers = worker_progress();
-          return own.latest(round_.start);
+          // A node whose ranks still start is not silent: the lead waits for its start.
+          if (start_) {
+            own.starting = start_->starting();
+            own.started_at = start_->ended_at();
+          }
+          return own.told(round_.start, HangWatch::Clock::now());
         });
   }
 }
@@ -64,6 +70,13 @@ void GangDoctor::add_watches(boost::asio::io_context& io, supervise::Spawner& sp
   if (settings.stacks_at_failure) {
     watches_.push_back(
         std::make_unique<FailureStacks>(plan_, gang_, reader_, [this] { deliver_if_over(); }));
+  }
+  // The hang watch leaves the start to it, with or without a limit of its own.
+  if (settings.hang_timeout_s || settings.start_timeout_s) {
+    auto start = std::make_unique<StartWatch>(io, plan_, gang_, reader_, stop_hung,
+                                              [this] { deliver_if_over(); });
+    start_ = start.get();
+    watches_.push_back(std::move(start));
   }
   if (settings.arrival_timeout_s) {
     watches_.push_back(std::make_unique<ArrivalCheck>(io, plan_, gang_, store_server_));
@@ -88,7 +101,10 @@ void GangDoctor::add_watches(boost::asio::io_context& io, supervise::Spawner& sp
                             .round = round_,
                             .link = link_.get(),
                             .recorder = recorder},
-        [this] { return hang_progress(); }, std::move(stop_hung), [this] { deliver_if_over(); });
+        [this] { return hang_progress(); }, std::move(stop_hung), [this] { deliver_if_over(); },
+        [this](HangWatch::Clock::duration silent_for) {
+          if (start_) start_->tell_silent_while_starting(silent_for);
+        });
     hang_ = hang.get();
     watches_.push_back(std::move(hang));
   }
@@ -108,6 +124,10 @@ HangWatch::Progress GangDoctor::hang_progress() const {
   HangWatch::Progress progress;
   progress.workers = worker_progress();
   if (store_server_) progress.store_request = store_server_->last_round_request();
+  if (start_) {
+    progress.starting = start_->starting();
+    progress.started_at = start_->ended_at();
+  }
   if (round_.nodes && silences_) {
     progress.other_nodes = silences_->others_progress(link_->others(), HangWatch::Clock::now());
   }

@@ -19,13 +19,12 @@
 // a stranger may have written. `gangrun stacks` asks the same way.
 //
 // Every part is a watch (watch.hpp) in one list: the hang's response
-// (hang_response.hpp), torch's file timers (file_timer_watch.hpp), the
-// stacks at a failure, the ranks late to the store, the straggler sampling,
-// NCCL's flight recorder. Each hears of every round and puts its own part
-// into the round's findings (report::DoctorFindings), which the agent hands
-// to the report whole. The doctor keeps what they share: the stack reader,
-// the round (doctor_round.hpp) and, across nodes, the link and the silence
-// exchange (silence_exchange.hpp).
+// (hang_response.hpp), the round's start (start_watch.hpp), torch's file timers
+// (file_timer_watch.hpp), the stacks at a failure, the ranks late to the store, the straggler
+// sampling, NCCL's flight recorder. Each hears of every round and puts its own part into the
+// round's findings (report::DoctorFindings), which the agent hands to the report whole. The doctor
+// keeps what they share: the stack reader, the round (doctor_round.hpp) and, across nodes, the link
+// and the silence exchange (silence_exchange.hpp).
 #pragma once
 
 #include "doctor/watch/doctor_link.hpp"
@@ -35,6 +34,7 @@
 #include "doctor/watch/hang_watch.hpp"
 #include "doctor/watch/silence_exchange.hpp"
 #include "doctor/watch/stack_reader.hpp"
+#include "doctor/watch/start_watch.hpp"
 #include "doctor/watch/watch.hpp"
 #include "launch/plan.hpp"
 #include "report/run_record.hpp"
@@ -119,9 +119,10 @@ class GangDoctor {
   DoctorRound round_;
   // The watches, each told of every round.
   std::vector<std::unique_ptr<Watch>> watches_;
-  FileTimerWatch* file_timers_ = nullptr;        // among watches_: requests are signs of life
-  HangResponse* hang_ = nullptr;                 // among watches_ (--hang-timeout, several nodes)
-  std::optional<SilenceExchange> silences_;      // several nodes and --hang-timeout
+  FileTimerWatch* file_timers_ = nullptr;    // among watches_: requests are signs of life
+  HangResponse* hang_ = nullptr;             // among watches_ (--hang-timeout, several nodes)
+  StartWatch* start_ = nullptr;              // among watches_ (--hang-timeout or --start-timeout)
+  std::optional<SilenceExchange> silences_;  // several nodes and --hang-timeout
   std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs
   // Several nodes. Last, so that it goes first: its handlers call the parts above.
   std::unique_ptr<DoctorLink> link_;

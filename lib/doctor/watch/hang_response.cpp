@@ -35,14 +35,17 @@ const char* on_hang_word(config::OnHang action) {
 }  // namespace
 
 HangResponse::HangResponse(boost::asio::io_context& io, Parts parts, HangWatch::ProgressFn progress,
-                           std::function<void()> stop_hung, std::function<void()> reading_ended)
+                           std::function<void()> stop_hung, std::function<void()> reading_ended,
+                           HangWatch::StartingHandler while_starting)
     : parts_(parts),
       stop_hung_(std::move(stop_hung)),
       reading_ended_(std::move(reading_ended)),
       dump_wait_(io) {
   if (parts_.plan.doctor.hang_timeout_s) {
-    watch_.emplace(io, steady(*parts_.plan.doctor.hang_timeout_s), std::move(progress),
-                   [this](HangWatch::Clock::duration silent_for) { on_hang(silent_for); });
+    watch_.emplace(
+        io, steady(*parts_.plan.doctor.hang_timeout_s), std::move(progress),
+        [this](HangWatch::Clock::duration silent_for) { on_hang(silent_for); },
+        std::move(while_starting));
   }
 }
 

@@ -45,8 +45,11 @@ class HangResponse final : public Watch {
   // --hang-timeout is set). stop_hung: --on-hang stop or restart ends the
   // round. reading_ended: the round ended while a reading or a wait ran, and
   // it is over.
+  // while_starting: the silence reached the timeout while the round still
+  // starts (HangWatch's).
   HangResponse(boost::asio::io_context& io, Parts parts, HangWatch::ProgressFn progress,
-               std::function<void()> stop_hung, std::function<void()> reading_ended);
+               std::function<void()> stop_hung, std::function<void()> reading_ended,
+               HangWatch::StartingHandler while_starting = {});
 
   // Request `number` of the round came (DoctorLink's handler).
   void on_node_request(std::int64_t number, const NodeRequest& request);

@@ -3,7 +3,10 @@
 // doctor knows of (HangWatch::Progress: a rank's line of output or file
 // timer request, a request to the store, another node's ranks' progress; a
 // progress bar's redraw that did not advance is none: logmux/line_progress.hpp);
-// the round's start counts as the first. A single timer waits for the moment the
+// the round's start counts as the first. While the round is still starting
+// (start_watch.hpp: a rank is importing, or not yet at the store) the gang is
+// not silent, whatever it prints: the start is --start-timeout's, and the
+// silence counts from the moment the start was seen to end. A single timer waits for the moment the
 // silence would reach the timeout and, when lines came meanwhile, waits
 // again from the last one, so a busy gang costs one wake-up per timeout.
 #pragma once
@@ -33,15 +36,27 @@ class HangWatch {
     std::optional<Clock::time_point> store_request;
     // The lead of several nodes: when each other node's ranks last made progress.
     std::vector<Clock::time_point> other_nodes;
+    // This node's ranks are still starting (a node that is not the lead
+    // tells it no silence meanwhile); when not, since when they have all started.
+    bool starting = false;
+    std::optional<Clock::time_point> started_at;
 
     // The latest of them all, or since when none came.
     Clock::time_point latest(Clock::time_point since) const;
+    // What a node that is not the lead tells it (silence_exchange.hpp):
+    // its latest progress, or now while its ranks are starting.
+    Clock::time_point told(Clock::time_point since, Clock::time_point now) const {
+      return starting ? now : latest(since);
+    }
   };
   using ProgressFn = std::function<Progress()>;
+  // The gang has been silent for the timeout, but is still starting: no hang.
+  using StartingHandler = std::function<void(Clock::duration silent_for)>;
 
-  // io outlives the watch; progress() says the round's progress so far.
+  // io outlives the watch; progress() says the round's progress so far;
+  // while_starting (may be empty) is told once per start().
   HangWatch(boost::asio::io_context& io, Clock::duration timeout, ProgressFn progress,
-            HangHandler on_hang);
+            HangHandler on_hang, StartingHandler while_starting = {});
 
   // Watches from now (a round starts); on_hang runs once, from a handler,
   // until the next start() or watch_again().
@@ -60,6 +75,8 @@ class HangWatch {
   Clock::duration timeout_;
   ProgressFn progress_;
   HangHandler on_hang_;
+  StartingHandler while_starting_;
+  bool told_starting_ = false;    // since start()
   Clock::time_point since_;       // the round's start: progress before any line
   Clock::time_point not_before_;  // no report before this
 };
