@@ -161,7 +161,7 @@ RankGpuUsage usage_of_rank(const std::vector<GpuUsage>& gpus, pid_t pid,
   std::uint64_t device_bytes = 0;
   bool device_bytes_known = false;
   for (const GpuUsage& gpu : gpus) {
-    if (!wanted.count(gpu.uuid)) continue;
+    if (!wanted.contains(gpu.uuid)) continue;
     if (gpu.utilization_pct)
       usage.utilization_pct = std::max(usage.utilization_pct.value_or(0), *gpu.utilization_pct);
     for (const GpuProcess& process : gpu.processes) {
@@ -184,7 +184,7 @@ RankGpuUsage usage_of_rank(const std::vector<GpuUsage>& gpus, pid_t pid,
 
 struct GpuSampler::Shared {
   EnvMap env;
-  std::chrono::milliseconds interval;
+  std::chrono::milliseconds interval{0};
   mutable std::mutex mutex;
   std::condition_variable wake;
   bool stopping = false;

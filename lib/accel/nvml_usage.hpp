@@ -50,6 +50,8 @@ class NvmlSession {
   // Fails (ErrorCode::not_found) when the library or an entry point is
   // missing, or nvmlInit fails (no driver loaded), with NVML's words.
   static Expected<NvmlSession> open(const EnvMap& env);
+  NvmlSession(const NvmlSession&) = delete;
+  NvmlSession& operator=(const NvmlSession&) = delete;
   NvmlSession(NvmlSession&&) noexcept;
   NvmlSession& operator=(NvmlSession&&) noexcept;
   ~NvmlSession();

@@ -75,14 +75,20 @@ bool load_machine() {
   return true;
 }
 
+// A GPU's handle is the address of its byte here, so that a caller passing
+// an index where a handle belongs gets NVML_ERROR_INVALID_ARGUMENT.
+constexpr unsigned k_max_gpus = 64;
+char g_handles[k_max_gpus];
+
 nv::nvmlDevice_t handle_of(unsigned index) {
-  return reinterpret_cast<nv::nvmlDevice_t>(static_cast<std::uintptr_t>(index) + 1000);
+  return reinterpret_cast<nv::nvmlDevice_t>(&g_handles[index]);
 }
 
 const FakeGpu* gpu_of(nv::nvmlDevice_t device) {
-  auto index = reinterpret_cast<std::uintptr_t>(device);
-  if (index < 1000 || index - 1000 >= g_gpus.size()) return nullptr;
-  return &g_gpus[index - 1000];
+  const char* byte = reinterpret_cast<const char*>(device);
+  if (byte < &g_handles[0] || byte >= &g_handles[k_max_gpus]) return nullptr;
+  auto index = static_cast<std::size_t>(byte - &g_handles[0]);
+  return index < g_gpus.size() ? &g_gpus[index] : nullptr;
 }
 
 template <typename Info>
@@ -148,7 +154,8 @@ FAKE_NVML_EXPORT nv::nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned index,
                                                                 nv::nvmlDevice_t* device) {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (!g_initialised) return nv::NVML_ERROR_UNINITIALIZED;
-  if (index >= g_gpus.size() || !device) return nv::NVML_ERROR_INVALID_ARGUMENT;
+  if (index >= g_gpus.size() || index >= k_max_gpus || !device)
+    return nv::NVML_ERROR_INVALID_ARGUMENT;
   *device = handle_of(index);
   return nv::NVML_SUCCESS;
 }

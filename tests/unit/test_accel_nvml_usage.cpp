@@ -7,8 +7,8 @@
 #include <catch2/catch.hpp>
 
 #include <dlfcn.h>
-#include <stdlib.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
