@@ -6,6 +6,7 @@
 #include "commands/stacks_command.hpp"
 #include "commands/store_command.hpp"
 #include "commands/text_commands.hpp"
+#include "commands/top_command.hpp"
 #include "config/cli.hpp"
 #include "launch/job_secret.hpp"
 #include "logging/logging.hpp"
@@ -46,6 +47,9 @@ Expected<int> dispatch(const config::Command& command, const EnvMap& env) {
           },
           [&](const config::StacksRequest& request) {
             return commands::run_stacks_command(request, env);
+          },
+          [&](const config::TopRequest& request) {
+            return commands::run_top_command(request, env);
           },
           [](const config::StoreRequest& request) { return commands::run_store_command(request); },
           [](const config::CompletionRequest& request) {

@@ -45,6 +45,14 @@ struct StacksRequest {
   std::optional<std::string> stack_tool;
 };
 
+// gangrun top [--run-id ID | --pid PID | --log-dir DIR] [--once] [--json]:
+// the job is chosen as for stacks (its fields of `job` only).
+struct TopRequest {
+  StacksRequest job;
+  bool once = false;  // one frame, then exit
+  bool json = false;  // one snapshot of every node as JSON, then exit
+};
+
 // gangrun store ACTION ... (never StoreAction::help: that is a TextOutput).
 struct StoreRequest {
   StoreCommand store;
@@ -73,8 +81,8 @@ struct TextOutput {
 
 // What the command line asked for.
 using Command =
-    std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest, StoreRequest,
-                 CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
+    std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest, TopRequest,
+                 StoreRequest, CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
 
 // Parses argv (argv[0] is the program name) and layers every option value:
 // command line > GANGRUN_<OPTION> in env > PET_<OPTION> in env > the JSON file

@@ -1,0 +1,53 @@
+// `gangrun top`'s reading of a running job of several nodes, one frame at a
+// time: like `gangrun stacks` (stacks_of_nodes.hpp) it writes an ask sealed
+// with the stacks key, which the coordinator numbers; every agent answers
+// request n of kind status with its snapshot (observe/node_status.hpp) under
+// doctor/node_requests.hpp's node_keys::status, no stack read. One store
+// connection serves every frame.
+//
+// A snapshot is read back as a stranger's text: sealed with the stacks key,
+// at most k_max_status_bytes, every string printable and bounded, every
+// number in range (status_from_answer); one that is not is that node's "did
+// not answer".
+#pragma once
+
+#include "commands/top_frame.hpp"
+#include "doctor/job_registry.hpp"
+#include "rendezvous/signing.hpp"
+#include "store/client.hpp"
+#include "util/error.hpp"
+
+#include <optional>
+#include <string>
+
+namespace gangrun::commands {
+
+inline constexpr std::size_t k_max_status_bytes = 1 << 20;
+
+// One node's snapshot from its JSON text, bounded as above; the error says
+// which field was out of range.
+Expected<observe::NodeStatus> status_from_answer(const std::string& text);
+
+// What a frame's reading found: the view, or the job's end.
+struct TopReading {
+  std::optional<TopView> view;
+  // Set when the job has ended: how ("exit code 0", "exit code 1: rank 3 on node 1 ... failed").
+  std::optional<std::string> ended;
+};
+
+class NodeStatusReader {
+ public:
+  static Expected<NodeStatusReader> connect(const doctor::RegisteredJob& job);
+  // One frame: the running round's nodes asked and their answers read
+  // (those that do not answer within limit are named unanswered). Fails
+  // with ErrorCode::io while no round runs (starting, between rounds).
+  Expected<TopReading> read(std::chrono::milliseconds limit);
+
+ private:
+  NodeStatusReader(doctor::RegisteredJob job, store::Client client)
+      : job_(std::move(job)), client_(std::move(client)) {}
+  doctor::RegisteredJob job_;
+  store::Client client_;
+};
+
+}  // namespace gangrun::commands
