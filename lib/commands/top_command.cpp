@@ -53,18 +53,18 @@ std::string gone_text(const doctor::RegisteredJob& job) {
   return fmt::format("the job ended (its gangrun, pid {}, is gone)", job.pid);
 }
 
-// The next view, waiting (bounded) while no round runs; nullopt with `ended`
-// set when the job is over.
+// The next view, tried again (bounded) while no round runs or the store
+// does not answer; `ended` set when the job is over: the coordinator says
+// how it ended, or its agent is gone.
 Expected<TopReading> next_reading(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
   const Clock::time_point give_up = Clock::now() + k_between_rounds_limit;
   for (;;) {
     auto reading = reader.read(k_answers_limit);
     if (reading) return reading;
     if (!agent_alive(job)) return TopReading{.view = std::nullopt, .ended = gone_text(job)};
-    if (reading.error().code() != ErrorCode::io || Clock::now() > give_up) {
-      return fail(reading.error().code(), "top: " + reading.error().message());
-    }
+    if (Clock::now() > give_up) return fail(reading.error().code(), "top: " + reading.error().message());
     std::this_thread::sleep_for(k_between_rounds_retry);
+    if (reading.error().code() != ErrorCode::io) (void)reader.reconnect();
   }
 }
 

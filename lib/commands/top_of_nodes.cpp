@@ -93,14 +93,28 @@ Expected<observe::NodeStatus> status_from_answer(const std::string& text) {
   return std::move(*status);
 }
 
-Expected<NodeStatusReader> NodeStatusReader::connect(const doctor::RegisteredJob& job) {
+namespace {
+
+store::ClientSettings settings_for(const doctor::RegisteredJob& job) {
   store::ClientSettings settings;
   settings.host = job.nodes->store_host;
   settings.port = job.nodes->store_port;
   settings.connect_timeout = std::chrono::seconds(5);
   settings.timeout = std::chrono::seconds(10);
-  GANGRUN_TRY_ASSIGN(client, store::Client::connect(settings));
+  return settings;
+}
+
+}  // namespace
+
+Expected<NodeStatusReader> NodeStatusReader::connect(const doctor::RegisteredJob& job) {
+  GANGRUN_TRY_ASSIGN(client, store::Client::connect(settings_for(job)));
   return NodeStatusReader(job, std::move(*client));
+}
+
+Expected<void> NodeStatusReader::reconnect() {
+  GANGRUN_TRY_ASSIGN(client, store::Client::connect(settings_for(job_)));
+  client_ = std::move(*client);
+  return {};
 }
 
 Expected<TopReading> NodeStatusReader::read(std::chrono::milliseconds limit) {

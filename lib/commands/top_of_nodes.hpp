@@ -42,6 +42,8 @@ class NodeStatusReader {
   // (those that do not answer within limit are named unanswered). Fails
   // with ErrorCode::io while no round runs (starting, between rounds).
   Expected<TopReading> read(std::chrono::milliseconds limit);
+  // A new connection to the job's store, after one that failed.
+  Expected<void> reconnect();
 
  private:
   NodeStatusReader(doctor::RegisteredJob job, store::Client client)
