@@ -230,13 +230,13 @@ _gangrun()
                     | --arrival_timeout | --arrival-timeout | --stack_tool | --stack-tool \
                     | --numa_binding | --numa-binding | --signals_to_handle \
                     | --signals-to-handle | --preflight_timeout | --preflight-timeout \
-                    | --report | --config_file | --config-file | --mixed_precision \
-                    | --mixed-precision | --num_cpu_threads_per_process \
-                    | --num-cpu-threads-per-process | --dynamo_backend | --dynamo-backend \
-                    | --dynamo_mode | --dynamo-mode | --main_training_function \
-                    | --main-training-function | --vm | --env | --mpirun_hostfile \
-                    | --mpirun-hostfile | --aws_access_key_id | --aws-access-key-id \
-                    | --aws_secret_access_key | --aws-secret-access-key \
+                    | --metrics_addr | --metrics-addr | --report | --config_file \
+                    | --config-file | --mixed_precision | --mixed-precision \
+                    | --num_cpu_threads_per_process | --num-cpu-threads-per-process \
+                    | --dynamo_backend | --dynamo-backend | --dynamo_mode | --dynamo-mode \
+                    | --main_training_function | --main-training-function | --vm | --env \
+                    | --mpirun_hostfile | --mpirun-hostfile | --aws_access_key_id \
+                    | --aws-access-key-id | --aws_secret_access_key | --aws-secret-access-key \
                     | --deepspeed_config_file | --deepspeed-config-file | --zero_stage \
                     | --zero-stage | --offload_optimizer_device | --offload-optimizer-device \
                     | --offload_param_device | --offload-param-device \
@@ -376,15 +376,15 @@ _gangrun()
                 --stack_tool --stack-tool --straggler_watch --straggler-watch --flight_recorder
                 --flight-recorder --no_stacks_at_failure --no-stacks-at-failure --numa_binding
                 --numa-binding --signals_to_handle --signals-to-handle --preflight
-                --preflight_timeout --preflight-timeout --dry_run --dry-run --json --report
-                --config_file --config-file --multi_gpu --multi-gpu --use_deepspeed
-                --use-deepspeed --use_fsdp --use-fsdp --use_megatron_lm --use-megatron-lm
-                --use_parallelism_config --use-parallelism-config --cpu --use_cpu --use-cpu
-                --mixed_precision --mixed-precision --num_cpu_threads_per_process
-                --num-cpu-threads-per-process --enable_cpu_affinity --enable-cpu-affinity
-                --dynamo_backend --dynamo-backend --dynamo_mode --dynamo-mode
-                --dynamo_use_fullgraph --dynamo-use-fullgraph --dynamo_use_dynamic
-                --dynamo-use-dynamic --dynamo_use_regional_compilation
+                --preflight_timeout --preflight-timeout --dry_run --dry-run --json
+                --metrics_addr --metrics-addr --report --config_file --config-file --multi_gpu
+                --multi-gpu --use_deepspeed --use-deepspeed --use_fsdp --use-fsdp
+                --use_megatron_lm --use-megatron-lm --use_parallelism_config
+                --use-parallelism-config --cpu --use_cpu --use-cpu --mixed_precision
+                --mixed-precision --num_cpu_threads_per_process --num-cpu-threads-per-process
+                --enable_cpu_affinity --enable-cpu-affinity --dynamo_backend --dynamo-backend
+                --dynamo_mode --dynamo-mode --dynamo_use_fullgraph --dynamo-use-fullgraph
+                --dynamo_use_dynamic --dynamo-use-dynamic --dynamo_use_regional_compilation
                 --dynamo-use-regional-compilation --same_network --same-network --debug
                 --main_training_function --main-training-function --downcast_bf16
                 --downcast-bf16 --tpu --tpu_cluster --tpu-cluster --tpu_use_cluster

@@ -68,13 +68,13 @@ function __gangrun_where
                         --hang-timeout --on_hang --on-hang --arrival_timeout --arrival-timeout \
                         --stack_tool --stack-tool --numa_binding --numa-binding \
                         --signals_to_handle --signals-to-handle --preflight_timeout \
-                        --preflight-timeout --report --config_file --config-file \
-                        --mixed_precision --mixed-precision --num_cpu_threads_per_process \
-                        --num-cpu-threads-per-process --dynamo_backend --dynamo-backend \
-                        --dynamo_mode --dynamo-mode --main_training_function \
-                        --main-training-function --vm --env --mpirun_hostfile \
-                        --mpirun-hostfile --aws_access_key_id --aws-access-key-id \
-                        --aws_secret_access_key --aws-secret-access-key \
+                        --preflight-timeout --metrics_addr --metrics-addr --report \
+                        --config_file --config-file --mixed_precision --mixed-precision \
+                        --num_cpu_threads_per_process --num-cpu-threads-per-process \
+                        --dynamo_backend --dynamo-backend --dynamo_mode --dynamo-mode \
+                        --main_training_function --main-training-function --vm --env \
+                        --mpirun_hostfile --mpirun-hostfile --aws_access_key_id \
+                        --aws-access-key-id --aws_secret_access_key --aws-secret-access-key \
                         --deepspeed_config_file --deepspeed-config-file --zero_stage \
                         --zero-stage --offload_optimizer_device --offload-optimizer-device \
                         --offload_param_device --offload-param-device \
@@ -310,6 +310,7 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l preflight -
 complete -c gangrun -n '__gangrun_at first options value devices' -l preflight_timeout -l preflight-timeout -x -d 'how long gangrun preflight waits for every rank\'s answer and for the all-reduce (seconds, or 90s, 5m)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l dry_run -l dry-run -d 'print the launch plan and start nothing (with -v: where each value came from)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l json -d 'print machine-readable JSON instead of text'
+complete -c gangrun -n '__gangrun_at first options value devices' -l metrics_addr -l metrics-addr -x -d 'serve Prometheus metrics at /metrics and a liveness check at /healthz on this address'
 complete -c gangrun -n '__gangrun_at first options value devices' -l report -r -F -d 'write the whole run as JSON to FILE'
 complete -c gangrun -n '__gangrun_at first options value devices' -l config_file -l config-file -r -F -d 'accelerate\'s YAML config (below the command line and GANGRUN_/PET_ variables)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l multi_gpu -l multi-gpu -d 'start num_processes workers, as accelerate\'s multi-GPU launcher (torchrun)'

@@ -5,6 +5,7 @@
 #include "agent/attempt_record.hpp"
 #include "agent/interpreter_probe.hpp"
 #include "agent/node_link.hpp"
+#include "agent/node_status_source.hpp"
 #include "agent/rendezvous_setup.hpp"
 #include "agent/restart_policy.hpp"
 #include "agent/round_record.hpp"
@@ -16,6 +17,7 @@
 #include "launch/run_directory.hpp"
 #include "logging/logging.hpp"
 #include "logmux/console.hpp"
+#include "observe/metrics_text.hpp"
 #include "supervise/gang.hpp"
 #include "supervise/shim_spawner.hpp"
 #include "util/exit_codes.hpp"
@@ -110,10 +112,6 @@ class NodeAgent {
     if (!run_dir_->temporary()) spdlog::info("logs of this run: {}", run_dir_->path());
     record_ = new_run_record(
         plan_, run_dir_->temporary() ? std::nullopt : std::optional<std::string>(run_dir_->path()));
-    // Lets `gangrun stacks` find this job from another terminal.
-    if (auto registered = register_job(plan_, record_.log_dir)) {
-      registration_.emplace(std::move(*registered));
-    }
 
     logging_through_console_.emplace(console_);
     supervise::GangSettings settings = gang_settings(plan_);
@@ -128,11 +126,46 @@ class NodeAgent {
         io_, *spawner_, plan_, *gang_, [this] { stop_hung(); },
         link_ ? std::optional(doctor_link_settings(plan_, link_->agent_id())) : std::nullopt,
         store_.get());
+    // `gangrun top` asks through the store for the same snapshot.
+    doctor_->serve_status([this] { return observe::to_json(node_status()).dump(); });
     signals_.emplace(io_, plan_.teardown_signals,
                      SignalHandlers{.teardown = [this](int signal) { on_teardown_signal(signal); },
                                     .child_ended = [this] { reap_strays(); },
                                     .forward = [this](int signal) { gang_->forward(signal); }});
+    GANGRUN_TRY(serve_metrics());
+    // Lets `gangrun stacks` (and a scraper) find this job from another terminal.
+    if (auto registered =
+            register_job(plan_, record_.log_dir,
+                         metrics_ ? std::optional(metrics_->endpoint()) : std::nullopt)) {
+      registration_.emplace(std::move(*registered));
+    }
     return {};
+  }
+
+  // --metrics-addr: /metrics and /healthz on this loop, from the node's
+  // snapshot (node_status_source.hpp).
+  Expected<void> serve_metrics() {
+    if (!plan_.metrics_address) return {};
+    observe::MetricsSources sources{
+        .metrics = [this] { return observe::metrics_text(node_status()); },
+        .health = [this] { return agent_health(state_); }};
+    GANGRUN_TRY_ASSIGN(
+        server, observe::MetricsServer::start(
+                    io_, {.host = plan_.metrics_address->host, .port = plan_.metrics_address->port},
+                    std::move(sources)));
+    metrics_ = std::move(*server);
+    spdlog::info("metrics of this node: http://{}/metrics (liveness: /healthz)",
+                 metrics_->endpoint());
+    return {};
+  }
+
+  observe::NodeStatus node_status() const {
+    return collect_node_status({.plan = plan_,
+                                .state = state_,
+                                .counters = counters_,
+                                .gang = *gang_,
+                                .doctor = *doctor_,
+                                .store = store_.get()});
   }
 
   NodeLinkEvents link_events() {
@@ -190,6 +223,12 @@ class NodeAgent {
     }
     stopped_for_round_end_ = false;
     failed_here_ = false;
+    ++counters_.rounds;
+    counters_.restarts = round.restart_count;
+    counters_.nodes_in_round = round.group_world_size;
+    counters_.node_rank = round.group_rank;
+    counters_.node = record_.node.value_or("");
+    counters_.round_started_at = std::chrono::steady_clock::now();
     set_state(stop_signal_ ? AgentState::stopping : AgentState::running);
     const std::string attempt_path = run_dir_->attempt_path(round.attempt);
     gang_->start(
@@ -359,7 +398,9 @@ class NodeAgent {
   EnvMap network_env_;
   std::optional<doctor::GangDoctor::NodeRound> node_round_;
   std::optional<AgentSignals> signals_;
-  std::optional<NodeLink> link_;  // many nodes only
+  AgentCounters counters_;
+  std::unique_ptr<observe::MetricsServer> metrics_;  // --metrics-addr
+  std::optional<NodeLink> link_;                     // many nodes only
 
   bool failed_here_ = false;            // this round's root cause is one of ours
   bool stopped_for_round_end_ = false;  // this round was stopped because another node ended it

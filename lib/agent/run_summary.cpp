@@ -42,7 +42,8 @@ doctor::RegisteredJob registered_job(const launch::LaunchPlan& plan,
       .interpreter = plan.program.interpreter
                          ? std::optional<std::string>(plan.program.interpreter->path)
                          : std::nullopt,
-      .nodes = std::nullopt};
+      .nodes = std::nullopt,
+      .metrics = std::nullopt};
   if (plan.multi_node) {
     store::ClientSettings store = agent_store_client(plan);
     job.nodes = doctor::RegisteredJob::Nodes{
@@ -57,8 +58,11 @@ doctor::RegisteredJob registered_job(const launch::LaunchPlan& plan,
 }
 
 std::optional<doctor::Registration> register_job(const launch::LaunchPlan& plan,
-                                                 const std::optional<std::string>& log_dir) {
-  auto registered = doctor::Registration::create(plan.host_env, registered_job(plan, log_dir));
+                                                 const std::optional<std::string>& log_dir,
+                                                 const std::optional<std::string>& metrics) {
+  doctor::RegisteredJob job = registered_job(plan, log_dir);
+  job.metrics = metrics;
+  auto registered = doctor::Registration::create(plan.host_env, job);
   if (!registered) {
     spdlog::warn("gangrun stacks will not find this job: {}", registered.error().describe());
     return std::nullopt;

@@ -30,8 +30,10 @@ doctor::RegisteredJob registered_job(const launch::LaunchPlan& plan,
                                      const std::optional<std::string>& log_dir);
 
 // Registers the job; one that cannot be registered still runs (a warning).
+// metrics: the address /metrics is served at, when it is.
 std::optional<doctor::Registration> register_job(const launch::LaunchPlan& plan,
-                                                 const std::optional<std::string>& log_dir);
+                                                 const std::optional<std::string>& log_dir,
+                                                 const std::optional<std::string>& metrics);
 
 // RunRecord::job: the job's outcome, as agent_id's node reports it.
 nlohmann::json job_record(const rendezvous::JobOutcome& outcome, const std::string& agent_id);

@@ -21,7 +21,7 @@
   X(no_python) X(python) X(log_dir) X(redirects) X(tee) X(local_ranks_filter) \
   X(duplicate_stdout_filters) X(duplicate_stderr_filters) X(logs_specs) X(event_log_handler) \
   X(log_prefix) X(output) X(term_timeout) X(failure_window) X(hang_timeout) X(on_hang) \
-  X(arrival_timeout) \
+  X(arrival_timeout) X(metrics_addr) \
   X(preflight) X(preflight_timeout) \
   X(stack_tool) X(straggler_watch) X(flight_recorder) \
   X(no_stacks_at_failure) X(numa_binding) \

@@ -1,6 +1,7 @@
 #include "config/option_table.hpp"
 
 #include "config/job_values.hpp"
+#include "config/metrics_address.hpp"
 #include "config/option_apply.hpp"
 #include "config/option_values.hpp"
 #include "store/default_port.hpp"
@@ -509,6 +510,14 @@ std::vector<OptionSpec> make_table() {
        .kind = K::flag,
        .help = "print machine-readable JSON instead of text",
        .apply = into<&Options::json, parse_bool>},
+      {.name = "metrics_addr",
+       .group = G::reporting,
+       .metavar = "HOST:PORT",
+       .help = "serve Prometheus metrics at /metrics and a liveness check at /healthz on this "
+               "address; :PORT or PORT alone binds 127.0.0.1, port 0 picks a free one (logged, and "
+               "written in the job's registry file)",
+       .shown = Spelling::dash,
+       .apply = into<&Options::metrics_addr, parse_metrics_address>},
       {.name = "report",
        .group = G::reporting,
        .metavar = "FILE",

@@ -191,6 +191,8 @@ struct Options {
   bool no_stacks_at_failure = false;
   std::optional<double> straggler_watch;  // seconds between samples; nullopt: off
   bool flight_recorder = false;           // NCCL's flight recorder, dumped on a hang
+  // --metrics-addr: where this node's agent serves /metrics and /healthz.
+  std::optional<Endpoint> metrics_addr;
   // gangrun preflight (lib/preflight): --preflight runs it before a launch;
   // seconds it waits for the ranks' answers and its collectives.
   bool preflight = false;

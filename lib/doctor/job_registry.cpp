@@ -70,7 +70,8 @@ nlohmann::json to_json(const RegisteredJob& job) {
                                          {"stacks_key", job.nodes->stacks_key
                                                             ? nlohmann::json(*job.nodes->stacks_key)
                                                             : nlohmann::json()}}
-                        : nlohmann::json()}};
+                        : nlohmann::json()},
+          {"metrics", job.metrics ? nlohmann::json(*job.metrics) : nlohmann::json()}};
 }
 
 std::optional<RegisteredJob> from_json(const std::string& text) {
@@ -95,6 +96,9 @@ std::optional<RegisteredJob> from_json(const std::string& text) {
       if (nodes.at("stacks_key").is_string()) {
         job.nodes->stacks_key = nodes.at("stacks_key").get<std::string>();
       }
+    }
+    if (auto metrics = json.find("metrics"); metrics != json.end() && metrics->is_string()) {
+      job.metrics = metrics->get<std::string>();
     }
     return job;
   } catch (const nlohmann::json::exception&) {

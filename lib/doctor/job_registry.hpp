@@ -40,6 +40,9 @@ struct RegisteredJob {
     std::optional<std::string> stacks_key;
   };
   std::optional<Nodes> nodes;
+  // Where the agent serves /metrics and /healthz (--metrics-addr), as it
+  // bound it: "127.0.0.1:40123" (so port 0 can be found); nullopt: off.
+  std::optional<std::string> metrics;
 };
 
 // The directory, made if needed; an error says why it cannot be used.

@@ -199,6 +199,7 @@ Expected<LaunchPlan> make_plan(const config::Options& options, const EnvMap& hos
   plan.failure_window_s = options.failure_window;
   plan.term_timeout_s = options.term_timeout;
   plan.report_path = options.report;
+  plan.metrics_address = options.metrics_addr;
   plan.option_origins = options.origins;
   GANGRUN_TRY_ASSIGN(doctor, doctor_plan(options, host_env));
   plan.doctor = std::move(*doctor);

@@ -103,6 +103,8 @@ struct LaunchPlan {
   double failure_window_s = 1.0;           // --failure_window
   double term_timeout_s = 30.0;            // --term_timeout: from SIGTERM to SIGKILL
   std::optional<std::string> report_path;  // --report FILE
+  // --metrics-addr: this node's /metrics and /healthz (observe/metrics_server.hpp).
+  std::optional<config::Endpoint> metrics_address;
   DoctorPlan doctor;
   // Where each option's value came from, for --dry-run and the report.
   std::map<std::string, config::Options::Origin> option_origins;

@@ -186,4 +186,10 @@ void GangDoctor::deliver_if_over() {
   then(std::move(findings));
 }
 
+LiveMarks GangDoctor::marks() const {
+  LiveMarks marks;
+  for (const auto& watch : watches_) watch->add_marks(marks);
+  return marks;
+}
+
 }  // namespace gangrun::doctor

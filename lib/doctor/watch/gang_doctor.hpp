@@ -90,6 +90,8 @@ class GangDoctor {
   void gang_round_ended();
 
   std::set<pid_t> supervisor_pids() const;
+  // Every watch's marks now (hang, stragglers), for the node's snapshot.
+  LiveMarks marks() const;
   // Across nodes: what answers `gangrun top`'s status requests (the node's
   // snapshot as JSON); until it is given, they go unanswered.
   void serve_status(std::function<std::string()> status_json) {

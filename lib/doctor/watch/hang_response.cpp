@@ -199,6 +199,7 @@ void HangResponse::after_hang_read(const std::vector<doctor::RankStacks>& ranks,
                                    const std::string& store_line, bool act) {
   const config::OnHang action = parts_.plan.doctor.on_hang;
   nlohmann::json stacks = parts_.reader.tell(ranks, "hang-stacks.txt", heading, store_line);
+  ++hangs_in_run_;
   found_ = report::HangFinding{.timeout_s = *parts_.plan.doctor.hang_timeout_s,
                                .silent_for_s = silent_for_s,
                                .action = on_hang_word(action),
@@ -266,6 +267,11 @@ void HangResponse::act_on_hang(int dumps_asked, HangWatch::Clock::time_point ask
           "allows)");
       return stop_hung_();
   }
+}
+
+void HangResponse::add_marks(LiveMarks& marks) const {
+  marks.hang_reported = marks.hang_reported || found_.has_value();
+  marks.hangs += hangs_in_run_;
 }
 
 }  // namespace gangrun::doctor

@@ -58,6 +58,7 @@ class HangResponse final : public Watch {
   void worker_failed() override;
   void round_ended() override;
   void add_findings(report::DoctorFindings& findings) const override;
+  void add_marks(LiveMarks& marks) const override;
 
  private:
   void on_hang(HangWatch::Clock::duration silent_for);
@@ -85,6 +86,7 @@ class HangResponse final : public Watch {
   std::string hang_ask_;     // the lead's ask for its own hang
   bool hang_acted_ = false;  // --on-hang's action was taken
   std::optional<report::HangFinding> found_;
+  std::uint64_t hangs_in_run_ = 0;  // every round's
 };
 
 }  // namespace gangrun::doctor

@@ -61,9 +61,16 @@ void StragglerSampler::after_sample(const std::vector<RankStacks>& ranks) {
   if (round_over_) return reading_ended_();
   tally_.add(ranks);
   for (int rank : tally_.stragglers()) {
-    if (named_.insert(rank).second) spdlog::warn("straggler: {}", tally_.describe(rank));
+    if (!named_.insert(rank).second) continue;
+    ++named_in_run_;
+    spdlog::warn("straggler: {}", tally_.describe(rank));
   }
   sample_later();
+}
+
+void StragglerSampler::add_marks(LiveMarks& marks) const {
+  marks.slow_ranks.insert(named_.begin(), named_.end());
+  marks.stragglers_named += named_in_run_;
 }
 
 }  // namespace gangrun::doctor

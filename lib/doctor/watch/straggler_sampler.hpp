@@ -30,6 +30,7 @@ class StragglerSampler final : public Watch {
   bool reading() const override { return sampler_.running(); }
   void add_findings(report::DoctorFindings& findings) const override;
   std::set<pid_t> supervisor_pids() const override { return sampler_.supervisor_pids(); }
+  void add_marks(LiveMarks& marks) const override;
 
  private:
   // The next sample after the interval, and what it says.
@@ -46,6 +47,7 @@ class StragglerSampler final : public Watch {
   bool round_over_ = false;
   StragglerTally tally_;
   std::set<int> named_;
+  std::uint64_t named_in_run_ = 0;  // every round's
 };
 
 }  // namespace gangrun::doctor

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <set>
 #include <string>
@@ -25,6 +26,15 @@ namespace gangrun::doctor {
 struct RoundStart {
   std::string store;  // "host:port" the workers meet at; empty when unknown
   std::chrono::steady_clock::time_point at;
+};
+
+// What the watches say of the ranks while a round runs, for the node's
+// snapshot (observe/node_status.hpp: /metrics, gangrun top).
+struct LiveMarks {
+  bool hang_reported = false;          // this round
+  std::set<int> slow_ranks;            // named stragglers, this round
+  std::uint64_t hangs = 0;             // reported, every round
+  std::uint64_t stragglers_named = 0;  // every round
 };
 
 class Watch {
@@ -48,6 +58,8 @@ class Watch {
   // gangrun's own children it runs (stack tools' shims), which stray
   // reaping must leave alone.
   virtual std::set<pid_t> supervisor_pids() const { return {}; }
+  // Adds its marks, at any time.
+  virtual void add_marks(LiveMarks& /*marks*/) const {}
 };
 
 // The stack tool that every watch reading stacks shares: found once when
