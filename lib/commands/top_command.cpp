@@ -62,7 +62,8 @@ Expected<TopReading> next_reading(NodeStatusReader& reader, const doctor::Regist
     auto reading = reader.read(k_answers_limit);
     if (reading) return reading;
     if (!agent_alive(job)) return TopReading{.view = std::nullopt, .ended = gone_text(job)};
-    if (Clock::now() > give_up) return fail(reading.error().code(), "top: " + reading.error().message());
+    if (Clock::now() > give_up)
+      return fail(reading.error().code(), "top: " + reading.error().message());
     std::this_thread::sleep_for(k_between_rounds_retry);
     if (reading.error().code() != ErrorCode::io) (void)reader.reconnect();
   }
