@@ -183,12 +183,61 @@ class TopOfTwoNodes(harness.GangrunTestCase):
         self.frames.append(("the job's end", ended.split("top exited")[0].rstrip() + "\n"))
         self.write_frames()
 
+    def test_top_shows_each_ranks_gpu_from_nvml(self):
+        """The fake CUDA driver gives each node two GPUs (a rank each); the fake NVML says how
+        busy each is and what each worker's pid holds on it: top's GPU% and GMEM columns."""
+        fake_cuda, fake_nvml = os.environ.get("FAKE_CUDA_LIBRARY"), os.environ.get("FAKE_NVML_LIBRARY")
+        if not fake_cuda or not fake_nvml:
+            self.skipTest("ctest sets FAKE_CUDA_LIBRARY and FAKE_NVML_LIBRARY")
+        uuids = ["GPU-8932f937-d72c-4106-c12f-20bd9faed9f6", "GPU-11111111-2222-3333-4444-555555555555"]
+        machine = {"gpus": [{"name": "NVIDIA H100 80GB HBM3", "uuid": uuid[4:], "pci": f"0000:{0x1a + i:02x}:00.0",
+                             "memory": 85899345920, "cc": "9.0", "sms": 132, "speed_rank": 0}
+                            for i, uuid in enumerate(uuids)]}
+        with open(self.path("cuda.json"), "w") as out:
+            json.dump(machine, out)
+        nvml = self.path("nvml.json")
+        self.env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET, GANGRUN_CUDA_LIBRARY=fake_cuda,
+                                     FAKE_CUDA_MACHINE=self.path("cuda.json"), GANGRUN_NVML_LIBRARY=fake_nvml,
+                                     FAKE_NVML_MACHINE=nvml)
+        job = static_nodes.StaticJob(self, len(COUNTS), env=self.env)
+        agents = job.start_all(lambda node: ["--nproc_per_node", COUNTS[node], "--visible-devices", "per-rank",
+                                             "--python", TEST_PYTHON, WORKER,
+                                             self.pid_dir, self.silence, self.end])
+        pids = self.wait_pids(agents)
+        # Both nodes share this host's two GPUs: local rank L of each node has GPU L. Rank 0 and
+        # 1 (node 0) hold 1 GiB and 2 GiB; the GPUs are 30% and 70% busy.
+        gpus = [{"uuid": uuids[i], "utilization": 30 + 40 * i, "memory_total": 85899345920,
+                 "memory_used": 3 << 30, "processes": [{"pid": pids[i], "memory": (i + 1) << 30},
+                                                       {"pid": pids[2 + i], "memory": 512 << 20}]}
+                for i in range(2)]
+        with open(nvml + ".tmp", "w") as out:
+            json.dump({"gpus": gpus}, out)
+        os.replace(nvml + ".tmp", nvml)
+
+        def gpu_frame():
+            once = self.top(agents[1], "--once")
+            rows = self.rows(once.stdout) if once.returncode == 0 else {}
+            return once.stdout if len(rows) == WORLD and all(" 30 " in rows[r] or " 70 " in rows[r]
+                                                             for r in rows) else None
+        frame = harness.wait_for(gpu_frame, EVENT_TIMEOUT, "a frame with every rank's GPU")
+        self.assertIn("GPU%", frame)
+        rows = self.rows(frame)
+        self.assertRegex(rows[0], r" 30 +1\.0G ", frame)
+        self.assertRegex(rows[1], r" 70 +2\.0G ", frame)
+        self.assertRegex(rows[2], r" 30 +512M ", frame)
+        for line in frame.splitlines():
+            self.assertLessEqual(len(line), 80, line)
+        with open(self.end, "w"):
+            pass
+        for node, result in static_nodes.finish(self, agents).items():
+            self.assertEqual(result.returncode, 0, f"agent of node {node}:{result.describe()}")
+
     def write_frames(self):
         out = os.environ.get("FRAMES_OUT")
         if not out:
             return
         with open(out, "w") as frames:
-            frames.write("# gangrun top, captured from tmux (80x24) by test_top.py: a 2-node job on loopback\n")
+            frames.write("# gangrun top, captured from tmux (80x24): a job of 2 nodes on loopback, 2 ranks each\n")
             for what, text in self.frames:
                 frames.write(f"\n## {what}\n\n")
                 frames.write("\n".join(line.rstrip() for line in text.rstrip("\n").splitlines()) + "\n")
