@@ -404,7 +404,7 @@ class NodeAgent {
   std::optional<doctor::GangDoctor::NodeRound> node_round_;
   std::optional<AgentSignals> signals_;
   AgentCounters counters_;
-  std::unique_ptr<accel::GpuSampler> gpus_;  // a job with CUDA GPUs (rank_gpus.hpp)
+  std::unique_ptr<accel::GpuSampler> gpus_;          // a job with CUDA GPUs (rank_gpus.hpp)
   std::unique_ptr<observe::MetricsServer> metrics_;  // --metrics-addr
   std::optional<NodeLink> link_;                     // many nodes only
 

@@ -90,6 +90,7 @@ FrameSize size_for_print() {
 
 Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
   std::optional<std::string> ended;
+  JobEndWatch end_watch(job);
   {
     TerminalScreen screen;
     std::optional<TopView> before;
@@ -98,7 +99,8 @@ Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
       auto reading = next_reading(reader, job);
       if (!reading) return tl::unexpected(reading.error());
       if (reading->ended) {
-        ended = reading->ended;
+        // The coordinator's words, when its watch saw them, say more than "gone".
+        ended = end_watch.outcome().value_or(*reading->ended);
         break;
       }
       ScreenSize size = terminal_size().value_or(ScreenSize{});
@@ -107,6 +109,10 @@ Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
       before = std::move(reading->view);
       TerminalScreen::Event event = screen.wait_until(next_frame);
       if (event == TerminalScreen::Event::quit) break;
+      if (auto outcome = end_watch.outcome()) {
+        ended = std::move(outcome);
+        break;
+      }
     }
   }
   if (ended) return print_end(*ended);

@@ -49,6 +49,16 @@ std::string fit(const std::string& text, int width, bool right = false) {
   return right ? pad + shown : shown + pad;
 }
 
+// "node 1 (host, 10.0.0.2)", the job's name for a node, without its address
+// when the whole does not fit.
+std::string node_text(const std::string& name, int width) {
+  if (static_cast<int>(name.size()) <= width) return name;
+  std::size_t open = name.find(" (");
+  std::size_t comma = open == std::string::npos ? open : name.find(", ", open);
+  if (comma == std::string::npos || !name.ends_with(")")) return name;
+  return name.substr(0, comma) + ")";
+}
+
 std::string clip(const std::string& line, int width) {
   return static_cast<int>(line.size()) > width ? line.substr(0, static_cast<std::size_t>(width))
                                                : line;
@@ -219,7 +229,7 @@ std::vector<std::string> frame_lines(const TopView& now, const TopView* before, 
                                             : "-");
     }
     cells.push_back(std::to_string(rows[i].node->restarts));
-    lines.push_back(line_of(cells, rows[i].node->node, marks_of(rank)));
+    lines.push_back(line_of(cells, node_text(rows[i].node->node, node_width), marks_of(rank)));
   }
   if (cut) {
     lines.push_back(clip(fmt::format("... {} more rank{} not shown (the marked ones come first)",

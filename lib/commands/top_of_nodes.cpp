@@ -57,7 +57,7 @@ Expected<std::string> read_sealed(store::Client& client, const rendezvous::Signe
 }
 
 std::string outcome_text(const rendezvous::JobOutcome& outcome) {
-  std::string text = fmt::format("exit code {}", outcome.exit_code);
+  std::string text = fmt::format("the job ended: exit code {}", outcome.exit_code);
   if (!outcome.message.empty()) text += ": " + strings::printable(outcome.message);
   return text;
 }
@@ -105,6 +105,62 @@ store::ClientSettings settings_for(const doctor::RegisteredJob& job) {
 }
 
 }  // namespace
+
+JobEndWatch::JobEndWatch(const doctor::RegisteredJob& job)
+    : thread_([this, job](const std::stop_token& stop) { watch(stop, job); }) {}
+
+std::optional<std::string> JobEndWatch::outcome() const {
+  std::lock_guard lock(mutex_);
+  return outcome_;
+}
+
+void JobEndWatch::watch(const std::stop_token& stop, doctor::RegisteredJob job) {
+  // Short waits, so that a stop is noticed soon.
+  constexpr std::chrono::milliseconds k_wait{300};
+  const rendezvous::Signer published(std::nullopt, job.run_id);
+  std::optional<store::Client> client;
+  std::optional<std::uint64_t> round;  // the latest round seen
+  auto outcome_in = [&](const std::string& key) {
+    auto value = client->get(key);
+    auto message =
+        value ? published.open(key, *value) : Expected<std::string>(tl::unexpected(value.error()));
+    auto next = message ? rendezvous::next_from_json(*message)
+                        : Expected<rendezvous::Next>(tl::unexpected(message.error()));
+    if (!next) return false;
+    if (const auto* outcome = std::get_if<rendezvous::JobOutcome>(&*next)) {
+      std::lock_guard lock(mutex_);
+      outcome_ = outcome_text(*outcome);
+      return true;
+    }
+    return false;
+  };
+  while (!stop.stop_requested()) {
+    if (!client) {
+      auto connected = store::Client::connect(settings_for(job));
+      if (!connected) return;  // the store is gone: the end, if any, was missed
+      client.emplace(std::move(*connected));
+    }
+    if (!round) {
+      auto latest = read_sealed(*client, published, rendezvous::keys::latest());
+      std::optional<std::int64_t> number = latest ? strings::parse_int(*latest) : std::nullopt;
+      if (!number || *number < 0) {
+        std::this_thread::sleep_for(k_wait);
+        continue;
+      }
+      round = static_cast<std::uint64_t>(*number);
+      if (outcome_in(rendezvous::keys::round(*round))) return;
+    }
+    // The next round's message, read the moment it comes: another round, or the job's end
+    // (after which the agents, and with them the store, go at once).
+    std::string following = rendezvous::keys::round(*round + 1);
+    if (client->wait({following}, k_wait)) {
+      if (outcome_in(following)) return;
+      ++*round;
+    } else if (!client->check({following})) {
+      client.reset();
+    }
+  }
+}
 
 Expected<NodeStatusReader> NodeStatusReader::connect(const doctor::RegisteredJob& job) {
   GANGRUN_TRY_ASSIGN(client, store::Client::connect(settings_for(job)));

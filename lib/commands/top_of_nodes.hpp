@@ -17,8 +17,11 @@
 #include "store/client.hpp"
 #include "util/error.hpp"
 
+#include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
+#include <thread>
 
 namespace gangrun::commands {
 
@@ -33,6 +36,22 @@ struct TopReading {
   std::optional<TopView> view;
   // Set when the job has ended: how ("exit code 0", "exit code 1: rank 3 on node 1 ... failed").
   std::optional<std::string> ended;
+};
+
+// How the job ended, as the coordinator publishes it, watched on a thread
+// and a store connection of its own, so that top can say it even when the
+// agents are gone before its next frame.
+class JobEndWatch {
+ public:
+  explicit JobEndWatch(const doctor::RegisteredJob& job);
+  // "exit code 0", ...; nullopt while the job runs (or its end was not seen).
+  std::optional<std::string> outcome() const;
+
+ private:
+  void watch(const std::stop_token& stop, doctor::RegisteredJob job);
+  mutable std::mutex mutex_;
+  std::optional<std::string> outcome_;
+  std::jthread thread_;  // last: stopped and joined before the rest goes
 };
 
 class NodeStatusReader {

@@ -35,8 +35,6 @@ STOPPED_RANK = 2
 class TopOfTwoNodes(harness.GangrunTestCase):
     def setUp(self):
         super().setUp()
-        self.pid_dir = self.path("pids")
-        os.makedirs(self.pid_dir)
         self.silence = self.path("silence")
         self.end = self.path("end")
         # A socket's path has at most 107 bytes.
@@ -57,14 +55,16 @@ class TopOfTwoNodes(harness.GangrunTestCase):
         if self.tmux_started:
             self.tmux("kill-server", check=False)
 
-    def start_pane(self, command):
-        """A detached 80x24 session running COMMAND under sh; the shell stays (cat) once it ends."""
+    def start_pane(self, session, command):
+        """A detached 80x24 session SESSION running COMMAND under sh; the shell stays (cat) once
+        it ends. One server for the test: its shutdown and a new start race on a busy machine."""
         script = f"{command}; echo \"top exited $?\"; stty -a; exec cat"
-        self.tmux("-f", "/dev/null", "new-session", "-d", "-x", "80", "-y", "24", "sh", "-c", script)
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", "sh", "-c", script)
         self.tmux_started = True
+        self.session = session
 
     def capture(self):
-        return self.tmux("capture-pane", "-p").stdout
+        return self.tmux("capture-pane", "-p", "-t", self.session).stdout
 
     def wait_pane(self, predicate, what):
         """The pane's text once PREDICATE(text) holds; fails with the last capture."""
@@ -89,11 +89,15 @@ class TopOfTwoNodes(harness.GangrunTestCase):
                                            self.silence, self.end])
 
     def wait_pids(self, agents):
+        def read(name):
+            with open(os.path.join(self.pid_dir, name)) as pid:
+                return int(pid.read())
+
         def all_there():
             names = [n for n in os.listdir(self.pid_dir) if n.isdigit()]
             if any(a.poll() is not None for a in agents.values()):
                 return "ended"
-            return {int(n): int(open(os.path.join(self.pid_dir, n)).read()) for n in names} \
+            return {int(n): read(n) for n in names} \
                 if len(names) == WORLD else None
         pids = harness.wait_for(all_there, EVENT_TIMEOUT, f"{WORLD} worker pid files")
         self.assertNotEqual(pids, "ended", "an agent ended before its workers started")
@@ -128,7 +132,7 @@ class TopOfTwoNodes(harness.GangrunTestCase):
         print(f"\ntop --json read both nodes in {snapshot['read_seconds'] * 1000:.1f} ms")
 
         # The live view in an 80x24 tmux pane.
-        self.start_pane(f"{harness.GANGRUN} top --pid {second.pid}")
+        self.start_pane("live", f"{harness.GANGRUN} top --pid {second.pid}")
         frame = self.wait_pane(lambda text: len(self.rows(text)) == WORLD, "a frame with every rank")
         self.frames.append(("every rank running", frame))
 
@@ -160,7 +164,7 @@ class TopOfTwoNodes(harness.GangrunTestCase):
 
             # q: top ends, the terminal comes back as it was.
             self.tmux("send-keys", "q")
-            after = self.wait_pane(lambda text: "top exited" in text, "top to exit after q")
+            after = self.wait_pane(lambda text: "top exited" in text and "baud" in text, "top to exit after q")
             self.assertIn("top exited 0", after)
             self.assertNotIn("gangrun top  run", after, "the frame is still on the shell's screen")
             self.assertRegex(after, r"(?<!-)\bicanon\b", "canonical mode not restored")
@@ -169,14 +173,13 @@ class TopOfTwoNodes(harness.GangrunTestCase):
             os.kill(pids[STOPPED_RANK], signal.SIGCONT)
 
         # The job's end ends top, which says how it ended.
-        self.tmux("kill-server", check=False)
-        self.start_pane(f"{harness.GANGRUN} top --pid {second.pid}")
+        self.start_pane("end", f"{harness.GANGRUN} top --pid {second.pid}")
         self.wait_pane(lambda text: len(self.rows(text)) == WORLD, "a frame before the end")
         with open(self.end, "w"):
             pass
         results = static_nodes.finish(self, agents)
         ended = self.wait_pane(lambda text: "top exited" in text, "top to exit at the job's end")
-        self.assertIn("gangrun top: the job ended", ended)
+        self.assertIn("gangrun top: the job ended: exit code 0", ended)
         self.assertIn("top exited 0", ended)
         for node, result in results.items():
             self.assertEqual(result.returncode, 0, f"agent of node {node}:{result.describe()}")
@@ -199,6 +202,14 @@ class TopOfTwoNodes(harness.GangrunTestCase):
         self.env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET, GANGRUN_CUDA_LIBRARY=fake_cuda,
                                      FAKE_CUDA_MACHINE=self.path("cuda.json"), GANGRUN_NVML_LIBRARY=fake_nvml,
                                      FAKE_NVML_MACHINE=nvml)
+        def write_nvml(processes_of):
+            gpus = [{"uuid": uuids[i], "utilization": 30 + 40 * i, "memory_total": 85899345920,
+                     "memory_used": 3 << 30, "processes": processes_of(i)} for i in range(2)]
+            with open(nvml + ".tmp", "w") as out:
+                json.dump({"gpus": gpus}, out)
+            os.replace(nvml + ".tmp", nvml)
+        # The driver is there before the job, its GPUs idle of the job's processes.
+        write_nvml(lambda i: [])
         job = static_nodes.StaticJob(self, len(COUNTS), env=self.env)
         agents = job.start_all(lambda node: ["--nproc_per_node", COUNTS[node], "--visible-devices", "per-rank",
                                              "--python", TEST_PYTHON, WORKER,
@@ -206,20 +217,21 @@ class TopOfTwoNodes(harness.GangrunTestCase):
         pids = self.wait_pids(agents)
         # Both nodes share this host's two GPUs: local rank L of each node has GPU L. Rank 0 and
         # 1 (node 0) hold 1 GiB and 2 GiB; the GPUs are 30% and 70% busy.
-        gpus = [{"uuid": uuids[i], "utilization": 30 + 40 * i, "memory_total": 85899345920,
-                 "memory_used": 3 << 30, "processes": [{"pid": pids[i], "memory": (i + 1) << 30},
-                                                       {"pid": pids[2 + i], "memory": 512 << 20}]}
-                for i in range(2)]
-        with open(nvml + ".tmp", "w") as out:
-            json.dump({"gpus": gpus}, out)
-        os.replace(nvml + ".tmp", nvml)
+        write_nvml(lambda i: [{"pid": pids[i], "memory": (i + 1) << 30}, {"pid": pids[2 + i], "memory": 512 << 20}])
+
+        last = {}
 
         def gpu_frame():
             once = self.top(agents[1], "--once")
+            last["frame"] = once.stdout + once.stderr
             rows = self.rows(once.stdout) if once.returncode == 0 else {}
             return once.stdout if len(rows) == WORLD and all(" 30 " in rows[r] or " 70 " in rows[r]
                                                              for r in rows) else None
-        frame = harness.wait_for(gpu_frame, EVENT_TIMEOUT, "a frame with every rank's GPU")
+        try:
+            frame = harness.wait_for(gpu_frame, EVENT_TIMEOUT, "a frame with every rank's GPU", interval=0.2)
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n--- the last frame ---\n{last.get('frame')}\n"
+                                 f"{self.top(agents[1], '--json').stdout}") from None
         self.assertIn("GPU%", frame)
         rows = self.rows(frame)
         self.assertRegex(rows[0], r" 30 +1\.0G ", frame)
