@@ -80,6 +80,7 @@ const std::map<std::string, std::string>& sample_values() {
       {"dry_run", "true"},
       {"json", "true"},
       {"report", "/tmp/report.json"},
+      {"metrics_addr", ":9400"},
       {"config", "/tmp/job.json"},
       {"verbose", "2"},
       {"quiet", "true"},
