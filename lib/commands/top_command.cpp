@@ -28,6 +28,8 @@ constexpr std::chrono::milliseconds k_answers_limit{800};
 // A frame's reading is tried again this often while no round runs, for so long.
 constexpr std::chrono::milliseconds k_between_rounds_retry{200};
 constexpr std::chrono::seconds k_between_rounds_limit{30};
+// How long the job's gone agent leaves top to read how it ended.
+constexpr std::chrono::milliseconds k_last_words_limit{2000};
 
 std::string clock_text() {
   std::time_t now = std::time(nullptr);
@@ -100,7 +102,7 @@ Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
       if (!reading) return tl::unexpected(reading.error());
       if (reading->ended) {
         // The coordinator's words, when its watch saw them, say more than "gone".
-        ended = end_watch.outcome().value_or(*reading->ended);
+        ended = end_watch.outcome_within(k_last_words_limit).value_or(*reading->ended);
         break;
       }
       ScreenSize size = terminal_size().value_or(ScreenSize{});

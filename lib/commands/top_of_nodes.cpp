@@ -107,7 +107,18 @@ store::ClientSettings settings_for(const doctor::RegisteredJob& job) {
 }  // namespace
 
 JobEndWatch::JobEndWatch(const doctor::RegisteredJob& job)
-    : thread_([this, job](const std::stop_token& stop) { watch(stop, job); }) {}
+    : thread_([this, job](const std::stop_token& stop) {
+        watch(stop, job);
+        std::lock_guard lock(mutex_);
+        finished_ = true;
+        over_.notify_all();
+      }) {}
+
+std::optional<std::string> JobEndWatch::outcome_within(std::chrono::milliseconds limit) const {
+  std::unique_lock lock(mutex_);
+  over_.wait_for(lock, limit, [this] { return finished_; });
+  return outcome_;
+}
 
 std::optional<std::string> JobEndWatch::outcome() const {
   std::lock_guard lock(mutex_);

@@ -17,6 +17,7 @@
 #include "store/client.hpp"
 #include "util/error.hpp"
 
+#include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -46,11 +47,17 @@ class JobEndWatch {
   explicit JobEndWatch(const doctor::RegisteredJob& job);
   // "exit code 0", ...; nullopt while the job runs (or its end was not seen).
   std::optional<std::string> outcome() const;
+  // The outcome once the watch is over (it saw the end, or the store went),
+  // waiting for it at most `limit`: the agents may be gone a moment before
+  // the watch has read the coordinator's last words.
+  std::optional<std::string> outcome_within(std::chrono::milliseconds limit) const;
 
  private:
   void watch(const std::stop_token& stop, doctor::RegisteredJob job);
   mutable std::mutex mutex_;
+  mutable std::condition_variable over_;
   std::optional<std::string> outcome_;
+  bool finished_ = false;
   std::jthread thread_;  // last: stopped and joined before the rest goes
 };
 
