@@ -90,25 +90,48 @@ FrameSize size_for_print() {
   return {.width = 80, .height = 0};
 }
 
+// One reading at a time, so that q is read between them: while no round
+// runs (or the store does not answer) the last frame stays, with a line
+// that says why, for at most k_between_rounds_limit.
 Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
   std::optional<std::string> ended;
   JobEndWatch end_watch(job);
   {
     TerminalScreen screen;
     std::optional<TopView> before;
+    std::optional<Clock::time_point> failing_since;
     for (;;) {
       const Clock::time_point next_frame = Clock::now() + k_frame_interval;
-      auto reading = next_reading(reader, job);
-      if (!reading) return tl::unexpected(reading.error());
-      if (reading->ended) {
+      auto reading = reader.read(k_answers_limit);
+      if (!reading && !agent_alive(job))
+        reading = TopReading{.view = std::nullopt, .ended = gone_text(job)};
+      ScreenSize size = terminal_size().value_or(ScreenSize{});
+      const FrameSize frame{.width = size.columns, .height = size.rows};
+      if (!reading) {
+        if (!failing_since) failing_since = Clock::now();
+        if (Clock::now() - *failing_since > k_between_rounds_limit) {
+          return fail(reading.error().code(), "top: " + reading.error().message());
+        }
+        if (reading.error().code() != ErrorCode::io) (void)reader.reconnect();
+        std::vector<std::string> lines = before ? frame_lines(*before, nullptr, frame, clock_text())
+                                                : std::vector<std::string>{};
+        lines.insert(lines.begin(), std::string("waiting: ") + reading.error().message());
+        if (frame.height > 0 && static_cast<int>(lines.size()) > frame.height) {
+          lines.resize(static_cast<std::size_t>(frame.height));
+        }
+        for (std::string& line : lines)
+          line = line.substr(0, static_cast<std::size_t>(frame.width));
+        screen.draw(joined(lines));
+      } else if (reading->ended) {
         // The coordinator's words, when its watch saw them, say more than "gone".
         ended = end_watch.outcome_within(k_last_words_limit).value_or(*reading->ended);
         break;
+      } else {
+        failing_since.reset();
+        screen.draw(
+            joined(frame_lines(*reading->view, before ? &*before : nullptr, frame, clock_text())));
+        before = std::move(reading->view);
       }
-      ScreenSize size = terminal_size().value_or(ScreenSize{});
-      screen.draw(joined(frame_lines(*reading->view, before ? &*before : nullptr,
-                                     {.width = size.columns, .height = size.rows}, clock_text())));
-      before = std::move(reading->view);
       TerminalScreen::Event event = screen.wait_until(next_frame);
       if (event == TerminalScreen::Event::quit) break;
       if (auto outcome = end_watch.outcome()) {
