@@ -180,7 +180,7 @@ _gangrun()
     local i=1 mode=launch
     if ((cword > 1)); then
         case ${words[1]} in
-            devices | preflight | stacks | report | store | completion) mode=${words[1]} i=2 ;;
+            devices | preflight | stacks | top | report | store | completion) mode=${words[1]} i=2 ;;
         esac
     fi
     case $mode in
@@ -474,7 +474,7 @@ _gangrun()
                 --quiet -q --color --version --help -h'
                 COMPREPLY=($(compgen -W "$options" -- "$cur"))
             elif [[ $mode == launch ]]; then
-                ((cword == 1)) && COMPREPLY=($(compgen -W 'devices preflight stacks report store completion' -- "$cur"))
+                ((cword == 1)) && COMPREPLY=($(compgen -W 'devices preflight stacks top report store completion' -- "$cur"))
                 _gangrun_program
             fi
             ;;

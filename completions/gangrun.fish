@@ -15,7 +15,7 @@ function __gangrun_where
         return
     end
     set -l mode launch
-    if contains -- $words[1] devices preflight stacks report store completion
+    if contains -- $words[1] devices preflight stacks top report store completion
         set mode $words[1]
         set -e words[1]
     end
@@ -236,6 +236,7 @@ complete -c gangrun -n '__gangrun_at first options program' -f -a '(__gangrun_pr
 complete -c gangrun -n '__gangrun_at first' -f -a devices -d 'list the accelerators and the masks a launch would give'
 complete -c gangrun -n '__gangrun_at first' -f -a preflight -d 'check that the nodes of a launch can run it, in seconds'
 complete -c gangrun -n '__gangrun_at first' -f -a stacks -d 'print every rank\'s stack of a running job'
+complete -c gangrun -n '__gangrun_at first' -f -a top -d 'a live view of a running job\'s ranks'
 complete -c gangrun -n '__gangrun_at first' -f -a report -d 'draw a finished run\'s report.html again'
 complete -c gangrun -n '__gangrun_at first' -f -a store -d 'operate a TCP store'
 complete -c gangrun -n '__gangrun_at first' -f -a completion -d 'print a shell completion script'

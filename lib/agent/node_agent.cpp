@@ -6,6 +6,7 @@
 #include "agent/interpreter_probe.hpp"
 #include "agent/node_link.hpp"
 #include "agent/node_status_source.hpp"
+#include "agent/rank_gpus.hpp"
 #include "agent/rendezvous_setup.hpp"
 #include "agent/restart_policy.hpp"
 #include "agent/round_record.hpp"
@@ -26,6 +27,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
@@ -126,6 +128,9 @@ class NodeAgent {
         io_, *spawner_, plan_, *gang_, [this] { stop_hung(); },
         link_ ? std::optional(doctor_link_settings(plan_, link_->agent_id())) : std::nullopt,
         store_.get());
+    // `gangrun top` asks through the store for the same snapshot.
+    gpus_ = gpu_sampler_for(plan_);
+    doctor_->serve_status([this] { return observe::to_json(node_status()).dump(); });
     signals_.emplace(io_, plan_.teardown_signals,
                      SignalHandlers{.teardown = [this](int signal) { on_teardown_signal(signal); },
                                     .child_ended = [this] { reap_strays(); },
@@ -158,12 +163,14 @@ class NodeAgent {
   }
 
   observe::NodeStatus node_status() const {
-    return collect_node_status({.plan = plan_,
-                                .state = state_,
-                                .counters = counters_,
-                                .gang = *gang_,
-                                .doctor = *doctor_,
-                                .store = store_.get()});
+    observe::NodeStatus status = collect_node_status({.plan = plan_,
+                                                      .state = state_,
+                                                      .counters = counters_,
+                                                      .gang = *gang_,
+                                                      .doctor = *doctor_,
+                                                      .store = store_.get()});
+    add_gpu_usage(status, gpus_.get(), plan_);
+    return status;
   }
 
   NodeLinkEvents link_events() {
@@ -397,6 +404,7 @@ class NodeAgent {
   std::optional<doctor::GangDoctor::NodeRound> node_round_;
   std::optional<AgentSignals> signals_;
   AgentCounters counters_;
+  std::unique_ptr<accel::GpuSampler> gpus_;          // a job with CUDA GPUs (rank_gpus.hpp)
   std::unique_ptr<observe::MetricsServer> metrics_;  // --metrics-addr
   std::optional<NodeLink> link_;                     // many nodes only
 

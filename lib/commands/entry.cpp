@@ -7,6 +7,7 @@
 #include "commands/stacks_command.hpp"
 #include "commands/store_command.hpp"
 #include "commands/text_commands.hpp"
+#include "commands/top_command.hpp"
 #include "config/cli.hpp"
 #include "launch/job_secret.hpp"
 #include "logging/logging.hpp"
@@ -47,6 +48,9 @@ Expected<int> dispatch(const config::Command& command, const EnvMap& env) {
           },
           [&](const config::StacksRequest& request) {
             return commands::run_stacks_command(request, env);
+          },
+          [&](const config::TopRequest& request) {
+            return commands::run_top_command(request, env);
           },
           [](const config::ReportRequest& request) {
             return commands::run_report_command(request);

@@ -56,40 +56,6 @@ std::optional<uid_t> owner_of(long pid) {
   return info.st_uid;
 }
 
-Expected<doctor::RegisteredJob> choose_job(const std::vector<doctor::RegisteredJob>& jobs,
-                                           const config::StacksRequest& request) {
-  std::vector<doctor::RegisteredJob> chosen;
-  for (const doctor::RegisteredJob& job : jobs) {
-    bool wanted = request.pid       ? job.pid == *request.pid
-                  : request.run_id  ? job.run_id == *request.run_id
-                  : request.log_dir ? in_log_dir(job, *request.log_dir)
-                                    : true;
-    if (wanted) chosen.push_back(job);
-  }
-  if (chosen.size() == 1) return chosen.front();
-  const bool asked = request.pid || request.run_id || request.log_dir;
-  if (request.pid && chosen.empty()) {
-    if (auto owner = owner_of(*request.pid); owner && *owner != ::getuid()) {
-      return fail_usage(fmt::format(
-          "stacks: pid {} is a process of another user (uid {}): only that user (or root) may "
-          "read its ranks' stacks; run gangrun stacks as that user",
-          *request.pid, *owner));
-    }
-  }
-  if (chosen.empty() && jobs.empty()) {
-    return fail_usage("stacks: no gangrun job of this user runs on this host");
-  }
-  if (chosen.empty()) {
-    return fail_usage(
-        "stacks: none of this user's gangrun jobs on this host is the one asked for; "
-        "they are:" +
-        list_of(jobs));
-  }
-  return fail_usage(std::string("stacks: ") +
-                    (asked ? "several jobs match" : "several gangrun jobs of this user run here") +
-                    "; name one with --pid:" + list_of(chosen));
-}
-
 doctor::RankStacks read_rank(const doctor::JobWorker& worker, const doctor::RegisteredJob& job,
                              const std::optional<std::string>& tool, bool native,
                              const EnvMap& env) {
@@ -143,6 +109,41 @@ Expected<std::vector<doctor::RankStacks>> read_this_host(const config::StacksReq
 }
 
 }  // namespace
+
+Expected<doctor::RegisteredJob> choose_job(const std::vector<doctor::RegisteredJob>& jobs,
+                                           const config::StacksRequest& request,
+                                           const std::string& command) {
+  std::vector<doctor::RegisteredJob> chosen;
+  for (const doctor::RegisteredJob& job : jobs) {
+    bool wanted = request.pid       ? job.pid == *request.pid
+                  : request.run_id  ? job.run_id == *request.run_id
+                  : request.log_dir ? in_log_dir(job, *request.log_dir)
+                                    : true;
+    if (wanted) chosen.push_back(job);
+  }
+  if (chosen.size() == 1) return chosen.front();
+  const bool asked = request.pid || request.run_id || request.log_dir;
+  if (request.pid && chosen.empty()) {
+    if (auto owner = owner_of(*request.pid); owner && *owner != ::getuid()) {
+      return fail_usage(fmt::format(
+          "{}: pid {} is a process of another user (uid {}): only that user (or root) may "
+          "read its ranks' {}; run gangrun {} as that user",
+          command, *request.pid, *owner, command == "stacks" ? "stacks" : "status", command));
+    }
+  }
+  if (chosen.empty() && jobs.empty()) {
+    return fail_usage(command + ": no gangrun job of this user runs on this host");
+  }
+  if (chosen.empty()) {
+    return fail_usage(command +
+                      ": none of this user's gangrun jobs on this host is the one asked for; "
+                      "they are:" +
+                      list_of(jobs));
+  }
+  return fail_usage(command + ": " +
+                    (asked ? "several jobs match" : "several gangrun jobs of this user run here") +
+                    "; name one with --pid:" + list_of(chosen));
+}
 
 Expected<int> run_stacks_command(const config::StacksRequest& request, const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(job, choose_job(doctor::running_jobs(env), request));

@@ -6,10 +6,17 @@
 #pragma once
 
 #include "config/cli.hpp"
+#include "doctor/job_registry.hpp"
 #include "util/env.hpp"
 #include "util/error.hpp"
 
 namespace gangrun::commands {
+
+// The job that --run-id, --pid or --log-dir names among those running
+// here, or the only one; errors begin with `command` ("stacks", "top").
+Expected<doctor::RegisteredJob> choose_job(const std::vector<doctor::RegisteredJob>& jobs,
+                                           const config::StacksRequest& request,
+                                           const std::string& command = "stacks");
 
 Expected<int> run_stacks_command(const config::StacksRequest& request, const EnvMap& env);
 

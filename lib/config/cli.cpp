@@ -215,6 +215,49 @@ Expected<Command> stacks_command(const std::vector<std::string>& args) {
   return request;
 }
 
+constexpr const char* k_top_help =
+    "usage: gangrun top [--run-id ID | --pid PID | --log-dir DIR] [--once] [--json]\n"
+    "\n"
+    "A live view of a job of several nodes running on this host, refreshed every second: per rank\n"
+    "its node, pid, state, CPU%, memory, the age of its last output, steps/s, GPU use, restarts\n"
+    "and the doctor's marks (hung, stopped, slow). q quits.\n"
+    "\n"
+    "  --run-id ID        the job with this run id (--rdzv-id)\n"
+    "  --pid PID          the job whose gangrun has this pid\n"
+    "  --log-dir DIR      the job whose logs are in DIR (its --log-dir, or the run's own)\n"
+    "                     without any of the three: the only job of this user on this host\n"
+    "  --once             print one frame and exit (plain text when not on a terminal)\n"
+    "  --json             print every node's snapshot as one JSON object and exit\n";
+
+// gangrun top [OPTIONS]: the job as for stacks, and how to show it.
+Expected<Command> top_command(const std::vector<std::string>& args) {
+  TopRequest request;
+  std::vector<std::string> job_words;
+  for (const std::string& arg : args) {
+    std::string word = arg;
+    std::replace(word.begin(), word.end(), '_', '-');
+    if (word == "--help" || word == "-h") return TextOutput{k_top_help};
+    if (word == "--once" || word == "--json") {
+      (word == "--once" ? request.once : request.json) = true;
+    } else if (word == "--native" || word.starts_with("--stack-tool")) {
+      return fail_usage("top: unknown argument " + strings::quoted(arg) +
+                        " (see gangrun top --help)");
+    } else {
+      job_words.push_back(arg);
+    }
+  }
+  auto job = stacks_command(job_words);
+  if (!job) {
+    std::string message = job.error().message();
+    if (message.starts_with("stacks: ")) message = "top: " + message.substr(8);
+    std::size_t help = message.find("gangrun stacks --help");
+    if (help != std::string::npos) message.replace(help, 21, "gangrun top --help");
+    return fail_usage(message);
+  }
+  request.job = std::get<StacksRequest>(*job);
+  return request;
+}
+
 constexpr const char* k_report_help =
     "usage: gangrun report RUN_DIR\n"
     "\n"
@@ -256,6 +299,8 @@ Expected<Command> parse_command_line(int argc, const char* const* argv, const En
     switch (subcommand->id) {
       case Subcommand::stacks:
         return stacks_command(args);
+      case Subcommand::top:
+        return top_command(args);
       case Subcommand::report:
         return report_command(args);
       case Subcommand::store:

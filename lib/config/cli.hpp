@@ -45,6 +45,14 @@ struct StacksRequest {
   std::optional<std::string> stack_tool;
 };
 
+// gangrun top [--run-id ID | --pid PID | --log-dir DIR] [--once] [--json]:
+// the job is chosen as for stacks (its fields of `job` only).
+struct TopRequest {
+  StacksRequest job;
+  bool once = false;  // one frame, then exit
+  bool json = false;  // one snapshot of every node as JSON, then exit
+};
+
 // gangrun report RUN_DIR: draw the run's report.html again.
 struct ReportRequest {
   std::string run_dir;
@@ -78,7 +86,8 @@ struct TextOutput {
 
 // What the command line asked for.
 using Command =
-    std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest, ReportRequest,
+    std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest, TopRequest,
+                 ReportRequest,
                  StoreRequest, CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
 
 // Parses argv (argv[0] is the program name) and layers every option value:

@@ -19,7 +19,7 @@ namespace gangrun::config {
 // ---- subcommands ---------------------------------------------------------------
 
 // A first word that names a subcommand; any other first word starts a launch.
-enum class Subcommand { devices, preflight, stacks, report, store, completion };
+enum class Subcommand { devices, preflight, stacks, top, report, store, completion };
 
 struct SubcommandSpec {
   Subcommand id;
@@ -32,7 +32,7 @@ struct SubcommandSpec {
   std::string_view manual;     // the paragraph of gangrun(1)
 };
 
-// devices, preflight, stacks, report, store, completion: in the order every document lists them.
+// devices, preflight, stacks, top, report, store, completion: in the order every document lists them.
 const std::vector<SubcommandSpec>& subcommand_table();
 
 // The subcommand an exact word names; nullptr for any other word.

@@ -82,25 +82,29 @@ Expected<T> parse(const std::string& text, const char* what, Read read) {
 }  // namespace
 
 std::string to_json(const NodeRequest& request) {
-  return json{{"why", request.why == NodeRequest::Why::hang ? "hang" : "asked"},
-              {"silent_for_s", request.silent_for_s},
-              {"ask", request.ask_id}}
-      .dump();
+  const char* why = request.why == NodeRequest::Why::hang     ? "hang"
+                    : request.why == NodeRequest::Why::status ? "status"
+                                                              : "asked";
+  return json{{"why", why}, {"silent_for_s", request.silent_for_s}, {"ask", request.ask_id}}.dump();
 }
 
 Expected<NodeRequest> node_request_from_json(const std::string& text) {
   return parse<NodeRequest>(text, "stack request", [](const json& object) {
     std::string why = text_of(object, "why", 16);
-    if (why != "hang" && why != "asked") invalid("why is neither hang nor asked");
+    if (why != "hang" && why != "asked" && why != "status") {
+      invalid("why is none of hang, asked and status");
+    }
     const json& silent = object.at("silent_for_s");
     // Only for a message: no number here decides anything, but it reaches the terminal.
     constexpr double k_a_year_s = 365.0 * 24 * 3600;
     if (!silent.is_number() || !(silent.get<double>() >= 0) || silent.get<double>() > k_a_year_s) {
       invalid("silent_for_s is not a number of seconds between 0 and a year");
     }
-    return NodeRequest{.why = why == "hang" ? NodeRequest::Why::hang : NodeRequest::Why::asked,
-                       .silent_for_s = silent.get<double>(),
-                       .ask_id = text_of(object, "ask", 64)};
+    NodeRequest::Why kind = why == "hang"     ? NodeRequest::Why::hang
+                            : why == "status" ? NodeRequest::Why::status
+                                              : NodeRequest::Why::asked;
+    return NodeRequest{
+        .why = kind, .silent_for_s = silent.get<double>(), .ask_id = text_of(object, "ask", 64)};
   });
 }
 

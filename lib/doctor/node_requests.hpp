@@ -10,6 +10,9 @@
 //                                                     so an older one written again is ignored
 //   gangrun/run/doctor/answer/<round>/<n>/<agent>      a node's reading of request n, in the
 //                                                     report's form
+//   gangrun/run/doctor/status/<round>/<n>/<agent>      a node's snapshot for request n of kind
+//                                                     status (observe/node_status.hpp: JSON),
+//                                                     for `gangrun top`: no stack is read
 //
 // The requests themselves (a NodeRequest each) are numbered and published by
 // the rendezvous' coordinator, which alone writes them
@@ -37,16 +40,20 @@ inline std::string silence(std::uint64_t round, const std::string& agent) {
 inline std::string answer(std::uint64_t round, std::int64_t number, const std::string& agent) {
   return prefix() + "answer/" + std::to_string(round) + "/" + std::to_string(number) + "/" + agent;
 }
+inline std::string status(std::uint64_t round, std::int64_t number, const std::string& agent) {
+  return prefix() + "status/" + std::to_string(round) + "/" + std::to_string(number) + "/" + agent;
+}
 
 }  // namespace node_keys
 
 // Why every node reads its ranks: the lead found the whole gang silent
 // (then every node acts on --on-hang once all have answered), or someone ran
-// `gangrun stacks`.
+// `gangrun stacks`; or `gangrun top` asked for every node's snapshot
+// (status: answered under node_keys::status, no stack read).
 // A node acts on no request: the lead stops the gang for a hang on its own
 // reading of the silences, and the other nodes only answer.
 struct NodeRequest {
-  enum class Why { hang, asked };
+  enum class Why { hang, asked, status };
   Why why = Why::asked;
   double silent_for_s = 0;  // a hang's, for the message
   std::string ask_id;       // the asker's own id for it (rendezvous/keys.hpp: doctor_ask)

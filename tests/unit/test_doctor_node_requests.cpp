@@ -28,6 +28,12 @@ TEST_CASE("a node's request and answer read back as they were written", "[doctor
   CHECK(request->why == NodeRequest::Why::hang);
   CHECK(request->silent_for_s == 3.5);
   CHECK(request->ask_id == "ab12");
+  // gangrun top's kind, which the agents answer with their snapshot.
+  auto status = node_request_from_json(
+      to_json(NodeRequest{.why = NodeRequest::Why::status, .silent_for_s = 0, .ask_id = "cd34"}));
+  REQUIRE(status);
+  CHECK(status->why == NodeRequest::Why::status);
+  CHECK_FALSE(node_request_from_json(R"({"why":"dance","ask":"x","silent_for_s":0})"));
   // A silence reaches the terminal: a number of seconds within reason, or nothing.
   for (const char* silence : {"-1", "1e300", "\"999\""}) {
     CHECK_FALSE(node_request_from_json(std::string(R"({"why":"hang","ask":"x","silent_for_s":)") +

@@ -202,6 +202,13 @@ void DoctorLink::answer(std::int64_t number, const doctor::NodeAnswer& answer) {
       key, answers_.seal(key, doctor::to_json(answer)), [](const Expected<void>&) {}, k_short);
 }
 
+void DoctorLink::answer_status(std::int64_t number, const std::string& status_json) {
+  if (!round_) return;
+  std::string key = doctor::node_keys::status(*round_, number, settings_.agent_id);
+  writer().set(
+      key, answers_.seal(key, status_json), [](const Expected<void>&) {}, k_short);
+}
+
 void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
                          std::function<void(ByAgent<doctor::NodeAnswer>)> done) {
   if (!round_) return;

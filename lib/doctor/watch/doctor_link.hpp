@@ -57,6 +57,8 @@ class DoctorLink {
   // ask's id, which the request carries (NodeRequest::ask_id).
   std::string ask(doctor::NodeRequest request);
   void answer(std::int64_t number, const doctor::NodeAnswer& answer);
+  // A status request's answer: this node's snapshot as JSON (`gangrun top`).
+  void answer_status(std::int64_t number, const std::string& status_json);
   // Every member's answer to request `number`, once all are in or `limit`
   // has passed.
   void collect(std::int64_t number, std::chrono::milliseconds limit,

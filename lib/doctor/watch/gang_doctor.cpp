@@ -31,6 +31,11 @@ GangDoctor::GangDoctor(boost::asio::io_context& io, supervise::Spawner& spawner,
   if (nodes) {
     link_ = std::make_unique<DoctorLink>(
         io, std::move(*nodes), [this](std::int64_t number, const doctor::NodeRequest& request) {
+          // A snapshot, no stack: cheap enough to answer every second.
+          if (request.why == NodeRequest::Why::status) {
+            if (status_json_) link_->answer_status(number, status_json_());
+            return;
+          }
           hang_->on_node_request(number, request);
         });
   }

@@ -92,6 +92,11 @@ class GangDoctor {
   std::set<pid_t> supervisor_pids() const;
   // Every watch's marks now (hang, stragglers), for the node's snapshot.
   LiveMarks marks() const;
+  // Across nodes: what answers `gangrun top`'s status requests (the node's
+  // snapshot as JSON); until it is given, they go unanswered.
+  void serve_status(std::function<std::string()> status_json) {
+    status_json_ = std::move(status_json);
+  }
 
   // What the doctor adds to every worker's environment in the round whose
   // directory is attempt_path, every watch's (Watch::worker_env): the named
@@ -124,6 +129,7 @@ class GangDoctor {
   StartWatch* start_ = nullptr;              // among watches_ (--hang-timeout or --start-timeout)
   std::optional<SilenceExchange> silences_;  // several nodes and --hang-timeout
   std::function<void(Findings)> after_reading_;  // round_ended's `then`, while a reading runs
+  std::function<std::string()> status_json_;     // serve_status's
   // Several nodes. Last, so that it goes first: its handlers call the parts above.
   std::unique_ptr<DoctorLink> link_;
 };
