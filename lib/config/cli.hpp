@@ -85,10 +85,9 @@ struct TextOutput {
 };
 
 // What the command line asked for.
-using Command =
-    std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest, TopRequest,
-                 ReportRequest,
-                 StoreRequest, CompletionRequest, HelpRequest, VersionRequest, TextOutput>;
+using Command = std::variant<LaunchRequest, DevicesRequest, PreflightRequest, StacksRequest,
+                             TopRequest, ReportRequest, StoreRequest, CompletionRequest,
+                             HelpRequest, VersionRequest, TextOutput>;
 
 // Parses argv (argv[0] is the program name) and layers every option value:
 // command line > GANGRUN_<OPTION> in env > PET_<OPTION> in env > the JSON file

@@ -32,7 +32,8 @@ struct SubcommandSpec {
   std::string_view manual;     // the paragraph of gangrun(1)
 };
 
-// devices, preflight, stacks, top, report, store, completion: in the order every document lists them.
+// devices, preflight, stacks, top, report, store, completion: in the order every document lists
+// them.
 const std::vector<SubcommandSpec>& subcommand_table();
 
 // The subcommand an exact word names; nullptr for any other word.
