@@ -27,6 +27,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -141,8 +142,28 @@ class NodeAgent {
             register_job(plan_, record_.log_dir,
                          metrics_ ? std::optional(metrics_->endpoint()) : std::nullopt)) {
       registration_.emplace(std::move(*registered));
+      if (!plan_.multi_node) write_status_while_wanted();
     }
     return {};
+  }
+
+  // A job of one node has no store request for `gangrun top`: its snapshot
+  // goes to a file beside the job's entry (doctor/job_registry.hpp) every
+  // second while top wants it. A job of several nodes answers through the
+  // store only, one path each.
+  void write_status_while_wanted() {
+    if (registration_->status_wanted()) {
+      if (auto written = registration_->write_status(
+              observe::to_json(node_status())
+                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+          !written) {
+        spdlog::debug("{}", written.error().describe());
+      }
+    }
+    status_timer_.expires_after(std::chrono::seconds(1));
+    status_timer_.async_wait([this](const boost::system::error_code& error) {
+      if (!error && state_ != AgentState::done) write_status_while_wanted();
+    });
   }
 
   // --metrics-addr: /metrics and /healthz on this loop, from the node's
@@ -407,6 +428,7 @@ class NodeAgent {
   std::unique_ptr<accel::GpuSampler> gpus_;          // a job with CUDA GPUs (rank_gpus.hpp)
   std::unique_ptr<observe::MetricsServer> metrics_;  // --metrics-addr
   std::optional<NodeLink> link_;                     // many nodes only
+  asio::steady_timer status_timer_{io_};             // one node: the snapshot for top
 
   bool failed_here_ = false;            // this round's root cause is one of ours
   bool stopped_for_round_end_ = false;  // this round was stopped because another node ended it

@@ -4,6 +4,7 @@
 #include "commands/terminal_screen.hpp"
 #include "commands/top_frame.hpp"
 #include "commands/top_of_nodes.hpp"
+#include "commands/top_of_one_node.hpp"
 #include "util/strings.hpp"
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <memory>
 #include <thread>
 
 namespace gangrun::commands {
@@ -58,7 +60,7 @@ std::string gone_text(const doctor::RegisteredJob& job) {
 // The next view, tried again (bounded) while no round runs or the store
 // does not answer; `ended` set when the job is over: the coordinator says
 // how it ended, or its agent is gone.
-Expected<TopReading> next_reading(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
+Expected<TopReading> next_reading(FrameReader& reader, const doctor::RegisteredJob& job) {
   const Clock::time_point give_up = Clock::now() + k_between_rounds_limit;
   for (;;) {
     auto reading = reader.read(k_answers_limit);
@@ -86,16 +88,20 @@ int print_end(const std::string& ended) {
 }
 
 FrameSize size_for_print() {
-  if (auto size = terminal_size()) return {.width = size->columns, .height = size->rows};
-  return {.width = 80, .height = 0};
+  if (auto size = terminal_size()) {
+    return {.width = size->columns, .height = size->rows, .interactive = false};
+  }
+  return {.width = 80, .height = 0, .interactive = false};
 }
 
 // One reading at a time, so that q is read between them: while no round
 // runs (or the store does not answer) the last frame stays, with a line
 // that says why, for at most k_between_rounds_limit.
-Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
+Expected<int> live(FrameReader& reader, const doctor::RegisteredJob& job) {
   std::optional<std::string> ended;
-  JobEndWatch end_watch(job);
+  // A job of one node has no store to watch: its end is its agent's.
+  std::optional<JobEndWatch> end_watch;
+  if (job.nodes) end_watch.emplace(job);
   {
     TerminalScreen screen;
     std::optional<TopView> before;
@@ -124,7 +130,8 @@ Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
         screen.draw(joined(lines));
       } else if (reading->ended) {
         // The coordinator's words, when its watch saw them, say more than "gone".
-        ended = end_watch.outcome_within(k_last_words_limit).value_or(*reading->ended);
+        ended = end_watch ? end_watch->outcome_within(k_last_words_limit).value_or(*reading->ended)
+                          : *reading->ended;
         break;
       } else {
         failing_since.reset();
@@ -134,7 +141,7 @@ Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
       }
       TerminalScreen::Event event = screen.wait_until(next_frame);
       if (event == TerminalScreen::Event::quit) break;
-      if (auto outcome = end_watch.outcome()) {
+      if (auto outcome = end_watch ? end_watch->outcome() : std::nullopt) {
         ended = std::move(outcome);
         break;
       }
@@ -148,13 +155,17 @@ Expected<int> live(NodeStatusReader& reader, const doctor::RegisteredJob& job) {
 
 Expected<int> run_top_command(const config::TopRequest& request, const EnvMap& env) {
   GANGRUN_TRY_ASSIGN(job, choose_job(doctor::running_jobs(env), request.job, "top"));
-  if (!job->nodes) {
-    return fail_usage(
-        "top: the job (pid " + std::to_string(job->pid) +
-        ") runs on one node, which has no store request for its agent to answer; gangrun top "
-        "reads jobs of several nodes (--nnodes above 1 or a host list) for now");
+  // One path each: a job of several nodes answers through its store, every
+  // node alike; a job of one node, which has none for top, through its
+  // agent's file (top_of_one_node.hpp).
+  std::unique_ptr<FrameReader> reader;
+  if (job->nodes) {
+    GANGRUN_TRY_ASSIGN(connected, NodeStatusReader::connect(*job));
+    reader = std::make_unique<NodeStatusReader>(std::move(*connected));
+  } else {
+    GANGRUN_TRY_ASSIGN(dir, doctor::registry_dir(env));
+    reader = std::make_unique<OneNodeStatusReader>(*job, doctor::entry_files(*dir, job->pid));
   }
-  GANGRUN_TRY_ASSIGN(reader, NodeStatusReader::connect(*job));
   if (request.json) {
     const Clock::time_point asked = Clock::now();
     GANGRUN_TRY_ASSIGN(reading, next_reading(*reader, *job));

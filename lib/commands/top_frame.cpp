@@ -161,11 +161,10 @@ std::vector<std::string> frame_lines(const TopView& now, const TopView* before, 
 
   std::vector<std::string> lines;
   lines.push_back(
-      clip(fmt::format("gangrun top  run {}  {} node{}, {} rank{}, {} restart{}  {}  "
-                       "(q quits)",
+      clip(fmt::format("gangrun top  run {}  {} node{}, {} rank{}, {} restart{}  {}{}",
                        ascii(now.run_id), now.nodes.size(), now.nodes.size() == 1 ? "" : "s",
                        rows.size(), rows.size() == 1 ? "" : "s", restarts, restarts == 1 ? "" : "s",
-                       clock),
+                       clock, size.interactive ? "  (q quits)" : ""),
            width));
   int hung = 0, stopped_count = 0, slow = 0;
   for (const Row& row : rows) {

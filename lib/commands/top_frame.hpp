@@ -29,7 +29,8 @@ std::optional<double> cpu_percent(const observe::RankStatus& before, double befo
 
 struct FrameSize {
   int width = 80;
-  int height = 24;  // 0: no limit (--once to a file or a pipe)
+  int height = 24;          // 0: no limit (--once to a file or a pipe)
+  bool interactive = true;  // the live view, which q quits; not --once
 };
 
 // The frame's lines, none longer than size.width and, with a height, no

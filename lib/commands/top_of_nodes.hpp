@@ -61,15 +61,26 @@ class JobEndWatch {
   std::jthread thread_;  // last: stopped and joined before the rest goes
 };
 
-class NodeStatusReader {
+// A frame's reading: from the store on a job of several nodes (below), from
+// the agent's file on a job of one (top_of_one_node.hpp).
+class FrameReader {
+ public:
+  virtual ~FrameReader() = default;
+  // One frame; fails with ErrorCode::io while there is none to read yet.
+  virtual Expected<TopReading> read(std::chrono::milliseconds limit) = 0;
+  // Again, after a reading that failed otherwise.
+  virtual Expected<void> reconnect() = 0;
+};
+
+class NodeStatusReader final : public FrameReader {
  public:
   static Expected<NodeStatusReader> connect(const doctor::RegisteredJob& job);
   // One frame: the running round's nodes asked and their answers read
   // (those that do not answer within limit are named unanswered). Fails
   // with ErrorCode::io while no round runs (starting, between rounds).
-  Expected<TopReading> read(std::chrono::milliseconds limit);
+  Expected<TopReading> read(std::chrono::milliseconds limit) override;
   // A new connection to the job's store, after one that failed.
-  Expected<void> reconnect();
+  Expected<void> reconnect() override;
 
  private:
   NodeStatusReader(doctor::RegisteredJob job, store::Client client)

@@ -218,7 +218,7 @@ Expected<Command> stacks_command(const std::vector<std::string>& args) {
 constexpr const char* k_top_help =
     "usage: gangrun top [--run-id ID | --pid PID | --log-dir DIR] [--once] [--json]\n"
     "\n"
-    "A live view of a job of several nodes running on this host, refreshed every second: per rank\n"
+    "A live view of a job running on this host, refreshed every second: per rank\n"
     "its node, pid, state, CPU%, memory, the age of its last output, steps/s, GPU use, restarts\n"
     "and the doctor's marks (hung, stopped, slow). q quits.\n"
     "\n"

@@ -59,11 +59,12 @@ const std::vector<SubcommandSpec>& subcommand_table() {
        .arguments = "[--run-id ID|--pid PID|--log-dir DIR] [--once] [--json]",
        .summary = "a live view of a running job's ranks",
        .help_note = "gangrun top --help",
-       .manual = "Shows every rank of a job of several nodes running on this host, refreshed "
+       .manual = "Shows every rank of a job running on this host, refreshed "
                  "every second: its node, pid, state, CPU%, resident memory, the age of its last "
                  "output, steps/s where the straggler watch measures it, GPU utilisation and "
                  "memory where NVML is there, restarts, and the marks for hung, stopped and slow "
-                 "ranks. Every node's agent answers through the job's store. q quits; --once "
+                 "ranks. Every node's agent answers through the job's store; on one node, through "
+                 "a file beside the job's registry entry. q quits; --once "
                  "prints one frame, --json one snapshot. The job is chosen as for stacks. See "
                  "'gangrun top --help'."},
       {.id = Subcommand::report,

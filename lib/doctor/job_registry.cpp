@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,15 +133,22 @@ namespace {
 
 // The entries of agents that are gone (killed, so that they could not remove
 // their own), and the half-written files of writers that are gone. A pid
-// reused since is told apart by its start time.
+// reused since is told apart by its start time. An entry's snapshot and
+// wanted file go with it.
 void prune(const std::string& dir) {
   std::error_code error;
+  std::vector<fs::path> companions;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename();
     std::size_t digits = name.find_first_not_of("0123456789");
     if (digits == 0 || digits == std::string::npos) continue;
     std::string rest = name.substr(digits);
-    if (rest != ".json" && rest != ".json.partial") continue;
+    if (rest != ".json" && rest != ".json.partial") {
+      if (rest == ".status.json" || rest == ".status.json.partial" || rest == ".wanted") {
+        companions.push_back(entry.path());
+      }
+      continue;
+    }
     pid_t pid = 0;
     try {
       pid = static_cast<pid_t>(std::stol(name.substr(0, digits)));
@@ -157,38 +165,84 @@ void prune(const std::string& dir) {
     }
     if (gone) ::unlink(entry.path().c_str());
   }
+  for (const fs::path& companion : companions) {
+    const std::string name = companion.filename();
+    fs::path entry = companion.parent_path() / (name.substr(0, name.find('.')) + ".json");
+    if (!fs::exists(entry, error)) ::unlink(companion.c_str());
+  }
 }
 
-}  // namespace
-
-Expected<Registration> Registration::create(const EnvMap& env, const RegisteredJob& job) {
-  GANGRUN_TRY_ASSIGN(dir, registry_dir(env));
-  prune(*dir);
-  std::string path = *dir + "/" + std::to_string(job.pid) + ".json";
+Expected<void> write_whole(const std::string& path, const std::string& text) {
   std::string partial = path + ".partial";
   {
     std::ofstream out(partial, std::ios::trunc);
     // It may hold the stacks key (derived from the job's secret, good for
-    // asking for stacks only): this user's alone, as its directory.
+    // asking for stacks only), a snapshot the program's command line: this
+    // user's alone, as its directory.
     ::chmod(partial.c_str(), 0600);
-    // The program's name need not be UTF-8: json_text writes U+FFFD for such bytes, where
-    // dump() would throw.
-    out << report::json_text(to_json(job), -1) << "\n";
+    out << text;
     if (!out) return fail(ErrorCode::io, "cannot write " + partial + ": " + std::strerror(errno));
   }
   // Readers never see half a file.
   if (::rename(partial.c_str(), path.c_str()) != 0) {
     return fail(ErrorCode::io, "cannot write " + path + ": " + std::strerror(errno));
   }
-  return Registration(std::move(path));
+  return {};
 }
 
-Registration::Registration(Registration&& other) noexcept : path_(std::move(other.path_)) {
-  other.path_.clear();
+}  // namespace
+
+EntryFiles entry_files(const std::string& dir, pid_t agent_pid) {
+  const std::string stem = dir + "/" + std::to_string(agent_pid);
+  return {.entry = stem + ".json", .status = stem + ".status.json", .wanted = stem + ".wanted"};
+}
+
+Expected<void> want_status(const std::string& wanted_path) {
+  int fd = ::open(wanted_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return fail(ErrorCode::io, "cannot touch " + wanted_path + ": " + std::strerror(errno));
+  int touched = ::futimens(fd, nullptr);
+  int touch_errno = errno;
+  ::close(fd);
+  if (touched != 0) {
+    return fail(ErrorCode::io, "cannot touch " + wanted_path + ": " + std::strerror(touch_errno));
+  }
+  return {};
+}
+
+Expected<Registration> Registration::create(const EnvMap& env, const RegisteredJob& job) {
+  GANGRUN_TRY_ASSIGN(dir, registry_dir(env));
+  prune(*dir);
+  EntryFiles files = entry_files(*dir, job.pid);
+  // The program's name need not be UTF-8: json_text writes U+FFFD for such bytes, where
+  // dump() would throw.
+  GANGRUN_TRY(write_whole(files.entry, report::json_text(to_json(job), -1) + "\n"));
+  return Registration(std::move(files));
+}
+
+Registration::Registration(Registration&& other) noexcept : files_(std::move(other.files_)) {
+  other.files_ = {};
 }
 
 Registration::~Registration() {
-  if (!path_.empty()) ::unlink(path_.c_str());
+  if (files_.entry.empty()) return;
+  ::unlink(files_.entry.c_str());
+  ::unlink(files_.status.c_str());
+  ::unlink(files_.wanted.c_str());
+}
+
+bool Registration::status_wanted() const {
+  struct stat info {};
+  if (::stat(files_.wanted.c_str(), &info) != 0) return false;
+  auto touched = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::seconds(info.st_mtim.tv_sec) +
+          std::chrono::nanoseconds(info.st_mtim.tv_nsec)));
+  return std::chrono::system_clock::now() - touched < k_status_wanted_for;
+}
+
+Expected<void> Registration::write_status(const std::string& json_text) const {
+  return write_whole(files_.status, json_text);
 }
 
 std::optional<long long> process_start_ticks(pid_t pid) {

@@ -13,6 +13,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,23 @@ struct RegisteredJob {
 // The directory, made if needed; an error says why it cannot be used.
 Expected<std::string> registry_dir(const EnvMap& env);
 
+// The files of one agent's entry in the directory. A job of one node has no
+// store for `gangrun top` to ask through: top touches `wanted` at every
+// frame, and while it is under k_status_wanted_for old the agent writes its
+// snapshot (observe/node_status.hpp's JSON) to `status` every second. Both
+// go with the entry.
+struct EntryFiles {
+  std::string entry;   // <pid>.json
+  std::string status;  // <pid>.status.json
+  std::string wanted;  // <pid>.wanted
+};
+EntryFiles entry_files(const std::string& dir, pid_t agent_pid);
+
+inline constexpr std::chrono::seconds k_status_wanted_for{5};
+
+// Marks the agent's snapshot as wanted now (made 0600 if need be).
+Expected<void> want_status(const std::string& wanted_path);
+
 // Registers this process's job until the returned entry is destroyed.
 class Registration {
  public:
@@ -60,9 +78,16 @@ class Registration {
   Registration& operator=(const Registration&) = delete;
   ~Registration();
 
+  // Whether `gangrun top` touched the wanted file within
+  // k_status_wanted_for: one stat, so asking costs next to nothing while
+  // nobody watches.
+  bool status_wanted() const;
+  // Writes the snapshot whole (a temporary file renamed over it), 0600.
+  Expected<void> write_status(const std::string& json_text) const;
+
  private:
-  explicit Registration(std::string path) : path_(std::move(path)) {}
-  std::string path_;
+  explicit Registration(EntryFiles files) : files_(std::move(files)) {}
+  EntryFiles files_;
 };
 
 // The jobs whose agents still run, oldest first.

@@ -32,7 +32,9 @@ STOPPED_RANK = 2
 
 
 @unittest.skipUnless(shutil.which("tmux"), "needs tmux")
-class TopOfTwoNodes(harness.GangrunTestCase):
+class TopInTmux(harness.GangrunTestCase):
+    """A tmux server of the test's own, and what both jobs' tests read."""
+
     def setUp(self):
         super().setUp()
         self.silence = self.path("silence")
@@ -78,17 +80,7 @@ class TopOfTwoNodes(harness.GangrunTestCase):
         except AssertionError as error:
             raise AssertionError(f"{error}\n--- the pane ---\n{last['text']}") from None
 
-    # ---- the job --------------------------------------------------------------------------
-
-    def start_job(self):
-        job = static_nodes.StaticJob(self, len(COUNTS))
-        py_spy = os.path.join(os.path.dirname(harness.PEER_PYTHON), "py-spy")
-        extra = ["--stack-tool", py_spy] if os.path.exists(py_spy) else []
-        return job.start_all(lambda node: ["--nproc_per_node", COUNTS[node], "--hang-timeout", 2, "--on-hang",
-                                           "report", *extra, "--python", TEST_PYTHON, WORKER, self.pid_dir,
-                                           self.silence, self.end])
-
-    def wait_pids(self, agents):
+    def wait_pids(self, agents, world=WORLD):
         def read(name):
             with open(os.path.join(self.pid_dir, name)) as pid:
                 return int(pid.read())
@@ -98,8 +90,8 @@ class TopOfTwoNodes(harness.GangrunTestCase):
             if any(a.poll() is not None for a in agents.values()):
                 return "ended"
             return {int(n): read(n) for n in names} \
-                if len(names) == WORLD else None
-        pids = harness.wait_for(all_there, EVENT_TIMEOUT, f"{WORLD} worker pid files")
+                if len(names) == world else None
+        pids = harness.wait_for(all_there, EVENT_TIMEOUT, f"{world} worker pid files")
         self.assertNotEqual(pids, "ended", "an agent ended before its workers started")
         return pids
 
@@ -115,6 +107,18 @@ class TopOfTwoNodes(harness.GangrunTestCase):
             if match and "gangrun top" not in line:
                 rows[int(match.group(1))] = line
         return rows
+
+
+class TopOfTwoNodes(TopInTmux):
+    # ---- the job --------------------------------------------------------------------------
+
+    def start_job(self):
+        job = static_nodes.StaticJob(self, len(COUNTS))
+        py_spy = os.path.join(os.path.dirname(harness.PEER_PYTHON), "py-spy")
+        extra = ["--stack-tool", py_spy] if os.path.exists(py_spy) else []
+        return job.start_all(lambda node: ["--nproc_per_node", COUNTS[node], "--hang-timeout", 2, "--on-hang",
+                                           "report", *extra, "--python", TEST_PYTHON, WORKER, self.pid_dir,
+                                           self.silence, self.end])
 
     def test_top_shows_every_rank_and_the_marks_in_80_columns_and_q_restores_the_terminal(self):
         self.env = harness.clean_env()
@@ -255,6 +259,55 @@ class TopOfTwoNodes(harness.GangrunTestCase):
             for what, text in self.frames:
                 frames.write(f"\n## {what}\n\n")
                 frames.write("\n".join(line.rstrip() for line in text.rstrip("\n").splitlines()) + "\n")
+
+
+class TopOfOneNode(TopInTmux):
+    """A job of one node has no store request for top to write: while top wants it (a file it
+    touches every frame), the agent writes its snapshot beside its registry entry every second.
+    --json, --once and the live view show every rank; both files go with the job."""
+
+    def test_top_of_a_job_of_one_node_shows_every_rank(self):
+        ranks = 3
+        runtime = self.path("runtime")
+        os.mkdir(runtime, 0o700)
+        self.env = harness.clean_env(XDG_RUNTIME_DIR=runtime)
+        agent = self.start(["--nproc_per_node", ranks, "--python", TEST_PYTHON, WORKER, self.pid_dir,
+                            self.silence, self.end], env=self.env)
+        pids = self.wait_pids({0: agent}, world=ranks)
+        entry = os.path.join(runtime, "gangrun", str(agent.pid))
+        self.assertFalse(os.path.exists(entry + ".status.json"), "a snapshot nobody asked for")
+
+        done = self.top(agent, "--json")
+        self.assertEqual(done.returncode, 0, done.stderr)
+        snapshot = json.loads(done.stdout)
+        self.assertEqual(len(snapshot["nodes"]), 1, snapshot)
+        self.assertEqual({rank["rank"]: rank["pid"] for rank in snapshot["nodes"][0]["ranks"]}, pids, snapshot)
+        print(f"\ntop --json read the node's file in {snapshot['read_seconds'] * 1000:.1f} ms")
+        self.assertEqual(os.stat(entry + ".status.json").st_mode & 0o777, 0o600)
+
+        once = self.top(agent, "--once")
+        self.assertEqual(once.returncode, 0, once.stderr)
+        self.assertNotIn("\x1b", once.stdout)
+        self.assertNotIn("q quits", once.stdout, "--once reads no key")
+        self.assertIn("1 node, 3 ranks", once.stdout)
+        rows = self.rows(once.stdout)
+        self.assertEqual(sorted(rows), list(range(ranks)), once.stdout)
+        for rank, pid in pids.items():
+            self.assertIn(f" {pid} ", rows[rank], once.stdout)
+
+        self.start_pane("live", f"XDG_RUNTIME_DIR={runtime} {harness.GANGRUN} top --pid {agent.pid}")
+        frame = self.wait_pane(lambda text: len(self.rows(text)) == ranks, "a frame with every rank")
+        self.assertIn("(q quits)", frame)
+        self.tmux("send-keys", "q")
+        after = self.wait_pane(lambda text: "top exited" in text and "baud" in text, "top to exit after q")
+        self.assertIn("top exited 0", after)
+
+        with open(self.end, "w"):
+            pass
+        result = self.finish(agent)
+        self.assertEqual(result.returncode, 0, result.describe())
+        for gone in (".json", ".status.json", ".wanted"):
+            self.assertFalse(os.path.exists(entry + gone), f"{entry + gone} outlived its job")
 
 
 if __name__ == "__main__":

@@ -107,6 +107,11 @@ TEST_CASE("top frame fits 80 columns with every column and shows the marks", "[t
   auto first = frame_lines(now, nullptr, {.width = 80, .height = 24}, "12:00:00");
   CHECK(first[2].find("GPU%") == std::string::npos);
   CHECK(fits(first, 80));
+  CHECK(first[0].find("(q quits)") != std::string::npos);
+  // --once prints a frame that no key quits.
+  auto printed =
+      frame_lines(now, nullptr, {.width = 80, .height = 0, .interactive = false}, "12:00:00");
+  CHECK(printed[0].find("q quits") == std::string::npos);
 }
 
 TEST_CASE("top frame cuts long node names and narrow terminals", "[top]") {

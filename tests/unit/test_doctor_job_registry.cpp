@@ -14,6 +14,8 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 using namespace gangrun::doctor;
 using Catch::Matchers::Contains;
@@ -77,6 +79,8 @@ TEST_CASE("registering removes the files of agents that are gone, and holds no s
                 ", \"start_ticks\": 1, \"run_id\": \"stale\", \"host\": \"h\", \"log_dir\": null, "
                 "\"program\": \"p\", \"interpreter\": null}\n");
   dir.write("gangrun/" + gone + ".json.partial", "{");
+  dir.write("gangrun/" + gone + ".status.json", "{}");
+  dir.write("gangrun/" + gone + ".wanted", "");
   dir.write("gangrun/notes.txt", "kept: not an agent's file");
   RegisteredJob me{.pid = ::getpid(),
                    .start_ticks = process_start_ticks(::getpid()).value(),
@@ -92,6 +96,8 @@ TEST_CASE("registering removes the files of agents that are gone, and holds no s
   std::filesystem::path registry = dir.path() / "gangrun";
   CHECK_FALSE(std::filesystem::exists(registry / (gone + ".json")));
   CHECK_FALSE(std::filesystem::exists(registry / (gone + ".json.partial")));
+  CHECK_FALSE(std::filesystem::exists(registry / (gone + ".status.json")));
+  CHECK_FALSE(std::filesystem::exists(registry / (gone + ".wanted")));
   CHECK(std::filesystem::exists(registry / "notes.txt"));
   std::vector<RegisteredJob> jobs = running_jobs(env);
   REQUIRE(jobs.size() == 1);
@@ -171,4 +177,40 @@ TEST_CASE("a worker has reached the store when it holds a connection to the stor
   CHECK(connected_to_port({41, 42}, 29500, proc.path()) == std::set<long>{41});
   CHECK(connected_to_port({41, 42}, 80, proc.path()) == std::set<long>{42});
   CHECK(connected_to_port({43}, 29500, proc.path()).empty());  // gone
+}
+
+TEST_CASE(
+    "a registered agent writes its snapshot only while top wants it, and both files go with it",
+    "[doctor]") {
+  TempDir dir;
+  gangrun::EnvMap env{{"XDG_RUNTIME_DIR", dir.path()}};
+  RegisteredJob me{.pid = ::getpid(),
+                   .start_ticks = process_start_ticks(::getpid()).value(),
+                   .run_id = "job9",
+                   .host = "node0",
+                   .program = "train.py"};
+  EntryFiles files = entry_files((dir.path() / "gangrun").string(), ::getpid());
+  {
+    auto registered = Registration::create(env, me);
+    REQUIRE(registered);
+    CHECK(files.entry ==
+          (dir.path() / "gangrun" / (std::to_string(::getpid()) + ".json")).string());
+    CHECK_FALSE(registered->status_wanted());
+    REQUIRE(want_status(files.wanted));
+    CHECK(registered->status_wanted());
+    REQUIRE(registered->write_status("{\"run_id\": \"job9\"}"));
+    std::ifstream written(files.status);
+    std::string text((std::istreambuf_iterator<char>(written)), std::istreambuf_iterator<char>());
+    CHECK(text == "{\"run_id\": \"job9\"}");
+    CHECK((std::filesystem::status(files.status).permissions() & std::filesystem::perms::all) ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    // Wanted a while ago: top has gone.
+    std::filesystem::last_write_time(files.wanted, std::filesystem::file_time_type::clock::now() -
+                                                       k_status_wanted_for -
+                                                       std::chrono::seconds(1));
+    CHECK_FALSE(registered->status_wanted());
+  }
+  CHECK_FALSE(std::filesystem::exists(files.entry));
+  CHECK_FALSE(std::filesystem::exists(files.status));
+  CHECK_FALSE(std::filesystem::exists(files.wanted));
 }
