@@ -68,7 +68,7 @@ std::string marks_of(const observe::RankStatus& rank) {
   std::string marks;
   auto add = [&](const char* mark) { marks += (marks.empty() ? "" : " ") + std::string(mark); };
   if (rank.hung) add("HUNG");
-  if (stopped(rank)) add("STOPPED");
+  if (stopped(rank)) add("STOP");
   if (rank.slow) add("SLOW");
   if (rank.state == observe::RankState::zombie) add("ended");
   return marks;
@@ -188,7 +188,7 @@ std::vector<std::string> frame_lines(const TopView& now, const TopView* before, 
   columns.push_back({"RST", 3, true});
   int fixed = 0;
   for (const Column& column : columns) fixed += column.width + 1;
-  constexpr int k_marks_width = 12;  // "HUNG STOPPED", "HUNG SLOW"
+  constexpr int k_marks_width = 14;  // "HUNG STOP SLOW": every mark at 80 columns
   std::size_t longest_node = 4;
   for (const Row& row : rows) longest_node = std::max(longest_node, row.node->node.size());
   const int node_width =

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <map>
 #include <set>
 
@@ -94,6 +95,14 @@ struct Coordinator::Impl {
   std::optional<Signer> stacks_signer;
   // The gang doctor's requests of the running round (keys::doctor_ask).
   std::int64_t doctor_requests = 0;
+  // The latest requests' keys, oldest first, to delete once they are
+  // k_doctor_requests_kept behind.
+  struct NumberedAsk {
+    std::uint64_t round = 0;
+    std::int64_t number = 0;
+    std::string ask_id;
+  };
+  std::deque<NumberedAsk> kept_requests;
   // Asks it may still take at once: a burst, refilled a few a second.
   double doctor_ask_budget = k_doctor_ask_burst;
   Clock::time_point doctor_budget_at = Clock::now();
@@ -370,9 +379,9 @@ struct Coordinator::Impl {
     }
     // The coordinator publishes what it takes in its own name, into its
     // reserve of the store: without a secret, anyone's ask, so each is bounded
-    // (a request is a few dozen bytes) and so is their number in a round.
+    // (a request is a few dozen bytes), and only the latest requests' keys
+    // stay (keys::k_doctor_requests_kept), at most 2 new ones a second.
     constexpr std::size_t k_max_ask_bytes = 1024;
-    constexpr std::int64_t k_max_requests_per_round = 10000;
     if (value.size() > k_max_ask_bytes) {
       return reject(from, fmt::format("a stack request of {} bytes (at most {})", value.size(),
                                       k_max_ask_bytes));
@@ -380,10 +389,6 @@ struct Coordinator::Impl {
     auto message = signer.open(key, value);
     if (!message && stacks_signer) message = stacks_signer->open(key, value);
     if (!message) return reject(from, message.error().message());
-    if (doctor_requests >= k_max_requests_per_round) {
-      return reject(
-          from, fmt::format("a stack request past the {} of this round", k_max_requests_per_round));
-    }
     if (!round || round->end || round->plan.round != *where.round) {
       return reject(
           from, fmt::format("a stack request for round {}, which is not running", *where.round));
@@ -399,6 +404,15 @@ struct Coordinator::Impl {
     std::int64_t number = ++doctor_requests;
     publish(keys::doctor_request(*where.round, number), *message);
     publish(keys::doctor_asked(where.agent), std::to_string(number));
+    // The ask has become the request; the asker waits for doctor_asked only.
+    server.unpublish(key);
+    kept_requests.push_back({.round = *where.round, .number = number, .ask_id = where.agent});
+    while (static_cast<std::int64_t>(kept_requests.size()) > settings.doctor_requests_kept) {
+      const NumberedAsk& old = kept_requests.front();
+      server.unpublish(keys::doctor_request(old.round, old.number));
+      server.unpublish(keys::doctor_asked(old.ask_id));
+      kept_requests.pop_front();
+    }
   }
 
   // The run id of a join that this job's secret sealed for another run id:

@@ -31,6 +31,7 @@
 // keeps at least MIN nodes (one restart), else exit 3; growing costs none.
 #pragma once
 
+#include "rendezvous/keys.hpp"
 #include "rendezvous/messages.hpp"
 #include "store/server.hpp"
 
@@ -67,6 +68,8 @@ struct CoordinatorSettings {
   std::string run_id;       // --rdzv_id: an agent of another job is turned away
   std::string master_addr;  // what workers dial: the store's address and port
   std::string master_port;
+  // How many of the gang doctor's latest requests keep their keys.
+  std::int64_t doctor_requests_kept = keys::k_doctor_requests_kept;
 };
 
 class Coordinator {

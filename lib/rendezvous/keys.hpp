@@ -86,6 +86,13 @@ inline std::string doctor_request(std::uint64_t round, std::int64_t number) {
   return std::string(k_doctor_prefix) + "request/" + std::to_string(round) + "/" +
          std::to_string(number);
 }
+// A request's keys (and the nodes' answers to it) stay in the store while it
+// is among the latest this many: the coordinator deletes its own keys of
+// request n - k_doctor_requests_kept when it numbers request n, and each node
+// its answer to it when it answers n. At the coordinator's 2 requests a
+// second that is 32 s, more than any asker waits for answers, so the store
+// holds a bounded number of them however long `gangrun top` stays open.
+inline constexpr std::int64_t k_doctor_requests_kept = 64;
 
 // The keys only the coordinator writes (through store::Server::publish).
 inline std::vector<std::string> coordinator_only_prefixes() {

@@ -925,6 +925,14 @@ struct Server::Impl {
     }
   }
 
+  void unpublish(const std::string& key) {
+    if (!is_run_wide(key)) return;
+    Effects effects;
+    spaces.handle(spaces.join(), 0, Dialect::validated, make_request(Op::delete_key, {key}),
+                  effects, Writer{.account = nullptr, .trusted = true});
+    for (auto& [waiter_id, bytes] : effects.wakeups) send(waiter_id, bytes);
+  }
+
   bool backed_up(const Connection& connection) const {
     return connection.pending_reply_bytes() >= settings.limits.max_pending_reply_bytes;
   }
@@ -1102,6 +1110,8 @@ void Server::disconnect(ConnectionId id, const std::string& reason) {
 void Server::publish(const std::string& key, const std::string& value) {
   impl_->publish(key, value);
 }
+
+void Server::unpublish(const std::string& key) { impl_->unpublish(key); }
 
 std::optional<std::chrono::steady_clock::time_point> Server::last_round_request() const {
   return impl_->last_round_request;

@@ -192,6 +192,9 @@ class Server {
   // do not apply: this is how their keys are written. Written as a protected
   // connection's would be: from the reserve, never refused for bytes.
   void publish(const std::string& key, const std::string& value);
+  // Deletes a run-wide key as a client's DELETE_KEY would, whoever wrote it
+  // (the coordinator's keys, and the asks it has taken); others are ignored.
+  void unpublish(const std::string& key);
 
   // Marks connection `id` as a node agent's (the rendezvous' coordinator
   // learns its agents' connections from ServerEvents::run_key_set): the

@@ -140,11 +140,11 @@ class TopOfTwoNodes(TopInTmux):
         frame = self.wait_pane(lambda text: len(self.rows(text)) == WORLD, "a frame with every rank")
         self.frames.append(("every rank running", frame))
 
-        # Rank 2 stopped, then every rank silent: STOPPED on rank 2, then HUNG on all.
+        # Rank 2 stopped, then every rank silent: STOP on rank 2, then HUNG on all.
         os.kill(pids[STOPPED_RANK], signal.SIGSTOP)
         try:
-            frame = self.wait_pane(lambda text: "STOPPED" in self.rows(text).get(STOPPED_RANK, ""),
-                                   "rank 2 marked STOPPED")
+            frame = self.wait_pane(lambda text: "STOP" in self.rows(text).get(STOPPED_RANK, ""),
+                                   "rank 2 marked STOP")
             self.frames.append(("rank 2 stopped (SIGSTOP)", frame))
             with open(self.silence, "w"):
                 pass
@@ -152,7 +152,7 @@ class TopOfTwoNodes(TopInTmux):
                                    and len(self.rows(text)) == WORLD, "every rank marked HUNG")
             self.frames.append(("the gang hung (--on-hang report), rank 2 still stopped", frame))
             rows = self.rows(frame)
-            self.assertIn("HUNG STOPPED", rows[STOPPED_RANK], frame)
+            self.assertIn("HUNG STOP", rows[STOPPED_RANK], frame)
             self.assertIn("marks: 4 hung, 1 stopped", frame)
             for line in frame.splitlines():
                 self.assertLessEqual(len(line), 80, line)
@@ -163,7 +163,7 @@ class TopOfTwoNodes(TopInTmux):
             once = self.top(second, "--once")
             self.assertEqual(once.returncode, 0, once.stderr)
             self.assertNotIn("\x1b", once.stdout)
-            self.assertIn("HUNG STOPPED", self.rows(once.stdout)[STOPPED_RANK], once.stdout)
+            self.assertIn("HUNG STOP", self.rows(once.stdout)[STOPPED_RANK], once.stdout)
             self.frames.append(("gangrun top --once, to a pipe", once.stdout))
 
             # q: top ends, the terminal comes back as it was.

@@ -126,7 +126,12 @@ TEST_CASE("top frame cuts long node names and narrow terminals", "[top]") {
     CHECK(lines[3].find('~') != std::string::npos);  // the node's name, cut
   }
   auto wide = frame_lines(now, nullptr, {.width = 80, .height = 24}, "12:00:00");
-  CHECK(wide[3].find("HUNG STOPPED") != std::string::npos);
+  CHECK(wide[3].find("HUNG STOP") != std::string::npos);
+  // All three marks fit 80 columns beside a long node name.
+  now.nodes[0].ranks[0].slow = true;
+  auto all_marks = frame_lines(now, nullptr, {.width = 80, .height = 24}, "12:00:00");
+  CHECK(fits(all_marks, 80));
+  CHECK(all_marks[3].find("HUNG STOP SLOW") != std::string::npos);
 }
 
 TEST_CASE("top frame with more ranks than rows shows the marked ranks first and counts the rest",

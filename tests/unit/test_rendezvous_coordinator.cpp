@@ -180,6 +180,16 @@ class Cluster {
     return **value;
   }
 
+  // Whether key is in the store now.
+  bool exists(const std::string& key) {
+    auto client = stranger();
+    std::optional<Expected<bool>> found;
+    client->check({key}, [&](Expected<bool> done) { found = std::move(done); });
+    run_until([&] { return found.has_value(); });
+    REQUIRE(*found);
+    return **found;
+  }
+
   // A signer of the job's secret bound to this job's nonce, as an agent's.
   Signer agent_signer() {
     Signer signer(settings_.secret, settings_.run_id);
@@ -747,6 +757,36 @@ TEST_CASE(
                       stacks.seal(keys::doctor_ask(0, "cli"), again)));
   // Number 2: the padded ask before it was not taken.
   CHECK(*signer.open(keys::doctor_asked("cli"), cluster.read(keys::doctor_asked("cli"))) == "2");
+  a.finish_round(true);
+  cluster.run_until([&] { return a.outcome.has_value(); });
+}
+
+TEST_CASE("Only the latest gang doctor's requests keep their keys in the store", "[rendezvous]") {
+  CoordinatorSettings settings = with_secret(static_nodes(1));
+  settings.doctor_requests_kept = 2;
+  Cluster cluster(settings);
+  TestNode& a = cluster.join("a", 1, 0);
+  cluster.run_until([&] { return a.running; });
+  Signer signer = cluster.agent_signer();
+  auto client = cluster.stranger();
+  for (int i = 1; i <= 4; ++i) {
+    std::string id = "ask" + std::to_string(i);
+    std::string request = R"({"why":"status","silent_for_s":0,"ask":")" + id + R"("})";
+    CHECK(cluster.write(*client, keys::doctor_ask(0, id),
+                        signer.seal(keys::doctor_ask(0, id), request)));
+    CHECK(*signer.open(keys::doctor_asked(id), cluster.read(keys::doctor_asked(id))) ==
+          std::to_string(i));
+    // The ask became the request: it is gone at once.
+    CHECK_FALSE(cluster.exists(keys::doctor_ask(0, id)));
+  }
+  // Requests 3 and 4 stay; 1 and 2, and the asks they were, are gone.
+  CHECK_FALSE(cluster.exists(keys::doctor_request(0, 1)));
+  CHECK_FALSE(cluster.exists(keys::doctor_request(0, 2)));
+  CHECK_FALSE(cluster.exists(keys::doctor_asked("ask1")));
+  CHECK_FALSE(cluster.exists(keys::doctor_asked("ask2")));
+  CHECK(cluster.exists(keys::doctor_request(0, 3)));
+  CHECK(cluster.exists(keys::doctor_request(0, 4)));
+  CHECK(cluster.exists(keys::doctor_asked("ask4")));
   a.finish_round(true);
   cluster.run_until([&] { return a.outcome.has_value(); });
 }

@@ -200,6 +200,7 @@ void DoctorLink::answer(std::int64_t number, const doctor::NodeAnswer& answer) {
   std::string key = doctor::node_keys::answer(*round_, number, settings_.agent_id);
   writer().set(
       key, answers_.seal(key, doctor::to_json(answer)), [](const Expected<void>&) {}, k_short);
+  forget_answers_before(number);
 }
 
 void DoctorLink::answer_status(std::int64_t number, const std::string& status_json) {
@@ -207,6 +208,19 @@ void DoctorLink::answer_status(std::int64_t number, const std::string& status_js
   std::string key = doctor::node_keys::status(*round_, number, settings_.agent_id);
   writer().set(
       key, answers_.seal(key, status_json), [](const Expected<void>&) {}, k_short);
+  forget_answers_before(number);
+}
+
+void DoctorLink::forget_answers_before(std::int64_t number) {
+  // This node's answer (of either kind) to the request the coordinator
+  // forgets now (rendezvous/keys.hpp: k_doctor_requests_kept).
+  std::int64_t old = number - rendezvous::keys::k_doctor_requests_kept;
+  if (old < 1) return;
+  for (const std::string& key : {doctor::node_keys::answer(*round_, old, settings_.agent_id),
+                                 doctor::node_keys::status(*round_, old, settings_.agent_id)}) {
+    writer().delete_key(
+        key, [](const Expected<bool>&) {}, k_short);
+  }
 }
 
 void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,

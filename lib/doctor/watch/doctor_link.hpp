@@ -67,6 +67,9 @@ class DoctorLink {
   std::vector<std::string> others() const;
 
  private:
+  // Deletes this node's answer to the request k_doctor_requests_kept before
+  // `number` (rendezvous/keys.hpp), so that answers do not pile up.
+  void forget_answers_before(std::int64_t number);
   store::AsyncClient& writer();
   void wait_for_request(std::uint64_t generation);
   // A silence as stored, if it is believed: well formed and not older than
