@@ -19,6 +19,8 @@ namespace {
 // reaches it (within its wait's 2 s); a loaded node gets some more.
 constexpr std::chrono::seconds k_answers_limit{12};
 
+}  // namespace
+
 Expected<std::string> read_sealed(store::Client& client, const rendezvous::Signer& signer,
                                   const std::string& key) {
   GANGRUN_TRY_ASSIGN(exists, client.check({key}));
@@ -26,8 +28,6 @@ Expected<std::string> read_sealed(store::Client& client, const rendezvous::Signe
   GANGRUN_TRY_ASSIGN(value, client.get(key));
   return signer.open(key, *value);
 }
-
-}  // namespace
 
 Expected<NodesStacks> read_every_node(const doctor::RegisteredJob& job) {
   const doctor::RegisteredJob::Nodes& nodes = *job.nodes;

@@ -7,6 +7,8 @@
 
 #include "doctor/job_registry.hpp"
 #include "doctor/stack_groups.hpp"
+#include "rendezvous/signing.hpp"
+#include "store/client.hpp"
 #include "util/error.hpp"
 
 #include <string>
@@ -19,6 +21,12 @@ struct NodesStacks {
   // "node 1 (host2)" for each node whose agent did not answer in time.
   std::vector<std::string> unanswered;
 };
+
+// A key's value, opened with signer: an error when the key is not in the
+// store or its seal is not the signer's. `gangrun stacks` and top read the
+// coordinator's keys and the nodes' answers so.
+Expected<std::string> read_sealed(store::Client& client, const rendezvous::Signer& signer,
+                                  const std::string& key);
 
 // Fails with ErrorCode::store when the store cannot be reached or no round
 // runs (the job is starting, between rounds, or ending).

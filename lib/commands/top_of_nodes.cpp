@@ -1,5 +1,6 @@
 #include "commands/top_of_nodes.hpp"
 
+#include "commands/stacks_of_nodes.hpp"
 #include "doctor/node_requests.hpp"
 #include "rendezvous/keys.hpp"
 #include "rendezvous/messages.hpp"
@@ -46,14 +47,6 @@ void check_rank(const observe::RankStatus& rank) {
   if (rank.gpu_memory_bytes) {
     check_range(static_cast<double>(*rank.gpu_memory_bytes), 0, 1e15, "gpu_memory_bytes");
   }
-}
-
-Expected<std::string> read_sealed(store::Client& client, const rendezvous::Signer& signer,
-                                  const std::string& key) {
-  GANGRUN_TRY_ASSIGN(exists, client.check({key}));
-  if (!*exists) return fail(ErrorCode::store, key + " is not in the store");
-  GANGRUN_TRY_ASSIGN(value, client.get(key));
-  return signer.open(key, *value);
 }
 
 std::string outcome_text(const rendezvous::JobOutcome& outcome) {
