@@ -26,7 +26,7 @@ using Clock = std::chrono::steady_clock;
 
 // A frame every second: the answers get most of it.
 constexpr std::chrono::milliseconds k_frame_interval{1000};
-constexpr std::chrono::milliseconds k_answers_limit{800};
+constexpr std::chrono::milliseconds k_frame_answers_limit{800};
 // A frame's reading is tried again this often while no round runs, for so long.
 constexpr std::chrono::milliseconds k_between_rounds_retry{200};
 constexpr std::chrono::seconds k_between_rounds_limit{30};
@@ -63,7 +63,7 @@ std::string gone_text(const doctor::RegisteredJob& job) {
 Expected<TopReading> next_reading(FrameReader& reader, const doctor::RegisteredJob& job) {
   const Clock::time_point give_up = Clock::now() + k_between_rounds_limit;
   for (;;) {
-    auto reading = reader.read(k_answers_limit);
+    auto reading = reader.read(k_frame_answers_limit);
     if (reading) return reading;
     if (!agent_alive(job)) return TopReading{.view = std::nullopt, .ended = gone_text(job)};
     if (Clock::now() > give_up)
@@ -108,7 +108,7 @@ Expected<int> live(FrameReader& reader, const doctor::RegisteredJob& job) {
     std::optional<Clock::time_point> failing_since;
     for (;;) {
       const Clock::time_point next_frame = Clock::now() + k_frame_interval;
-      auto reading = reader.read(k_answers_limit);
+      auto reading = reader.read(k_frame_answers_limit);
       if (!reading && !agent_alive(job))
         reading = TopReading{.view = std::nullopt, .ended = gone_text(job)};
       ScreenSize size = terminal_size().value_or(ScreenSize{});
