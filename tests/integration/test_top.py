@@ -44,6 +44,7 @@ class TopInTmux(harness.GangrunTestCase):
         if len(self.socket) > 100:
             self.socket = f"/tmp/gangrun-test-top-{os.getpid()}.sock"
         self.tmux_started = False
+        self.tmux_pid = None  # the server's, once started
         self.frames = []  # (what, text) for FRAMES_OUT
         self.addCleanup(self.stop_tmux)
 
@@ -56,6 +57,13 @@ class TopInTmux(harness.GangrunTestCase):
     def stop_tmux(self):
         if self.tmux_started:
             self.tmux("kill-server", check=False)
+        # By pid too: the socket may be gone with the test's directory by now, and a server
+        # left running would outlive the test.
+        if self.tmux_pid is not None:
+            try:
+                os.kill(self.tmux_pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def start_pane(self, session, command):
         """A detached 80x24 session SESSION running COMMAND under sh; the shell stays (cat) once
@@ -64,6 +72,8 @@ class TopInTmux(harness.GangrunTestCase):
         self.tmux("-f", "/dev/null", "new-session", "-d", "-s", session, "-x", "80", "-y", "24", "sh", "-c", script)
         self.tmux_started = True
         self.session = session
+        if self.tmux_pid is None:
+            self.tmux_pid = int(self.tmux("display-message", "-p", "#{pid}").stdout.strip())
 
     def capture(self):
         return self.tmux("capture-pane", "-p", "-t", self.session).stdout
