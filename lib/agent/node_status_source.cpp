@@ -35,13 +35,14 @@ void read_proc(observe::RankStatus& rank, const std::string& proc_root) {
     default:
       rank.state = observe::RankState::running;
   }
-  static const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
   static const long page_kib = ::sysconf(_SC_PAGESIZE) / 1024;
+  // A line the kernel did not write as documented: the numbers stay 0.
+  std::optional<double> cpu_seconds = doctor::cpu_seconds_of(fields);
+  if (!cpu_seconds) return;
+  rank.cpu_seconds = *cpu_seconds;
   try {
-    rank.cpu_seconds = (std::stod(fields[11]) + std::stod(fields[12])) / ticks;
     rank.rss_kib = std::stol(fields[21]) * page_kib;
   } catch (const std::exception&) {
-    // A line the kernel did not write as documented: the numbers stay 0.
   }
 }
 

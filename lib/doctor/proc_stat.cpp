@@ -25,19 +25,25 @@ std::optional<char> stopped_state(long pid, const std::string& proc_root) {
   return fields[0][0];
 }
 
-std::optional<ProcSample> proc_sample(long pid, const std::string& proc_root) {
-  std::vector<std::string> fields = proc_stat_fields(pid, proc_root);
+std::optional<double> cpu_seconds_of(const std::vector<std::string>& fields) {
   // [11] utime and [12] stime: fields 14 and 15 of the line, in clock ticks.
-  if (fields.size() < 13 || fields[0].empty()) return std::nullopt;
+  if (fields.size() < 13) return std::nullopt;
   static const double ticks_per_s = static_cast<double>(sysconf(_SC_CLK_TCK));
-  ProcSample sample;
-  sample.state = fields[0][0];
   try {
-    sample.cpu_s =
-        static_cast<double>(std::stoull(fields[11]) + std::stoull(fields[12])) / ticks_per_s;
+    return static_cast<double>(std::stoull(fields[11]) + std::stoull(fields[12])) / ticks_per_s;
   } catch (const std::exception&) {
     return std::nullopt;
   }
+}
+
+std::optional<ProcSample> proc_sample(long pid, const std::string& proc_root) {
+  std::vector<std::string> fields = proc_stat_fields(pid, proc_root);
+  if (fields.empty() || fields[0].empty()) return std::nullopt;
+  std::optional<double> cpu_s = cpu_seconds_of(fields);
+  if (!cpu_s) return std::nullopt;
+  ProcSample sample;
+  sample.state = fields[0][0];
+  sample.cpu_s = *cpu_s;
   // "on-CPU ns, runnable-waiting ns, timeslices"
   std::ifstream schedstat(proc_root + "/" + std::to_string(pid) + "/schedstat");
   unsigned long long on_cpu_ns = 0;

@@ -14,6 +14,11 @@ namespace gangrun::doctor {
 // pid, [19] the start time in clock ticks. Empty when the process is gone.
 std::vector<std::string> proc_stat_fields(long pid, const std::string& proc_root = "/proc");
 
+// The CPU time of all the process's threads (utime + stime, fields [11] and
+// [12] of proc_stat_fields), in seconds; nullopt when they are missing or
+// not numbers.
+std::optional<double> cpu_seconds_of(const std::vector<std::string>& fields);
+
 // A process stopped from outside, as its state says: 'T' (a stop signal:
 // kill -STOP, a job its scheduler suspended) or 't' (a tracer holds it: a
 // debugger); nullopt for any other state and when the process is gone.
