@@ -94,6 +94,7 @@ observe::NodeStatus collect_node_status(const NodeParts& parts, const std::strin
         seconds_between(std::max(worker.last_line_at.value_or(counters.round_started_at),
                                  counters.round_started_at),
                         now);
+    rank.steps_per_second = worker.steps_per_second;
     rank.hung = marks.hang_reported;
     rank.slow = marks.slow_ranks.contains(worker.rank);
     status.ranks.push_back(rank);

@@ -10,14 +10,6 @@ namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
-// "00:05", "1:02:03": how tqdm writes elapsed and remaining times.
-bool has_clock(std::string_view text) {
-  for (std::size_t i = 1; i + 1 < text.size(); ++i) {
-    if (text[i] == ':' && is_digit(text[i - 1]) && is_digit(text[i + 1])) return true;
-  }
-  return false;
-}
-
 // Gives a bar's text one character at a time as same_bar compares it, so that
 // a comparison allocates nothing: a worker may redraw thousands of times a
 // second.
@@ -51,7 +43,7 @@ class BarReader {
   std::size_t clock_bracket_end(std::size_t open) const {
     std::size_t close = text_.find_first_of("[]", open + 1);
     if (close == std::string_view::npos || text_[close] != ']') return 0;
-    return has_clock(text_.substr(open + 1, close - open - 1)) ? close : 0;
+    return has_clock_reading(text_.substr(open + 1, close - open - 1)) ? close : 0;
   }
 
   std::string_view text_;
@@ -60,6 +52,13 @@ class BarReader {
 };
 
 }  // namespace
+
+bool has_clock_reading(std::string_view text) {
+  for (std::size_t i = 1; i + 1 < text.size(); ++i) {
+    if (text[i] == ':' && is_digit(text[i - 1]) && is_digit(text[i + 1])) return true;
+  }
+  return false;
+}
 
 bool same_bar(std::string_view before, std::string_view now) {
   BarReader a(before);

@@ -33,6 +33,10 @@ namespace gangrun::logmux {
 // inside a clock's bracket (a custom tqdm bar_format), which goes unseen.
 bool same_bar(std::string_view before, std::string_view now);
 
+// "00:05", "1:02:03": text holds a digit, ':' and a digit, the way tqdm
+// writes its elapsed and remaining times.
+bool has_clock_reading(std::string_view text);
+
 class LineProgress {
  public:
   // line as LineSplitter emits it: with its terminator ('\n', "\r\n" or

@@ -29,9 +29,12 @@ TailBuffer::TailBuffer(std::size_t max_lines, std::size_t max_line_bytes)
     : max_lines_(max_lines), max_line_bytes_(max_line_bytes) {}
 
 void TailBuffer::push(std::string_view line, bool is_progress) {
-  if (is_progress) last_line_at_ = std::chrono::steady_clock::now();
+  const auto now = std::chrono::steady_clock::now();
+  if (is_progress) last_line_at_ = now;
+  std::string_view text = strip_terminator(line);
+  step_rate_.see(text, now);
   if (max_lines_ == 0) return;
-  std::string_view kept = cut_utf8(strip_terminator(line), max_line_bytes_);
+  std::string_view kept = cut_utf8(text, max_line_bytes_);
   // Every worker line passes through here; recycling the oldest string keeps
   // the steady state free of allocations.
   std::string slot;

@@ -114,6 +114,13 @@ void rank_series(std::string& out, const std::string& base, const NodeStatus& st
   per_rank(out, base, status, "gangrun_rank_seconds_since_progress", "gauge",
            "Seconds since the rank last printed a line (else since its round began)",
            [](const RankStatus& rank) { return rank.seconds_since_progress; });
+  {
+    Family steps(out, base, "gangrun_rank_steps_per_second", "gauge",
+                 "Steps a second the rank's own output counts (a progress bar, step N lines)");
+    for (const RankStatus& rank : status.ranks) {
+      if (rank.steps_per_second) steps.sample(*rank.steps_per_second, rank_labels(rank));
+    }
+  }
   per_rank(out, base, status, "gangrun_rank_cpu_seconds_total", "counter",
            "CPU time (user and system) the rank's process used",
            [](const RankStatus& rank) { return rank.cpu_seconds; });

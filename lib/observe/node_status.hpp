@@ -46,7 +46,8 @@ struct RankStatus {
   std::optional<double> seconds_since_output;
   // Since its last sign of progress: a line, else the round's start.
   double seconds_since_progress = 0;
-  // Where the straggler watch knows it (not yet measured: nullopt).
+  // As its own output counts them (a progress bar's count, "step N" lines:
+  // logmux/step_rate.hpp); nullopt where it shows none.
   std::optional<double> steps_per_second;
   // Where a GPU reader knows it (percent, bytes).
   std::optional<double> gpu_utilization;

@@ -487,13 +487,15 @@ struct Gang::Impl {
 
   std::vector<Gang::LiveWorker> live_worker_list() const {
     std::vector<Gang::LiveWorker> live;
+    const auto now = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < running.size(); ++i) {
       const WorkerOutcome& worker = outcome.workers[i];
       if (!running[i].alive || worker.pid <= 0) continue;
       live.push_back({.rank = worker.rank,
                       .local_rank = worker.local_rank,
                       .pid = worker.pid,
-                      .last_line_at = tails[i].last_line_at()});
+                      .last_line_at = tails[i].last_line_at(),
+                      .steps_per_second = tails[i].steps_per_second(now)});
     }
     return live;
   }

@@ -173,13 +173,15 @@ class Gang {
   bool running() const;
   // Workers started and not yet seen to end.
   std::size_t live_workers() const;
-  // A worker of the running attempt that has not been seen to end, and when
-  // it last printed a line (nullopt: never, or its output is not read).
+  // A worker of the running attempt that has not been seen to end, when it
+  // last printed a line (nullopt: never, or its output is not read), and
+  // the steps a second its lines show (nullopt: they show none).
   struct LiveWorker {
     int rank = 0;
     int local_rank = 0;
     pid_t pid = -1;  // the worker's program (not its supervisor)
     std::optional<std::chrono::steady_clock::time_point> last_line_at;
+    std::optional<double> steps_per_second;
   };
   std::vector<LiveWorker> live_worker_list() const;
 

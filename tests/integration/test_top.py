@@ -1,7 +1,8 @@
 """gangrun top (docs/top.md) on a 2-node job on loopback, two ranks a node, drawn inside tmux
-in an 80x24 terminal: every rank's row, the marks of a stopped rank (the test sends SIGSTOP to
-rank 2, on the second node) and of a hung gang (the ranks stop printing: --hang-timeout 2 with
---on-hang report, so the gang goes on), every line within 80 columns; q ends top with the
+in an 80x24 terminal: every rank's row, the steps a second each rank's "step N" lines count,
+the marks of a stopped rank (the test sends SIGSTOP to rank 2, on the second node) and of a
+hung gang (the ranks stop printing: --hang-timeout 2 with --on-hang report, so the gang goes
+on), every line within 80 columns; q ends top with the
 terminal restored (echo and canonical mode back, the shell's screen back); --once prints one
 plain frame and --json one snapshot; and top ends by itself when the job ends, saying how.
 
@@ -136,18 +137,30 @@ class TopOfTwoNodes(TopInTmux):
         pids = self.wait_pids(agents)
         second = agents[1]
 
-        # --json: one snapshot of both nodes, every rank at its pid.
-        done = self.top(second, "--json")
-        self.assertEqual(done.returncode, 0, done.stderr)
-        snapshot = json.loads(done.stdout)
+        # --json: one snapshot of both nodes, every rank at its pid, and the steps a second its
+        # "step N" lines count, once it has printed two.
+        last = {}
+
+        def stepping():
+            done = self.top(second, "--json")
+            self.assertEqual(done.returncode, 0, done.stderr)
+            last["snapshot"] = snapshot = json.loads(done.stdout)
+            ranks = [rank for node in snapshot["nodes"] for rank in node["ranks"]]
+            return snapshot if all((rank.get("steps_per_second") or 0) > 0 for rank in ranks) else None
+        try:
+            snapshot = harness.wait_for(stepping, EVENT_TIMEOUT, "every rank's steps a second", interval=0.2)
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n{last.get('snapshot')}") from None
         self.assertEqual(len(snapshot["nodes"]), 2, snapshot)
         seen = {rank["rank"]: rank["pid"] for node in snapshot["nodes"] for rank in node["ranks"]}
         self.assertEqual(seen, pids, snapshot)
         print(f"\ntop --json read both nodes in {snapshot['read_seconds'] * 1000:.1f} ms")
 
-        # The live view in an 80x24 tmux pane.
+        # The live view in an 80x24 tmux pane, STEP/S a number on every row.
         self.start_pane("live", f"{harness.GANGRUN} top --pid {second.pid}")
-        frame = self.wait_pane(lambda text: len(self.rows(text)) == WORLD, "a frame with every rank")
+        frame = self.wait_pane(lambda text: len(self.rows(text)) == WORLD and all(
+            re.search(r" \d+\.\d\d +\d+ *$", row) for row in self.rows(text).values()),
+            "a frame with every rank and its steps a second")
         self.frames.append(("every rank running", frame))
 
         # Rank 2 stopped, then every rank silent: STOP on rank 2, then HUNG on all.

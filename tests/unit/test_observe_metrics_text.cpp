@@ -77,3 +77,14 @@ TEST_CASE("the store's series appear only on the agent that hosts the store", "[
             "gangrun_store_requests_total{run_id=\"job-1\",node=\"n0\"} 42\n") !=
         std::string::npos);
 }
+
+TEST_CASE("steps a second are sampled only for the ranks whose output counts them", "[observe]") {
+  NodeStatus status = two_ranks();
+  status.ranks[1].steps_per_second = 2.5;
+  std::string text = metrics_text(status);
+  CHECK(text.find("# TYPE gangrun_rank_steps_per_second gauge\n") != std::string::npos);
+  CHECK(text.find("gangrun_rank_steps_per_second{run_id=\"job-1\",node=\"n0\",rank=\"1\","
+                  "local_rank=\"1\"} 2.5\n") != std::string::npos);
+  CHECK(text.find("gangrun_rank_steps_per_second{run_id=\"job-1\",node=\"n0\",rank=\"0\"") ==
+        std::string::npos);
+}
