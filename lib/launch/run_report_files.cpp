@@ -116,6 +116,14 @@ Expected<void> check_one_job(const std::vector<std::string>& run_dirs,
   return {};
 }
 
+// The directory that holds path: "." for a bare name, "/" for one at the root.
+std::string directory_holding(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 // DIR/report-<run_id>.html beside the first run directory, in the --log-dir
 // DIR that every node shares when it is one filesystem.
 Expected<std::string> default_job_page(const std::string& first_dir, const std::string& run_id) {
@@ -129,21 +137,16 @@ Expected<std::string> default_job_page(const std::string& first_dir, const std::
                                       " cannot name a file; give the page's path with "
                                       "--output FILE");
   }
-  std::string dir = first_dir;
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  std::size_t slash = dir.rfind('/');
-  std::string parent =
-      slash == std::string::npos ? "." : dir.substr(0, std::max<std::size_t>(slash, 1));
-  return parent + "/report-" + run_id + ".html";
+  std::string parent = directory_holding(first_dir);
+  return parent + (parent == "/" ? "" : "/") + "report-" + run_id + ".html";
 }
 
 Expected<void> check_output(const std::string& output) {
-  std::size_t slash = output.rfind('/');
-  std::string dir =
-      slash == std::string::npos ? "." : output.substr(0, std::max<std::size_t>(slash, 1));
+  std::string dir = directory_holding(output);
   struct stat found {};
-  if (::stat(dir.c_str(), &found) != 0 || !S_ISDIR(found.st_mode)) {
-    std::string why = ::stat(dir.c_str(), &found) != 0 ? std::strerror(errno) : "not a directory";
+  bool exists = ::stat(dir.c_str(), &found) == 0;
+  if (!exists || !S_ISDIR(found.st_mode)) {
+    std::string why = exists ? "not a directory" : std::strerror(errno);
     return fail(ErrorCode::usage, "report: --output " + output + ": its directory " + dir +
                                       " does not exist (" + why +
                                       "); create it, or name a file in a directory that does");
