@@ -50,7 +50,7 @@ svg.timeline{font:11px monospace;display:block}
 .last-output{stroke:#1d2430;stroke-width:1.5}.elsewhere{fill:#5a6474;font-style:italic}
 pre{background:#f5f6f8;padding:8px;overflow:auto;max-height:30em}
 details{margin:2px 0}summary{cursor:pointer}
-table{border-collapse:collapse;font:12px monospace}td,th{border:1px solid #d8dde6;padding:2px 6px;text-align:left}
+table{border-collapse:collapse;font:12px monospace}table.nodes{margin:8px 0}td,th{border:1px solid #d8dde6;padding:2px 6px;text-align:left}
 )";
 
 std::string e(const std::string& text) { return html_escape(text); }
