@@ -7,7 +7,10 @@
 namespace gangrun::commands {
 
 Expected<int> run_report_command(const config::ReportRequest& request) {
-  GANGRUN_TRY_ASSIGN(page, launch::refresh_report_page(request.run_dir));
+  auto page = request.run_dirs.size() == 1
+                  ? launch::refresh_report_page(request.run_dirs.front(), request.output)
+                  : launch::write_job_report_page(request.run_dirs, request.output);
+  if (!page) return tl::unexpected(page.error());
   std::fputs((*page + "\n").c_str(), stdout);
   return 0;
 }

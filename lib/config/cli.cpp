@@ -259,26 +259,54 @@ Expected<Command> top_command(const std::vector<std::string>& args) {
 }
 
 constexpr const char* k_report_help =
-    "usage: gangrun report RUN_DIR\n"
+    "usage: gangrun report RUN_DIR [RUN_DIR ...] [-o FILE]\n"
     "\n"
     "Writes RUN_DIR/report.html again from RUN_DIR/report.json (both written when a run\n"
     "with --log-dir DIR ends, in the run's directory DIR/<run_id>_<unique>): a timeline\n"
     "with a lane per rank grouped by node, restarts, exits and the root cause, the\n"
     "failure window, a hang with every rank's stack, stopped and slow ranks. One file,\n"
-    "no network needed to view it. Prints the page's path.\n";
+    "no network needed to view it. Prints the page's path.\n"
+    "\n"
+    "Several RUN_DIRs, one per node of a job, make one page of every node, written to\n"
+    "report-<run_id>.html in the directory that holds the first RUN_DIR.\n"
+    "\n"
+    "  -o, --output FILE  write the page to FILE instead\n";
 
-// gangrun report RUN_DIR: one word, the directory.
+constexpr const char* k_report_usage = "usage: gangrun report RUN_DIR [RUN_DIR ...] [-o FILE]";
+
+// gangrun report RUN_DIR [RUN_DIR ...] [-o FILE]: directories, and where the
+// page goes.
 Expected<Command> report_command(const std::vector<std::string>& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) return TextOutput{k_report_help};
-  if (args.size() != 1 || args[0].empty()) {
-    return fail_usage("report: give one run directory, not " + std::to_string(args.size()) +
-                      " arguments (usage: gangrun report RUN_DIR)");
+  ReportRequest request;
+  bool options_done = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& word = args[i];
+    if (!options_done && word == "--") {
+      options_done = true;
+    } else if (!options_done && (word == "-o" || word == "--output")) {
+      if (i + 1 == args.size() || args[i + 1].empty()) {
+        return fail_usage("report: " + word + " needs a file (" + k_report_usage + ")");
+      }
+      request.output = args[++i];
+    } else if (!options_done && word.starts_with("--output=")) {
+      request.output = word.substr(9);
+      if (request.output->empty()) {
+        return fail_usage(std::string("report: --output= needs a file (") + k_report_usage + ")");
+      }
+    } else if (!options_done && word.starts_with("-")) {
+      return fail_usage("report: unknown option " + strings::quoted(word) + " (" + k_report_usage +
+                        "; a directory named -x: ./-x)");
+    } else if (word.empty()) {
+      return fail_usage(std::string("report: an empty run directory (") + k_report_usage + ")");
+    } else {
+      request.run_dirs.push_back(word);
+    }
   }
-  if (args[0].starts_with("-")) {
-    return fail_usage("report: unknown option " + strings::quoted(args[0]) +
-                      " (usage: gangrun report RUN_DIR; a directory named -x: ./-x)");
+  if (request.run_dirs.empty()) {
+    return fail_usage(std::string("report: give a run directory (") + k_report_usage + ")");
   }
-  return ReportRequest{args[0]};
+  return request;
 }
 
 // gangrun store ...: the store's parser writes its own help.

@@ -8,6 +8,7 @@
 #include "util/env.hpp"
 #include "util/error.hpp"
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -53,9 +54,12 @@ struct TopRequest {
   bool json = false;  // one snapshot of every node as JSON, then exit
 };
 
-// gangrun report RUN_DIR: draw the run's report.html again.
+// gangrun report RUN_DIR [RUN_DIR ...] [-o FILE]: draw the run's report.html
+// again, or with several run directories (one per node of a job) one page
+// of every node.
 struct ReportRequest {
-  std::string run_dir;
+  std::vector<std::string> run_dirs;  // at least one
+  std::optional<std::string> output;  // --output FILE, -o FILE
 };
 
 // gangrun store ACTION ... (never StoreAction::help: that is a TextOutput).

@@ -69,7 +69,7 @@ const std::vector<SubcommandSpec>& subcommand_table() {
                  "'gangrun top --help'."},
       {.id = Subcommand::report,
        .name = "report",
-       .arguments = "RUN_DIR",
+       .arguments = "RUN_DIR [RUN_DIR ...] [-o FILE]",
        .summary = "draw a finished run's report.html again",
        .help_note = "gangrun report --help",
        .manual = "Writes RUN_DIR/report.html again from RUN_DIR/report.json: the run's picture, a "
@@ -77,7 +77,9 @@ const std::vector<SubcommandSpec>& subcommand_table() {
                  "the root cause, the failure window, a hang with its stacks, stopped and slow "
                  "ranks and each rank's last output. RUN_DIR is the directory a run with "
                  "--log-dir DIR made in DIR; gangrun writes both files there when the run "
-                 "ends. See 'gangrun report --help'."},
+                 "ends. Several RUN_DIRs, one per node of a job, make one page of every node, "
+                 "report-<run_id>.html beside the first, or the FILE of -o. See 'gangrun "
+                 "report --help'."},
       {.id = Subcommand::store,
        .name = "store",
        .arguments = alternatives(store_action_names()) + " ...",

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,23 @@ std::vector<report::LogActivity> log_activity(const std::string& run_dir,
 // Writes run_dir/report.json and run_dir/report.html, each whole or not at all.
 Expected<void> write_run_report(const std::string& run_dir, const nlohmann::json& report);
 
-// Draws run_dir/report.html again from run_dir/report.json; its path.
-// Errors (usage): run_dir is no directory, or has no report.json (a run
-// without --log-dir keeps none, a run still going has none yet), or its
-// report.json is no run report; (io) the page cannot be written.
-Expected<std::string> refresh_report_page(const std::string& run_dir);
+// Draws run_dir/report.html again from run_dir/report.json (to output
+// instead, when given); its path. Errors (usage): run_dir is no directory,
+// or has no report.json (a run without --log-dir keeps none, a run still
+// going has none yet), or its report.json is no run report; output's
+// directory does not exist, or output is one; (io) the page cannot be
+// written.
+Expected<std::string> refresh_report_page(const std::string& run_dir,
+                                          const std::optional<std::string>& output = {});
+
+// One page of a job of several nodes from each node's run directory
+// (report::job_report_html), written to output, by default to
+// report-<run_id>.html in the directory that holds the first run_dir; its
+// path. Errors (usage): as refresh_report_page's for each run_dir and for
+// output; two reports of different runs (both run ids named), two of the
+// same node (the node and both directories named); a run id that cannot
+// name a file when output is not given.
+Expected<std::string> write_job_report_page(const std::vector<std::string>& run_dirs,
+                                            const std::optional<std::string>& output = {});
 
 }  // namespace gangrun::launch

@@ -1,6 +1,8 @@
 #include "report/report_html.hpp"
 
+#include "report/blame.hpp"
 #include "report/html_text.hpp"
+#include "report/job_reports.hpp"
 #include "report/json_reading.hpp"
 #include "report/run_report.hpp"
 #include "report/timeline_svg.hpp"
@@ -48,7 +50,7 @@ svg.timeline{font:11px monospace;display:block}
 .last-output{stroke:#1d2430;stroke-width:1.5}.elsewhere{fill:#5a6474;font-style:italic}
 pre{background:#f5f6f8;padding:8px;overflow:auto;max-height:30em}
 details{margin:2px 0}summary{cursor:pointer}
-table{border-collapse:collapse;font:12px monospace}td,th{border:1px solid #d8dde6;padding:2px 6px;text-align:left}
+table{border-collapse:collapse;font:12px monospace}table.nodes{margin:8px 0}td,th{border:1px solid #d8dde6;padding:2px 6px;text-align:left}
 )";
 
 std::string e(const std::string& text) { return html_escape(text); }
@@ -183,12 +185,13 @@ void attempt_findings(const json& attempt, std::string& out) {
   out += "</section>";
 }
 
-void root_cause(const json& report, std::string& out) {
+// where: " on node 1 (vm, 10.0.0.2)" on a page of several nodes, else "".
+void root_cause(const json& report, std::string& out, const std::string& where = "") {
   const json& root = member(report, "root_cause");
   if (!root.is_object()) return;
-  out += fmt::format("<h2>root cause: rank {} (attempt {})</h2><p>{}</p>",
-                     int_of(root, "rank").value_or(-1), int_of(root, "attempt").value_or(0),
-                     e(text_of(root, "ended")));
+  out += fmt::format("<h2 class=\"root-cause\">root cause: rank {}{} (attempt {})</h2><p>{}</p>",
+                     int_of(root, "rank").value_or(-1), e(where),
+                     int_of(root, "attempt").value_or(0), e(text_of(root, "ended")));
   const json& error = member(root, "error");
   if (error.is_object()) {
     out += fmt::format("<pre class=\"error\">{}\n{}</pre>", e(text_of(error, "message")),
@@ -199,15 +202,16 @@ void root_cause(const json& report, std::string& out) {
   }
 }
 
-void workers_table(const json& report, std::string& out) {
+// of: " on node 1 (vm, 10.0.0.2)" on a page of several nodes, else "".
+void workers_table(const json& report, std::string& out, const std::string& of = "") {
   const json& attempts = array_of(report, "attempts");
   if (attempts.empty()) return;
   const json& last = attempts.back();
   out += fmt::format(
-      "<details class=\"workers\"><summary>every worker of attempt {}</summary>"
+      "<details class=\"workers\"><summary>every worker of attempt {}{}</summary>"
       "<table><tr><th>rank</th><th>local rank</th><th>pid</th><th>ended</th>"
       "<th>seconds</th><th>peak RSS (KiB)</th></tr>",
-      int_of(last, "attempt").value_or(0));
+      int_of(last, "attempt").value_or(0), e(of));
   for (const json& worker : array_of(last, "workers")) {
     out += fmt::format(
         "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td></tr>",
@@ -218,25 +222,115 @@ void workers_table(const json& report, std::string& out) {
   out += "</table></details>";
 }
 
+std::string page_head(const std::string& title) {
+  return fmt::format(
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">{}<title>{}</title>"
+      "<style>{}</style></head><body><h1>{}</h1>",
+      k_head_security, e(title), k_style, e(title));
+}
+
+constexpr std::string_view k_page_end =
+    "<p class=\"note\">Times are seconds since the run started. The tick on a bar is "
+    "when the rank's log files were last written (with --log-dir); the report keeps no "
+    "other output times.</p></body></html>\n";
+
+std::string node_of(const json& report) {
+  if (std::string node = text_of(report, "node"); !node.empty()) return node;
+  return text_of(report, "host");
+}
+
+// The job's facts, then a row per node given: its rank, name, exit and run
+// directory.
+void job_facts(const std::vector<NodeReport>& nodes, const std::vector<std::size_t>& order,
+               std::string& out) {
+  const json& first = nodes[order.front()].report;
+  std::string started = text_of(first, "started_at");
+  std::string ended = text_of(first, "ended_at");
+  for (std::size_t i : order) {
+    // format_time's text sorts as its times do.
+    std::string start = text_of(nodes[i].report, "started_at");
+    std::string end = text_of(nodes[i].report, "ended_at");
+    if (!start.empty() && (started.empty() || start < started)) started = start;
+    if (end > ended) ended = end;
+  }
+  out += "<dl class=\"facts\">";
+  fact("program", text_of(first, "entrypoint"), out);
+  fact("started", started, out);
+  fact("ended", ended, out);
+  fact("job", text_of(member(first, "job"), "message"), out);
+  if (std::optional<int> code = int_of(member(first, "job"), "exit_code")) {
+    fact("job's exit code", std::to_string(*code), out);
+  }
+  if (std::vector<int> missing = missing_node_ranks(nodes); !missing.empty()) {
+    fact("missing nodes",
+         fmt::format("node {}: the plan has them, and no report of theirs was given (each "
+                     "node's run directory holds its own)",
+                     rank_list(missing)),
+         out);
+  }
+  out += "</dl>";
+  out +=
+      "<table class=\"nodes\"><tr><th>node rank</th><th>node</th><th>host</th>"
+      "<th>exit code</th><th>restarts</th><th>run directory</th></tr>";
+  for (std::size_t i : order) {
+    const json& report = nodes[i].report;
+    std::optional<int> rank = node_rank_of(report);
+    std::optional<int> code = int_of(report, "exit_code");
+    out += fmt::format(
+        "<tr data-node-rank=\"{}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
+        "<td>{}</td></tr>",
+        rank.value_or(-1), rank ? std::to_string(*rank) : "?", e(node_of(report)),
+        e(text_of(report, "host")), code ? std::to_string(*code) : "",
+        int_of(report, "restarts").value_or(0), e(text_of(report, "log_dir")));
+  }
+  out += "</table>";
+}
+
 }  // namespace
 
+std::string job_report_html(const std::vector<NodeReport>& nodes) {
+  if (nodes.empty()) return report_html(json::object(), {});
+  std::vector<std::size_t> order = node_order(nodes);
+  std::string out = page_head(fmt::format(
+      "gangrun run {}, {} nodes", text_of(nodes[order.front()].report, "run_id"), nodes.size()));
+  job_facts(nodes, order, out);
+  legend(out);
+  out += "<div class=\"scroll\">" + timeline_svg(job_timeline_of(nodes)) + "</div>";
+  if (std::optional<std::size_t> root = root_cause_node(nodes, last_attempt(nodes))) {
+    root_cause(nodes[*root].report, out, " on " + node_of(nodes[*root].report));
+  }
+  for (std::size_t i : order) {
+    std::string node = node_of(nodes[i].report);
+    std::string findings;
+    for (const json& attempt : array_of(nodes[i].report, "attempts")) {
+      attempt_findings(attempt, findings);
+    }
+    if (!findings.empty()) {
+      out +=
+          fmt::format("<section class=\"node-findings\" data-node=\"{}\"><h2>{}</h2>{}</section>",
+                      e(node), e(node), findings);
+    }
+  }
+  for (std::size_t i : order)
+    workers_table(nodes[i].report, out, " on " + node_of(nodes[i].report));
+  out += k_page_end;
+  return out;
+}
+
+Expected<void> write_job_report_html(const std::string& path,
+                                     const std::vector<NodeReport>& nodes) {
+  return write_file_atomically(path, job_report_html(nodes));
+}
+
 std::string report_html(const json& report, const std::vector<LogActivity>& logs) {
-  std::string out;
-  out += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">";
-  out += k_head_security;
-  out += fmt::format("<title>gangrun run {}</title><style>{}</style></head><body>",
-                     e(text_of(report, "run_id")), k_style);
-  out += fmt::format("<h1>gangrun run {}</h1>", e(text_of(report, "run_id")));
+  std::string out = page_head("gangrun run " + text_of(report, "run_id"));
   facts(report, out);
   legend(out);
   out += "<div class=\"scroll\">" + timeline_svg(timeline_of(report, logs)) + "</div>";
   root_cause(report, out);
   for (const json& attempt : array_of(report, "attempts")) attempt_findings(attempt, out);
   workers_table(report, out);
-  out +=
-      "<p class=\"note\">Times are seconds since the run started. The tick on a bar is "
-      "when the rank's log files were last written (with --log-dir); the report keeps no "
-      "other output times.</p></body></html>\n";
+  out += k_page_end;
   return out;
 }
 

@@ -5,6 +5,7 @@
 // every fetch). Everything taken from the run passes through html_escape.
 #pragma once
 
+#include "report/job_reports.hpp"
 #include "report/timeline.hpp"
 #include "util/error.hpp"
 
@@ -20,5 +21,13 @@ std::string report_html(const nlohmann::json& report, const std::vector<LogActiv
 // Writes report_html() to path whole or not at all (write_file_atomically).
 Expected<void> write_report_html(const std::string& path, const nlohmann::json& report,
                                  const std::vector<LogActivity>& logs);
+
+// One page for a job of several nodes, from each node's report
+// (job_reports.hpp): every node's facts in a table (node rank, host, exit
+// code), the node ranks the plan names that no report is of, one timeline
+// (job_timeline_of), the job's root cause, and each node's findings and
+// workers under its name.
+std::string job_report_html(const std::vector<NodeReport>& nodes);
+Expected<void> write_job_report_html(const std::string& path, const std::vector<NodeReport>& nodes);
 
 }  // namespace gangrun::report

@@ -1,5 +1,6 @@
 #include "report/timeline.hpp"
 
+#include "report/job_reports.hpp"
 #include "report/json_reading.hpp"
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -83,6 +85,10 @@ struct Builder {
   std::map<std::pair<std::string, int>, Lane> lanes;  // by (node, rank)
   std::vector<std::string> nodes;
   double last_s = 0;
+  // Every drawn run by (attempt, rank), over every report: where a hang's
+  // stack of a rank lands, whichever node's report read it. Lane::runs is a
+  // deque, so these stay valid while runs are added.
+  std::map<std::pair<int, int>, RankRun*> runs;
 
   Lane& lane(const std::string& node, int rank) {
     if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
@@ -98,6 +104,15 @@ struct Builder {
   }
 };
 
+// One report as the timeline reads it: the node its lanes go under, and
+// for each attempt whether its root cause is the one drawn.
+struct Input {
+  const json& report;
+  const std::vector<LogActivity>& logs;
+  std::string node;
+  std::function<bool(int attempt)> blames;
+};
+
 void add_logs(RankRun& run, int local_rank, const std::vector<LogActivity>& logs, Builder& built) {
   for (const LogActivity& log : logs) {
     if (log.attempt != run.attempt || log.local_rank != local_rank) continue;
@@ -106,10 +121,11 @@ void add_logs(RankRun& run, int local_rank, const std::vector<LogActivity>& logs
   }
 }
 
-std::map<int, RankRun*> add_workers(const json& attempt, int number, const std::string& node,
-                                    const std::vector<LogActivity>& logs, Builder& built) {
+std::map<int, RankRun*> add_workers(const json& attempt, int number, const Input& input,
+                                    Builder& built) {
   std::map<int, RankRun*> by_rank;
   std::optional<int> root = int_of(member(attempt, "root_cause"), "rank");
+  if (!input.blames(number)) root.reset();
   std::optional<int> first = int_of(member(attempt, "first_failure"), "rank");
   for (const json& worker : array_of(attempt, "workers")) {
     std::optional<int> rank = int_of(worker, "rank");
@@ -127,10 +143,11 @@ std::map<int, RankRun*> add_workers(const json& attempt, int number, const std::
     run.exit_text = exit_text(worker);
     run.root_cause = root == rank;
     run.first_failure = first == rank;
-    add_logs(run, int_of(worker, "local_rank").value_or(-1), logs, built);
-    Lane& lane = built.lane(node, *rank);
+    add_logs(run, int_of(worker, "local_rank").value_or(-1), input.logs, built);
+    Lane& lane = built.lane(input.node, *rank);
     lane.runs.push_back(std::move(run));
     by_rank[*rank] = &lane.runs.back();
+    built.runs.try_emplace({number, *rank}, &lane.runs.back());
   }
   return by_rank;
 }
@@ -143,17 +160,17 @@ std::set<int> odd_ones_out(const json& stacks) {
   return int_set(groups.front());
 }
 
-void add_hang(const json& hang, int number, const std::string& node,
-              std::map<int, RankRun*>& by_rank, Builder& built) {
+void add_hang(const json& hang, int number, const std::string& node, Builder& built) {
   const json& stacks = member(hang, "stacks");
   std::set<int> hung = odd_ones_out(stacks);
   std::set<int> stopped = int_set(member(hang, "stopped"));
   for (const json& entry : array_of(stacks, "ranks")) {
     std::optional<int> rank = int_of(entry, "rank");
     if (!rank) continue;
-    RankRun* run = by_rank.count(*rank) ? by_rank[*rank] : nullptr;
+    RankRun*& run = built.runs[{number, *rank}];
     if (!run) {
-      // A rank of another node: its stack is here, its times are not.
+      // A rank of a node whose report is not drawn: its stack is here, its
+      // times are not.
       std::string host = text_of(entry, "host");
       Lane& lane = built.lane(host.empty() || host == node ? "another node" : host, *rank);
       RankRun other;
@@ -162,7 +179,7 @@ void add_hang(const json& hang, int number, const std::string& node,
       other.drawn = false;
       other.outcome = "elsewhere";
       lane.runs.push_back(std::move(other));
-      run = by_rank[*rank] = &lane.runs.back();
+      run = &lane.runs.back();
     }
     run->stack_line = main_thread_line(entry);
     run->hung = hung.count(*rank) > 0;
@@ -170,12 +187,12 @@ void add_hang(const json& hang, int number, const std::string& node,
   }
 }
 
-void add_stragglers(const json& watch, std::map<int, RankRun*>& by_rank) {
+void add_stragglers(const json& watch, int number, Builder& built) {
   std::set<int> named = int_set(member(watch, "stragglers"));
   for (const json& entry : array_of(watch, "ranks")) {
     std::optional<int> rank = int_of(entry, "rank");
-    if (!rank || !by_rank.count(*rank)) continue;
-    RankRun& run = *by_rank[*rank];
+    if (!rank || !built.runs.count({number, *rank})) continue;
+    RankRun& run = *built.runs.at({number, *rank});
     run.straggler = named.count(*rank) > 0;
     std::optional<double> waiting = number_of(entry, "waiting_pct");
     std::optional<int> samples = int_of(entry, "samples");
@@ -223,6 +240,64 @@ void add_bands(const json& report, const json& attempt, int number,
                    silent, number_of(hang, "timeout_s").value_or(0), text_of(hang, "action"))});
 }
 
+// The run's start, or without one the earliest worker's: seconds since the
+// epoch, 0 when the report has neither.
+double origin_of(const json& report) {
+  if (std::optional<double> start = time_of(report, "started_at")) return *start;
+  double earliest = 0;
+  for (const json& attempt : array_of(report, "attempts")) {
+    for (const json& worker : array_of(attempt, "workers")) {
+      std::optional<double> start = time_of(worker, "started_at");
+      if (start && (earliest == 0 || *start < earliest)) earliest = *start;
+    }
+  }
+  return earliest;
+}
+
+// Every report's workers first, so that a hang read on one node finds the
+// lanes of every node; then each report's hang, stragglers and bands.
+Timeline timeline_of_reports(const std::vector<Input>& inputs, double origin) {
+  Builder built;
+  built.origin = origin;
+  for (const Input& input : inputs) built.nodes.push_back(input.node);
+  std::vector<std::vector<std::map<int, RankRun*>>> workers(inputs.size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    for (const json& attempt : array_of(inputs[i].report, "attempts")) {
+      int number = int_of(attempt, "attempt").value_or(0);
+      workers[i].push_back(add_workers(attempt, number, inputs[i], built));
+    }
+  }
+  Timeline out;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const json& attempts = array_of(inputs[i].report, "attempts");
+    for (std::size_t a = 0; a < attempts.size(); ++a) {
+      const json& attempt = attempts[a];
+      const std::map<int, RankRun*>& by_rank = workers[i][a];
+      int number = int_of(attempt, "attempt").value_or(0);
+      double attempt_start = -1;
+      double attempt_end = 0;
+      for (const auto& [rank, run] : by_rank) {
+        if (attempt_start < 0 || run->start_s < attempt_start) attempt_start = run->start_s;
+        attempt_end = std::max(attempt_end, run->end_s);
+      }
+      if (attempt_start >= 0 && a > 0) out.attempt_starts_s.push_back(attempt_start);
+      add_hang(member(attempt, "hang"), number, inputs[i].node, built);
+      add_stragglers(member(attempt, "straggler_watch"), number, built);
+      add_bands(inputs[i].report, attempt, number, by_rank, attempt_end, out, built);
+    }
+    if (std::optional<double> end = time_of(inputs[i].report, "ended_at")) built.since_start(*end);
+  }
+  std::sort(out.attempt_starts_s.begin(), out.attempt_starts_s.end());
+  out.span_s = std::max(built.last_s, 0.001);
+  out.nodes = built.nodes;
+  for (const std::string& name : out.nodes) {
+    for (auto& [key, lane] : built.lanes) {
+      if (key.first == name) out.lanes.push_back(std::move(lane));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 bool Lane::any(bool RankRun::*mark) const {
@@ -244,48 +319,28 @@ std::optional<double> parse_report_time(const std::string& text) {
 }
 
 Timeline timeline_of(const json& report, const std::vector<LogActivity>& logs) {
-  Builder built;
-  std::optional<double> run_start = time_of(report, "started_at");
-  built.origin = run_start.value_or(0);
-  if (!run_start) {
-    // No start: the earliest worker's is the origin.
-    double earliest = 0;
-    for (const json& attempt : array_of(report, "attempts")) {
-      for (const json& worker : array_of(attempt, "workers")) {
-        std::optional<double> start = time_of(worker, "started_at");
-        if (start && (earliest == 0 || *start < earliest)) earliest = *start;
-      }
-    }
-    built.origin = earliest;
+  return timeline_of_reports({{report, logs, this_node(report), [](int) { return true; }}},
+                             origin_of(report));
+}
+
+Timeline job_timeline_of(const std::vector<NodeReport>& nodes) {
+  std::vector<Input> inputs;
+  std::optional<double> origin;
+  int last = last_attempt(nodes);
+  std::map<int, std::optional<std::size_t>> root_nodes;  // by attempt
+  for (std::size_t i : node_order(nodes)) {
+    const json& report = nodes[i].report;
+    auto blames = [&nodes, &root_nodes, i, last](int attempt) {
+      if (attempt < 0 || attempt > last) return false;
+      auto [found, added] = root_nodes.try_emplace(attempt);
+      if (added) found->second = root_cause_node(nodes, attempt);
+      return found->second == i;
+    };
+    inputs.push_back({report, nodes[i].logs, this_node(report), blames});
+    double start = origin_of(report);
+    if (start > 0 && (!origin || start < *origin)) origin = start;
   }
-  std::string node = this_node(report);
-  built.nodes.push_back(node);
-  Timeline out;
-  for (const json& attempt : array_of(report, "attempts")) {
-    int number = int_of(attempt, "attempt").value_or(0);
-    std::map<int, RankRun*> by_rank = add_workers(attempt, number, node, logs, built);
-    double attempt_start = -1;
-    double attempt_end = 0;
-    for (const auto& [rank, run] : by_rank) {
-      if (attempt_start < 0 || run->start_s < attempt_start) attempt_start = run->start_s;
-      attempt_end = std::max(attempt_end, run->end_s);
-    }
-    if (attempt_start >= 0 && &attempt != &array_of(report, "attempts").front()) {
-      out.attempt_starts_s.push_back(attempt_start);
-    }
-    add_hang(member(attempt, "hang"), number, node, by_rank, built);
-    add_stragglers(member(attempt, "straggler_watch"), by_rank);
-    add_bands(report, attempt, number, by_rank, attempt_end, out, built);
-  }
-  if (std::optional<double> end = time_of(report, "ended_at")) built.since_start(*end);
-  out.span_s = std::max(built.last_s, 0.001);
-  out.nodes = built.nodes;
-  for (const std::string& name : out.nodes) {
-    for (auto& [key, lane] : built.lanes) {
-      if (key.first == name) out.lanes.push_back(std::move(lane));
-    }
-  }
-  return out;
+  return timeline_of_reports(inputs, origin.value_or(0));
 }
 
 }  // namespace gangrun::report

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <deque>
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,7 +48,7 @@ struct RankRun {
 struct Lane {
   int rank = 0;
   std::string node;
-  std::vector<RankRun> runs;  // by attempt
+  std::deque<RankRun> runs;  // by attempt
   bool any(bool RankRun::*mark) const;
 };
 
@@ -63,7 +64,7 @@ struct Band {
 
 struct Timeline {
   double span_s = 0;               // the run's start to its end (or its last worker's)
-  std::vector<std::string> nodes;  // in the order drawn: this report's node first
+  std::vector<std::string> nodes;  // in the order drawn: the reports' nodes first
   std::vector<Lane> lanes;         // by node in that order, then by rank
   std::vector<Band> bands;
   std::vector<double> attempt_starts_s;  // where each attempt after the first began
@@ -74,5 +75,16 @@ struct Timeline {
 std::optional<double> parse_report_time(const std::string& text);
 
 Timeline timeline_of(const nlohmann::json& report, const std::vector<LogActivity>& logs);
+
+struct NodeReport;  // job_reports.hpp
+
+// Every node's report of one job drawn together: times from the earliest
+// start among them, the nodes in node-rank order, each report's attempts,
+// bands and restarts. A rank whose stack one node read at a hang gets its
+// marks and stack line on its own lane when its node's report is among
+// them, else a lane of its stack only. The root cause marked in an attempt
+// is the one root_cause_node names; other nodes' are their own first
+// failures, not the job's, and are not marked.
+Timeline job_timeline_of(const std::vector<NodeReport>& nodes);
 
 }  // namespace gangrun::report

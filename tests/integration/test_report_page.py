@@ -12,10 +12,17 @@ it names no http(s) URL in a src or href, and its Content-Security-Policy forbid
 ReportCommand needs no torch: the fake worker's run with hostile text in the program's name,
 `gangrun report` refreshing the page, and its errors for a bad RUN_DIR.
 
+PageOfTwoNodes needs no torch either: a static job of two nodes on loopback, each with
+--log-dir in one directory, rank 3 on node 1 exits 4; `gangrun report DIR0 DIR1` draws one page
+of both, and Chromium's DOM of it has every rank's lane inside its own node's group, the root
+cause marked and no lane of a stack only; then its errors for directories that are not one
+job's nodes, and for an --output whose directory is missing.
+
 Waits are for gangrun's and Chromium's ends, each bounded.
 """
 
 import html.parser
+import json
 import os
 import re
 import shutil
@@ -23,6 +30,7 @@ import subprocess
 import unittest
 
 import harness
+import static_nodes
 from harness import EVENT_TIMEOUT, TEST_PYTHON, GangrunTestCase
 
 WORKER = os.path.join(harness.HERE, "report_page_worker.py")
@@ -180,11 +188,93 @@ class ReportCommand(PageTestCase):
         self.assertIn(f"{empty} has no report.json", done.stderr)
         self.assertFalse(os.path.exists(os.path.join(empty, "report.html")))
 
-        for args in ([], ["a", "b"], ["--json"]):
+        for args in ([], ["--json"], [empty, "-o"]):
             done = subprocess.run([harness.GANGRUN, "report", *args], stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=EVENT_TIMEOUT)
             self.assertEqual(done.returncode, 2, (args, done.stderr))
-            self.assertIn("usage: gangrun report RUN_DIR", done.stderr, args)
+            self.assertIn("usage: gangrun report RUN_DIR [RUN_DIR ...] [-o FILE]", done.stderr, args)
+
+
+class PageOfTwoNodes(PageTestCase):
+    FAILING = 3  # on node 1
+
+    def report(self, *args):
+        return subprocess.run([harness.GANGRUN, "report", *args], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=EVENT_TIMEOUT)
+
+    def test_one_page_of_every_node(self):
+        logs = self.path("logs")
+        job = static_nodes.StaticJob(self, 2)
+        job.start_all(lambda node: ["--nproc_per_node", 2, "--log-dir", logs, "--", harness.FAKE,
+                                    "--pid-dir", self.pid_dir, "--echo", "rank {rank} up",
+                                    "--only-rank", self.FAILING, "--exit", 4, "--sleep", 60])
+        results = job.finish()
+        run_dirs = [self.run_dir(results[node]) for node in (0, 1)]
+        for node, run_dir in enumerate(run_dirs):
+            self.assertExit(results[node], 4)
+            self.assertEqual(self.read_json(os.path.join(run_dir, "report.json"))["plan"]["node_rank"], node)
+        run_dirs = [os.path.join(self.tmp, d) if not os.path.isabs(d) else d for d in run_dirs]
+
+        # Given node 1 first: the page is in node-rank order all the same.
+        done = self.report(run_dirs[1], run_dirs[0])
+        self.assertEqual(done.returncode, 0, done.stderr)
+        run_id = self.read_json(os.path.join(run_dirs[0], "report.json"))["run_id"]
+        page = os.path.join(logs, f"report-{run_id}.html")
+        self.assertEqual(os.path.realpath(done.stdout.strip()), os.path.realpath(page))
+        text = self.assert_self_contained(page)
+
+        lanes = lanes_of(self.chromium("--dump-dom", "file://" + page))
+        self.assertEqual(set(lanes), {0, 1, 2, 3}, lanes)
+        node_of_rank = {rank: node for rank, (node, _) in lanes.items()}
+        self.assertTrue(all(node_of_rank.values()), f"a lane outside its node's group: {lanes}")
+        self.assertEqual(node_of_rank[0], node_of_rank[1])
+        self.assertEqual(node_of_rank[2], node_of_rank[3])
+        self.assertNotEqual(node_of_rank[0], node_of_rank[2])
+        self.assertTrue(node_of_rank[0].startswith("node 0 "), node_of_rank)
+        self.assertTrue(node_of_rank[2].startswith("node 1 "), node_of_rank)
+        for rank, (_, attrs) in lanes.items():
+            self.assertEqual(attrs.get("data-root-cause") == "true", rank == self.FAILING, (rank, attrs))
+        self.assertNotIn('class="elsewhere"', text)
+        self.assertNotIn("stack only", text)
+        self.assertIn(f"root cause: rank {self.FAILING} on node 1 ", text)
+        self.assertEqual(len(re.findall(r'<tr data-node-rank="[01]">', text)), 2)
+        # Each node's own page stays its own.
+        for node, run_dir in enumerate(run_dirs):
+            self.assertEqual(set(lanes_of(harness.read_text(os.path.join(run_dir, "report.html")))),
+                             {2 * node, 2 * node + 1})
+
+        done = self.report(run_dirs[1], run_dirs[1] + "/")
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(f"{run_dirs[1]} and {run_dirs[1]}/ are both of 'node 1 (", done.stderr)
+        self.assertIn("give each node's run directory once", done.stderr)
+
+        self.write_other_run(run_dirs[0])
+        done = self.report(run_dirs[0], self.path("other"))
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(f"{run_dirs[0]} is of run '{run_id}' and {self.path('other')} of run 'another'",
+                      done.stderr)
+
+        missing = self.path("no-such-dir", "page.html")
+        done = self.report(run_dirs[0], run_dirs[1], "--output", missing)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn(f"its directory {self.path('no-such-dir')} does not exist", done.stderr)
+        self.assertFalse(os.path.exists(self.path("no-such-dir")))
+
+        done = self.report(run_dirs[0], self.path("empty-dir"))
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertIn("is no run directory", done.stderr)
+        self.assertEqual(sorted(os.listdir(logs)),
+                         sorted([os.path.basename(d) for d in run_dirs] + [f"report-{run_id}.html"]),
+                         "a bad call left a file behind")
+
+    def write_other_run(self, run_dir):
+        report = self.read_json(os.path.join(run_dir, "report.json"))
+        report["run_id"] = "another"
+        report["plan"]["node_rank"] = 1
+        report["node"] = None
+        os.mkdir(self.path("other"))
+        with open(os.path.join(self.path("other"), "report.json"), "w", encoding="utf-8") as f:
+            json.dump(report, f)
 
 
 if __name__ == "__main__":

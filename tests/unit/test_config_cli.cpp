@@ -406,3 +406,23 @@ TEST_CASE("config::parse_command_line: gangrun devices takes launch options and 
   // A program called devices runs after --.
   CHECK(launch({"--", "devices"}).program_and_args == std::vector<std::string>{"devices"});
 }
+
+TEST_CASE("config::parse_command_line: gangrun report takes run directories and -o FILE",
+          "[config]") {
+  using gangrun::config::ReportRequest;
+  Expected<Command> one = parse({"report", "logs/r_a"});
+  REQUIRE(one);
+  CHECK(std::get<ReportRequest>(*one).run_dirs == std::vector<std::string>{"logs/r_a"});
+  CHECK_FALSE(std::get<ReportRequest>(*one).output);
+  Expected<Command> two = parse({"report", "-o", "job.html", "logs/r_a", "--", "-b"});
+  REQUIRE(two);
+  CHECK(std::get<ReportRequest>(*two).run_dirs == std::vector<std::string>{"logs/r_a", "-b"});
+  CHECK(std::get<ReportRequest>(*two).output == "job.html");
+  Expected<Command> joined = parse({"report", "a", "b", "--output=x.html"});
+  REQUIRE(joined);
+  CHECK(std::get<ReportRequest>(*joined).output == "x.html");
+  CHECK_THAT(usage_error({"report"}), Contains("report: give a run directory"));
+  CHECK_THAT(usage_error({"report", "a", "--output"}), Contains("report: --output needs a file"));
+  CHECK_THAT(usage_error({"report", "a", "--output="}), Contains("report: --output= needs a file"));
+  CHECK_THAT(usage_error({"report", "a", "--json"}), Contains("report: unknown option '--json'"));
+}
