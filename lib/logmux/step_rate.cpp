@@ -9,9 +9,9 @@
 namespace gangrun::logmux {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+bool is_decimal_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_word_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
 
 // Counts past this many digits are no step counts (and would overflow).
 constexpr std::size_t k_max_digits = 15;
@@ -21,7 +21,7 @@ constexpr std::size_t k_max_digits = 15;
 std::optional<long long> number_ending_at(std::string_view text, std::size_t end,
                                           std::size_t* start = nullptr) {
   std::size_t begin = end;
-  while (begin > 0 && is_digit(text[begin - 1])) --begin;
+  while (begin > 0 && is_decimal_digit(text[begin - 1])) --begin;
   if (begin == end || end - begin > k_max_digits) return std::nullopt;
   if (start) *start = begin;
   long long value = 0;
@@ -31,7 +31,7 @@ std::optional<long long> number_ending_at(std::string_view text, std::size_t end
 
 std::optional<long long> number_starting_at(std::string_view text, std::size_t begin) {
   std::size_t end = begin;
-  while (end < text.size() && is_digit(text[end])) ++end;
+  while (end < text.size() && is_decimal_digit(text[end])) ++end;
   if (end == begin || end - begin > k_max_digits) return std::nullopt;
   return number_ending_at(text, end);
 }
@@ -66,19 +66,20 @@ std::optional<long long> word_count(std::string_view text) {
   std::optional<long long> found;
   std::size_t i = 0;
   while (i < text.size()) {
-    if (!is_letter(text[i])) {
+    if (!is_word_char(text[i])) {
       ++i;
       continue;
     }
     std::size_t word_start = i;
-    while (i < text.size() && is_letter(text[i])) ++i;
+    while (i < text.size() && is_word_char(text[i])) ++i;
     std::string_view word = text.substr(word_start, i - word_start);
     bool names_a_step = false;
     for (std::string_view ending : k_words) {
       if (word.size() < ending.size()) continue;
       std::string_view tail = word.substr(word.size() - ending.size());
       bool same = true;
-      for (std::size_t k = 0; k < ending.size() && same; ++k) same = lower(tail[k]) == ending[k];
+      for (std::size_t k = 0; k < ending.size() && same; ++k)
+        same = ascii_lower(tail[k]) == ending[k];
       names_a_step = names_a_step || same;
     }
     if (!names_a_step) continue;
