@@ -282,7 +282,9 @@ class NodeAgent {
 
   void after_round(const launch::RoundAssignment& round, const supervise::AttemptOutcome& outcome) {
     if (plan_.multi_node) return on_node_round_done(outcome);
-    AfterRound next = after_single_node_round(plan_, round.restart_count, outcome);
+    AfterRound next =
+        after_single_node_round(plan_, round.restart_count, outcome,
+                                record_.attempts.back().doctor.start_timeout.has_value());
     switch (next.kind) {
       case AfterRound::Kind::hung_out:
         result_.exit_code = exit_codes::k_hang;

@@ -7,15 +7,17 @@
 namespace gangrun::agent {
 
 AfterRound after_single_node_round(const launch::LaunchPlan& plan, int restart_count,
-                                   const supervise::AttemptOutcome& outcome) {
+                                   const supervise::AttemptOutcome& outcome, bool still_starting) {
   bool restarts_left = restart_count < plan.max_restarts;
   if (outcome.stopped_for_hang && !outcome.stopped_by_signal) {
     if (plan.doctor.on_hang != config::OnHang::restart || !restarts_left) {
       return {AfterRound::Kind::hung_out, ""};
     }
     return {AfterRound::Kind::restart,
-            fmt::format("the gang hung; restarting it ({} of {} restarts)", restart_count + 1,
-                        plan.max_restarts)};
+            fmt::format(
+                "{}; restarting it ({} of {} restarts)",
+                still_starting ? "the gang was still starting at --start-timeout" : "the gang hung",
+                restart_count + 1, plan.max_restarts)};
   }
   if (outcome.succeeded() || outcome.stopped_by_signal || !restarts_left) {
     return {AfterRound::Kind::finish, ""};

@@ -33,9 +33,12 @@ struct AfterRound {
 
 // restart_count: the round's own (0 for the first). A hang restarts only
 // with --on-hang restart; a signal to gangrun never restarts; a failure
-// restarts while plan.max_restarts allows.
+// restarts while plan.max_restarts allows. still_starting: the doctor
+// stopped the gang for --start-timeout, not for silence (the warning says
+// which).
 AfterRound after_single_node_round(const launch::LaunchPlan& plan, int restart_count,
-                                   const supervise::AttemptOutcome& outcome);
+                                   const supervise::AttemptOutcome& outcome,
+                                   bool still_starting = false);
 
 // The run's result once its last attempt is the final one: the signal that
 // stopped gangrun (to re-raise), else the first failure's shell code, else

@@ -93,6 +93,9 @@ TEST_CASE("restart policy: a hang restarts only with --on-hang restart and resta
       after_single_node_round(plan_with(2, gangrun::config::OnHang::restart), 0, hung);
   CHECK(restart.kind == AfterRound::Kind::restart);
   CHECK(restart.warning == "the gang hung; restarting it (1 of 2 restarts)");
+  CHECK(after_single_node_round(plan_with(2, gangrun::config::OnHang::restart), 0, hung, true)
+            .warning ==
+        "the gang was still starting at --start-timeout; restarting it (1 of 2 restarts)");
 
   // A signal that came while the hang was being stopped wins.
   hung.stopped_by_signal = SIGINT;
