@@ -6,6 +6,7 @@
 #include "report/report_html.hpp"
 #include "report/timeline.hpp"
 #include "temp_dir.hpp"
+#include "timeline_checks.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,8 @@
 #include <sstream>
 
 using namespace gangrun::report;
+using gangrun::test::count;
+using gangrun::test::lane_of;
 using nlohmann::json;
 
 namespace {
@@ -84,21 +87,6 @@ const char* const k_fixture = R"fixture({
 })fixture";
 
 json fixture() { return json::parse(k_fixture); }
-
-const Lane& lane_of(const Timeline& timeline, int rank) {
-  auto found = std::find_if(timeline.lanes.begin(), timeline.lanes.end(),
-                            [&](const Lane& lane) { return lane.rank == rank; });
-  REQUIRE(found != timeline.lanes.end());
-  return *found;
-}
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t found = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-    ++found;
-  }
-  return found;
-}
 
 std::string lower(std::string text) {
   std::transform(text.begin(), text.end(), text.begin(),

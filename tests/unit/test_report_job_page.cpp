@@ -8,6 +8,7 @@
 #include "report/report_html.hpp"
 #include "report/timeline.hpp"
 #include "temp_dir.hpp"
+#include "timeline_checks.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -17,6 +18,8 @@
 #include <sstream>
 
 using namespace gangrun::report;
+using gangrun::test::count;
+using gangrun::test::lane_of;
 using nlohmann::json;
 
 namespace {
@@ -101,21 +104,6 @@ std::vector<NodeReport> two_nodes() {
               {"frames", {{{"function", "all_reduce"}, {"file", "d.py"}, {"line", 1}}}}}}}}}}}}};
   // Given node 1 first: the page orders by node rank, not by the arguments.
   return {{node1, {}}, {node0, {}}};
-}
-
-const Lane& lane_of(const Timeline& timeline, int rank) {
-  auto found = std::find_if(timeline.lanes.begin(), timeline.lanes.end(),
-                            [&](const Lane& lane) { return lane.rank == rank; });
-  REQUIRE(found != timeline.lanes.end());
-  return *found;
-}
-
-std::size_t count(const std::string& text, const std::string& what) {
-  std::size_t found = 0;
-  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) {
-    ++found;
-  }
-  return found;
 }
 
 std::string read(const std::string& path) {
