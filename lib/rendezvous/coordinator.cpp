@@ -372,10 +372,16 @@ struct Coordinator::Impl {
   void on_doctor_key(store::ConnectionId from, const std::string& key, const keys::ParsedKey& where,
                      const std::string& value) {
     if (where.kind != keys::Kind::doctor_ask) return;
+    // An ask turned away goes too, as one taken does: asks by the thousand
+    // (a loop of `gangrun top`, a stranger without the secret) leave no key.
+    auto turn_away = [&](const std::string& why) {
+      server.unpublish(key);
+      reject(from, why);
+    };
     if (!where.round || where.agent.empty() || where.agent.size() > 64 ||
         !std::all_of(where.agent.begin(), where.agent.end(),
                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; })) {
-      return reject(from, "a stack request's key is not ask/<round>/<letters and digits>");
+      return turn_away("a stack request's key is not ask/<round>/<letters and digits>");
     }
     // The coordinator publishes what it takes in its own name, into its
     // reserve of the store: without a secret, anyone's ask, so each is bounded
@@ -383,15 +389,15 @@ struct Coordinator::Impl {
     // stay (keys::k_doctor_requests_kept), at most 2 new ones a second.
     constexpr std::size_t k_max_ask_bytes = 1024;
     if (value.size() > k_max_ask_bytes) {
-      return reject(from, fmt::format("a stack request of {} bytes (at most {})", value.size(),
-                                      k_max_ask_bytes));
+      return turn_away(
+          fmt::format("a stack request of {} bytes (at most {})", value.size(), k_max_ask_bytes));
     }
     auto message = signer.open(key, value);
     if (!message && stacks_signer) message = stacks_signer->open(key, value);
-    if (!message) return reject(from, message.error().message());
+    if (!message) return turn_away(message.error().message());
     if (!round || round->end || round->plan.round != *where.round) {
-      return reject(
-          from, fmt::format("a stack request for round {}, which is not running", *where.round));
+      return turn_away(
+          fmt::format("a stack request for round {}, which is not running", *where.round));
     }
     Clock::time_point now = Clock::now();
     doctor_ask_budget = std::min(
@@ -399,7 +405,7 @@ struct Coordinator::Impl {
         doctor_ask_budget + k_doctor_asks_per_second *
                                 std::chrono::duration<double>(now - doctor_budget_at).count());
     doctor_budget_at = now;
-    if (doctor_ask_budget < 1) return reject(from, "stack requests came faster than 2 a second");
+    if (doctor_ask_budget < 1) return turn_away("stack requests came faster than 2 a second");
     doctor_ask_budget -= 1;
     std::int64_t number = ++doctor_requests;
     publish(keys::doctor_request(*where.round, number), *message);

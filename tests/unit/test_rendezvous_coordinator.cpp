@@ -757,6 +757,32 @@ TEST_CASE(
                       stacks.seal(keys::doctor_ask(0, "cli"), again)));
   // Number 2: the padded ask before it was not taken.
   CHECK(*signer.open(keys::doctor_asked("cli"), cluster.read(keys::doctor_asked("cli"))) == "2");
+  // An ask turned away leaves no key: the padded one, one sealed with another secret, one for
+  // a round that is not running, and those past the burst of 10 (40 asks would take 15 s at
+  // 2 a second to be all taken).
+  CHECK_FALSE(cluster.exists(keys::doctor_ask(0, "big")));
+  Signer other(derived_key("another secret, of nobody in this job", k_stacks_purpose, "job"),
+               "job");
+  CHECK(cluster.write(*stranger, keys::doctor_ask(0, "forged"),
+                      other.seal(keys::doctor_ask(0, "forged"), request)));
+  CHECK(cluster.write(*stranger, keys::doctor_ask(7, "late"),
+                      signer.seal(keys::doctor_ask(7, "late"), request)));
+  constexpr int k_asks = 40;
+  for (int i = 0; i < k_asks; ++i) {
+    std::string id = "burst" + std::to_string(i);
+    CHECK(cluster.write(*stranger, keys::doctor_ask(0, id),
+                        signer.seal(keys::doctor_ask(0, id), request)));
+  }
+  CHECK_FALSE(cluster.exists(keys::doctor_ask(0, "forged")));
+  CHECK_FALSE(cluster.exists(keys::doctor_asked("forged")));
+  CHECK_FALSE(cluster.exists(keys::doctor_ask(7, "late")));
+  int taken = 0;
+  for (int i = 0; i < k_asks; ++i) {
+    std::string id = "burst" + std::to_string(i);
+    CHECK_FALSE(cluster.exists(keys::doctor_ask(0, id)));
+    taken += cluster.exists(keys::doctor_asked(id)) ? 1 : 0;
+  }
+  CHECK(taken < k_asks);
   a.finish_round(true);
   cluster.run_until([&] { return a.outcome.has_value(); });
 }
