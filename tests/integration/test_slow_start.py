@@ -8,7 +8,7 @@ Real PyTorch, gloo on CPU (GANGRUN_TEST_PYTHON: Debian's torch 1.13; torch 2.x a
 integration.test_slow_start.torch2), 2 ranks (slow_start_worker.py): every rank's first import
 lasts until a file (the gate) exists, printing nothing, then the ranks join a group,
 all-reduce once and exit 0. Across two nodes, a node whose rank is still importing is not called hung
-by the lead either. The stack tool is the py-spy beside GANGRUN_TEST_PEER_PYTHON when
+by the lead either, and one that passes --start-timeout ends the job as a start timeout. The stack tool is the py-spy beside GANGRUN_TEST_PEER_PYTHON when
 there is one; without it the start is named all the same.
 
 Every wait is for an event (a file a worker writes, a line in gangrun's output, gangrun's end),
@@ -155,6 +155,29 @@ class SlowStartAcrossNodes(GangrunTestCase):
             attempt = self.read_json(self.path(f"report.{node}.json"))["attempts"][-1]
             self.assertNotIn("hang", attempt, described)
         self.assertIn(f"rank 1: sum {WORLD * (WORLD + 1) // 2}", results[1].stdout, described)
+
+    def test_a_node_past_the_start_timeout_ends_the_job_as_a_start_timeout(self):
+        """--start-timeout on both nodes, the gate never opens: node 1, whose rank is still in its
+        import, names the start timeout and stops its workers (--on-hang stop); the job ends with
+        the hang's code on both agents, and no report calls it a hang."""
+        env = harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET, SLOW_START_RANKS="1")
+        job = static_nodes.StaticJob(self, 2, env=env)
+        agents = job.start_all(lambda node: ["--nproc_per_node", 1, "--start-timeout", START_TIMEOUT,
+                                             "--on-hang", "stop", "--report", self.path(f"report.{node}.json"),
+                                             "--python", TEST_PYTHON, SCRIPT, self.pid_dir, self.gate])
+        results = static_nodes.finish(self, agents, 3 * EVENT_TIMEOUT + START_TIMEOUT)
+        described = "".join(f"\n=== agent of node {node}:{result.describe()}" for node, result in results.items())
+        for node, result in results.items():
+            self.assertEqual(result.returncode, HANG_EXIT, f"agent of node {node}" + described)
+            self.assertNotIn(SUMMARY_HEAD, result.stderr, described)
+            self.assertNotIn("hang", self.read_json(self.path(f"report.{node}.json"))["attempts"][-1], described)
+        head = next((line for line in results[1].stderr.splitlines() if START_TIMEOUT_HEAD in line
+                     and "--start-timeout" in line), None)
+        self.assertIsNotNone(head, "node 1 named no start timeout" + described)
+        self.assertIn("rank 1 has neither printed a line nor connected to the store", head, described)
+        start = self.read_json(self.path("report.1.json"))["attempts"][-1]["start_timeout"]
+        self.assertEqual((start["action"], start["starting"]), ("stop", [1]), start)
+        self.assert_dead(self.recorded_pids(), what="workers")
 
 
 if __name__ == "__main__":
