@@ -7,10 +7,12 @@
 //
 //   gangrun_swarm --store HOST:PORT --nnodes N|MIN:MAX --count K [--first-node F]
 //                 [--run-id ID] [--local-world-size L] [--rdzv static|c10d]
+//                 [--heartbeat-attempts K]
 //
 // Nodes F .. F+K-1 (F defaults to 1: node 0 is the head). Static: node rank F+i;
 // c10d: node rank -1, as a c10d agent's. GANGRUN_JOB_SECRET or
-// GANGRUN_JOB_SECRET_FILE is read as a real agent reads it.
+// GANGRUN_JOB_SECRET_FILE is read as a real agent reads it. --heartbeat-attempts:
+// as a real agent's --rdzv_conf keep_alive_max_attempt=K (give the head the same).
 //
 // stdin, one command a line:
 //   fail K [CODE]  node K's local rank 0 exits CODE (default 1): the node
@@ -80,6 +82,7 @@ struct SwarmOptions {
   std::string run_id = "none";
   int local_world_size = 1;
   bool c10d = false;
+  std::optional<int> heartbeat_attempts;
 };
 
 double monotonic_seconds() {
@@ -136,6 +139,8 @@ SwarmOptions parse_options(int argc, char** argv) {
       options.run_id = value;
     } else if (flag == "--local-world-size") {
       options.local_world_size = int_of(flag, value, 1);
+    } else if (flag == "--heartbeat-attempts") {
+      options.heartbeat_attempts = int_of(flag, value, 1);
     } else if (flag == "--rdzv") {
       if (value != "static" && value != "c10d") usage_error("--rdzv " + value + ": static or c10d");
       options.c10d = value == "c10d";
@@ -194,6 +199,9 @@ launch::LaunchPlan plan_of(const SwarmOptions& options, int node,
   plan.master_addr = options.store_host;
   plan.master_port = options.store_port;
   plan.job_secret = secret;
+  if (options.heartbeat_attempts) {
+    plan.rendezvous.keep_alive_max_attempt = *options.heartbeat_attempts;
+  }
   return plan;
 }
 
