@@ -1,5 +1,5 @@
-"""A job of 256 nodes on one machine: a real gangrun head (node 0: the store, the coordinator
-and real stand-in workers) and one gangrun_swarm process holding nodes 1..255, each of them
+"""A job of 256 nodes on one machine, static and c10d: a real gangrun head (node 0: the store,
+the coordinator and real stand-in workers) and one gangrun_swarm process holding nodes 1..255, each of them
 the real agent's participant over its own connections, with stand-in workers of its own
 (tests/helpers/swarm.cpp). The rendezvous is authenticated with the job's secret.
 
@@ -31,9 +31,9 @@ NODES_TIMEOUT = 3 * EVENT_TIMEOUT
 class Swarm:
     """A running gangrun_swarm: commands to its stdin, its events read from its stdout."""
 
-    def __init__(self, test, port, count, *extra):
+    def __init__(self, test, port, count, *extra, nnodes=str(NODES)):
         self.test = test
-        self.argv = [SWARM, "--store", f"127.0.0.1:{port}", "--nnodes", str(NODES), "--count", str(count),
+        self.argv = [SWARM, "--store", f"127.0.0.1:{port}", "--nnodes", nnodes, "--count", str(count),
                      "--first-node", "1", *extra]
         self.err_path = test.path("swarm.err")
         with open(self.err_path, "wb") as err:
@@ -100,14 +100,16 @@ class SwarmCase(harness.GangrunTestCase):
             self.skipTest(f"no gangrun_swarm at {SWARM} (build the test helpers: scripts/build)")
         self.port = harness.free_port()
 
-    def start_head_with(self, launch_args, *worker_args):
-        """Node 0: a real agent that hosts the store and the coordinator; its one worker
-        touches started.{restart}, writes term.{restart} when it gets SIGTERM, then runs
-        WORKER_ARGS."""
+    def start_head_with(self, launch_args, *worker_args, rendezvous=None):
+        """Node 0: a real agent that hosts the store and the coordinator (static, unless
+        RENDEZVOUS gives other flags); its one worker touches started.{restart}, writes
+        term.{restart} when it gets SIGTERM, then runs WORKER_ARGS."""
         worker = self.fake("--touch", self.path("started.{restart}"), "--on-term", self.path("term.{restart}"),
                            *worker_args)
-        return self.start(["--nnodes", NODES, "--node_rank", 0, "--master_addr", "127.0.0.1",
-                           "--master_port", self.port, *launch_args, *worker],
+        if rendezvous is None:
+            rendezvous = ["--nnodes", NODES, "--node_rank", 0, "--master_addr", "127.0.0.1",
+                          "--master_port", self.port]
+        return self.start([*rendezvous, *launch_args, *worker],
                           env=harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET))
 
     def wait_file(self, name, head):
@@ -177,6 +179,34 @@ class SwarmCase(harness.GangrunTestCase):
 
         result = self.finish(head, timeout=NODES_TIMEOUT)
         self.assertExit(result, 3)
+        self.assertIn("node 9 (swarm9, 127.0.0.1)", result.stderr)
+        self.assert_head_gone(head)
+
+    def test_c10d_goes_on_without_a_node_that_leaves(self):
+        # A short last call: the round without node 9 forms once the coordinator has stopped
+        # waiting for a 256th node, which never comes.
+        head = self.start_head_with(["--max-restarts", 1], "--if-restart-below", 1, "--sleep", SLEEP_FOREVER,
+                                    rendezvous=["--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{self.port}",
+                                                "--nnodes", f"2:{NODES}", "--rdzv_conf", "last_call_timeout=1"])
+        swarm = Swarm(self, self.port, NODES - 1, "--rdzv", "c10d", nnodes=f"2:{NODES}")
+        swarm.wait_event("all_assigned", 0)
+        self.assertEqual(sorted(line["group_rank"] for line in swarm.of("assigned", 0)), list(range(1, NODES)))
+        self.wait_file("started.0", head)
+
+        swarm.send("leave 9")
+        swarm.wait_event("all_ending", 0)
+        self.wait_file("term.0", head)
+        swarm.wait_event("all_assigned", 1)
+        self.assertEqual(len(swarm.of("assigned", 1)), NODES - 2)
+        self.assertNotIn(9, [line["node"] for line in swarm.of("assigned", 1)])
+        self.assertEqual(sorted(line["group_rank"] for line in swarm.of("assigned", 1)), list(range(1, NODES - 1)))
+        self.wait_file("started.1", head)
+        swarm.send("succeed")
+        swarm.wait_event("all_done", 1)
+        self.assertEqual(swarm.finish(), 0, swarm.stderr())
+
+        result = self.finish(head, timeout=NODES_TIMEOUT)
+        self.assertExit(result, 0)
         self.assertIn("node 9 (swarm9, 127.0.0.1)", result.stderr)
         self.assert_head_gone(head)
 
