@@ -183,11 +183,12 @@ class SwarmCase(harness.GangrunTestCase):
         self.assert_head_gone(head)
 
     def test_c10d_goes_on_without_a_node_that_leaves(self):
-        # A short last call: the round without node 9 forms once the coordinator has stopped
-        # waiting for a 256th node, which never comes.
+        # Round 0 forms once all 256 are in (the test wants every node in it: they must join
+        # within the last call, 30 s from the first two); the round after node 9 is lost forms
+        # from the nodes that answered, without a last call.
         head = self.start_head_with(["--max-restarts", 1], "--if-restart-below", 1, "--sleep", SLEEP_FOREVER,
                                     rendezvous=["--rdzv_backend", "c10d", "--rdzv_endpoint", f"127.0.0.1:{self.port}",
-                                                "--nnodes", f"2:{NODES}", "--rdzv_conf", "last_call_timeout=1"])
+                                                "--nnodes", f"2:{NODES}"])
         swarm = Swarm(self, self.port, NODES - 1, "--rdzv", "c10d", nnodes=f"2:{NODES}")
         swarm.wait_event("all_assigned", 0)
         self.assertEqual(sorted(line["group_rank"] for line in swarm.of("assigned", 0)), list(range(1, NODES)))
@@ -207,7 +208,8 @@ class SwarmCase(harness.GangrunTestCase):
 
         result = self.finish(head, timeout=NODES_TIMEOUT)
         self.assertExit(result, 0)
-        self.assertIn("node 9 (swarm9, 127.0.0.1)", result.stderr)
+        # c10d numbers nodes by group rank: swarm9 is whichever one it was given.
+        self.assertRegex(result.stderr, r"lost the agent on node \d+ \(swarm9, 127\.0\.0\.1\)")
         self.assert_head_gone(head)
 
 
