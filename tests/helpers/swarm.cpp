@@ -1,0 +1,518 @@
+// gangrun_swarm: many simulated nodes of one gangrun job in one process, for
+// the scale tests and benchmarks (issue 40). Each node is the real agent's own
+// rendezvous::Participant, with the settings agent::participant_settings()
+// derives from a plan, over its own two TCP connections to a real gangrun
+// head's store; only the workers are stand-ins (no processes). All nodes share
+// one Asio loop on one thread, so 1,024 of them fit where 1,024 agents do not.
+//
+//   gangrun_swarm --store HOST:PORT --nnodes N|MIN:MAX --count K [--first-node F]
+//                 [--run-id ID] [--local-world-size L] [--rdzv static|c10d]
+//                 [--heartbeat-attempts K]
+//
+// Nodes F .. F+K-1 (F defaults to 1: node 0 is the head). Static: node rank F+i;
+// c10d: node rank -1, as a c10d agent's. GANGRUN_JOB_SECRET or
+// GANGRUN_JOB_SECRET_FILE is read as a real agent reads it. --heartbeat-attempts:
+// as a real agent's --rdzv_conf keep_alive_max_attempt=K (give the head the same).
+//
+// stdin, one command a line:
+//   fail K [CODE]  node K's local rank 0 exits CODE (default 1): the node
+//                  reports the failure, then its result, as an agent whose
+//                  other workers it stopped at once (failure window 0)
+//   succeed        every node in a round: its workers exit 0, it reports
+//   leave K        node K's participant is destroyed: its connections close,
+//                  as a killed agent's do
+//   quit           every node leaves; the swarm exits
+// stdout, one JSON line per event, flushed, t in CLOCK_MONOTONIC seconds:
+//   {"event": "assigned"|"ending"|"failed"|"done"|"lost"|"refused"|"left",
+//    "node": K, "round": R, "t": T, ...}
+//   and {"event": "all_assigned"|"all_ending"|"all_done", "round": R, "t": T} once every
+//   node still in the job (not lost, refused or left) has seen that round's event
+//   ("failed" counts as its node's "ending").
+// Exit: 2 usage (or too few file descriptors), 3 a node lost the store, else the
+// job's exit code as the nodes were told it.
+
+#include "agent/rendezvous_setup.hpp"
+#include "launch/job_secret.hpp"
+#include "launch/plan.hpp"
+#include "rendezvous/participant.hpp"
+#include "supervise/gang.hpp"
+#include "util/env.hpp"
+#include "util/strings.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/streambuf.hpp>
+#include <nlohmann/json.hpp>
+
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace gangrun;
+namespace asio = boost::asio;
+
+constexpr int k_usage = 2;
+constexpr int k_lost = 3;
+// Descriptors beside the nodes' own: stdio, the loop's epoll and its eventfd, libsodium's.
+constexpr rlim_t k_spare_descriptors = 64;
+
+struct SwarmOptions {
+  std::string store_host;
+  int store_port = 0;
+  int nnodes = 0;
+  int min_nnodes = 0;
+  int count = 0;
+  int first_node = 1;
+  std::string run_id = "none";
+  int local_world_size = 1;
+  bool c10d = false;
+  std::optional<int> heartbeat_attempts;
+};
+
+double monotonic_seconds() {
+  timespec now{};
+  ::clock_gettime(CLOCK_MONOTONIC, &now);
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+}
+
+void print_line(nlohmann::json line) {
+  line["t"] = monotonic_seconds();
+  std::cout << line.dump() << '\n' << std::flush;
+}
+
+[[noreturn]] void usage_error(const std::string& message) {
+  std::cerr << "gangrun_swarm: " << message << '\n';
+  std::exit(k_usage);
+}
+
+std::optional<int> to_int(std::string_view text) {
+  int value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+int int_of(const std::string& flag, const std::string& text, int low) {
+  auto value = to_int(text);
+  if (!value || *value < low) {
+    usage_error(flag + " " + strings::printable(text) + ": give a whole number of at least " +
+                std::to_string(low));
+  }
+  return *value;
+}
+
+SwarmOptions parse_options(int argc, char** argv) {
+  SwarmOptions options;
+  std::string nnodes;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (i + 1 >= argc) usage_error(flag + " needs a value");
+    std::string value = argv[++i];
+    if (flag == "--store") {
+      auto colon = value.rfind(':');
+      if (colon == std::string::npos) usage_error("--store " + value + ": give HOST:PORT");
+      options.store_host = value.substr(0, colon);
+      options.store_port = int_of("--store's port", value.substr(colon + 1), 1);
+    } else if (flag == "--nnodes") {
+      nnodes = value;
+    } else if (flag == "--count") {
+      options.count = int_of(flag, value, 1);
+    } else if (flag == "--first-node") {
+      options.first_node = int_of(flag, value, 0);
+    } else if (flag == "--run-id") {
+      options.run_id = value;
+    } else if (flag == "--local-world-size") {
+      options.local_world_size = int_of(flag, value, 1);
+    } else if (flag == "--heartbeat-attempts") {
+      options.heartbeat_attempts = int_of(flag, value, 1);
+    } else if (flag == "--rdzv") {
+      if (value != "static" && value != "c10d") usage_error("--rdzv " + value + ": static or c10d");
+      options.c10d = value == "c10d";
+    } else {
+      usage_error("unknown flag " + strings::printable(flag) +
+                  " (see the comment at the top of tests/helpers/swarm.cpp)");
+    }
+  }
+  if (options.store_host.empty() || nnodes.empty() || options.count == 0) {
+    usage_error("give --store HOST:PORT, --nnodes N|MIN:MAX and --count K");
+  }
+  auto colon = nnodes.find(':');
+  options.nnodes =
+      int_of("--nnodes", colon == std::string::npos ? nnodes : nnodes.substr(colon + 1), 1);
+  options.min_nnodes =
+      colon == std::string::npos ? options.nnodes : int_of("--nnodes", nnodes.substr(0, colon), 1);
+  if (colon != std::string::npos && !options.c10d)
+    usage_error("--nnodes MIN:MAX needs --rdzv c10d");
+  if (!options.c10d && options.first_node + options.count > options.nnodes) {
+    usage_error("nodes " + std::to_string(options.first_node) + ".." +
+                std::to_string(options.first_node + options.count - 1) +
+                " do not fit a static job of --nnodes " + std::to_string(options.nnodes));
+  }
+  return options;
+}
+
+// Each node needs two connections (the participant's link and its waits).
+void raise_descriptor_limit(int count) {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  rlim_t needed = 2 * static_cast<rlim_t>(count) + k_spare_descriptors;
+  if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
+    usage_error(std::to_string(count) + " nodes need " + std::to_string(needed) +
+                " file descriptors, and the hard limit (ulimit -Hn) is " +
+                std::to_string(limit.rlim_max) + ": raise it, or run fewer nodes per swarm");
+  }
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    usage_error("cannot raise the file descriptor limit to the hard limit");
+  }
+}
+
+// The plan of a real agent on node `node`, as far as participant_settings()
+// reads it; everything else (the rendezvous' timeouts, the heartbeat) keeps
+// the defaults a real agent's plan has.
+launch::LaunchPlan plan_of(const SwarmOptions& options, int node,
+                           const std::optional<std::string>& secret) {
+  launch::LaunchPlan plan;
+  plan.host = "swarm" + std::to_string(node);
+  plan.run_id = options.run_id;
+  plan.nnodes = options.nnodes;
+  plan.min_nnodes = options.min_nnodes;
+  plan.node_rank = node;
+  plan.c10d = options.c10d;
+  plan.local_world_size = options.local_world_size;
+  plan.master_addr = options.store_host;
+  plan.master_port = options.store_port;
+  plan.job_secret = secret;
+  if (options.heartbeat_attempts) {
+    plan.rendezvous.keep_alive_max_attempt = *options.heartbeat_attempts;
+  }
+  return plan;
+}
+
+// The stand-in workers of one node in a round, as its gang would report them.
+supervise::AttemptOutcome stand_in_workers(const rendezvous::Member& me) {
+  supervise::AttemptOutcome outcome;
+  for (int local = 0; local < me.local_world_size; ++local) {
+    supervise::WorkerOutcome worker;
+    worker.rank = me.rank_offset + local;
+    worker.local_rank = local;
+    worker.pid = 0;  // a stand-in: no process
+    worker.started_at = std::chrono::system_clock::now();
+    outcome.workers.push_back(worker);
+  }
+  return outcome;
+}
+
+void end_worker(supervise::AttemptOutcome& outcome, std::size_t index, supervise::ExitStatus status,
+                bool stopped) {
+  supervise::WorkerOutcome& worker = outcome.workers.at(index);
+  worker.status = status;
+  worker.stopped_by_gangrun = stopped;
+  worker.ended_at = std::chrono::system_clock::now();
+  outcome.end_order.push_back(index);
+}
+
+class Swarm;
+
+// One simulated node: a participant and its stand-in workers.
+struct Node {
+  int number = 0;
+  std::unique_ptr<rendezvous::Participant> participant;
+  std::optional<rendezvous::Member> me;  // in the current round
+  std::uint64_t round = 0;
+  bool running = false;   // its stand-ins run in `round` and have not reported
+  bool finished = false;  // done, lost, refused or left
+  bool gone = false;      // lost, refused or left: no longer counted
+};
+
+class Swarm {
+ public:
+  Swarm(asio::io_context& io, const SwarmOptions& options, std::optional<std::string> secret)
+      : io_(io), options_(options), secret_(std::move(secret)), input_(io) {}
+
+  void start() {
+    for (int i = 0; i < options_.count; ++i) {
+      int number = options_.first_node + i;
+      Node& node = nodes_[number];
+      node.number = number;
+      rendezvous::ParticipantSettings settings =
+          agent::participant_settings(plan_of(options_, number, secret_));
+      node.participant =
+          std::make_unique<rendezvous::Participant>(io_, std::move(settings), events_of(node));
+    }
+    for (auto& [number, node] : nodes_) node.participant->join();
+    read_commands();
+  }
+
+  int exit_code() const { return exit_code_; }
+
+ private:
+  rendezvous::ParticipantEvents events_of(Node& node) {
+    return rendezvous::ParticipantEvents{
+        .round_assigned = [this, &node](const rendezvous::RoundPlan& plan,
+                                        const rendezvous::Member& me) { assigned(node, plan, me); },
+        .round_ending = [this, &node](const rendezvous::RoundEnd&) { ending(node); },
+        .job_done = [this, &node](const rendezvous::JobOutcome& outcome) { done(node, outcome); },
+        .store_lost = [this, &node](const Error& error) { lost(node, "lost", error, k_lost); },
+        .refused =
+            [this, &node](const Error& error) { lost(node, "refused", error, error.exit_code()); }};
+  }
+
+  nlohmann::json event(const char* name, const Node& node) const {
+    return {{"event", name}, {"node", node.number}, {"round", node.round}};
+  }
+
+  void assigned(Node& node, const rendezvous::RoundPlan& plan, const rendezvous::Member& me) {
+    node.round = plan.round;
+    node.me = me;
+    node.running = true;
+    nlohmann::json line = event("assigned", node);
+    line["group_rank"] = me.group_rank;
+    line["restart_count"] = plan.restart_count;
+    print_line(line);
+    assigned_[plan.round].insert(node.number);
+    check_aggregates();
+  }
+
+  // Another node failed or left, or one joins: the stand-ins get SIGTERM and
+  // are gone at once, and the node reports as an agent after its teardown.
+  void ending(Node& node) {
+    print_line(event("ending", node));
+    ended_[node.round].insert(node.number);
+    if (node.running && node.me) {
+      supervise::AttemptOutcome outcome = stand_in_workers(*node.me);
+      for (std::size_t i = 0; i < outcome.workers.size(); ++i) {
+        end_worker(outcome, i, supervise::ExitStatus::killed_by(SIGTERM), true);
+      }
+      node.running = false;
+      node.participant->report_result(
+          agent::round_report(node.participant->me(), outcome, /*stopped_for_round_end=*/true));
+    }
+    check_aggregates();
+  }
+
+  void done(Node& node, const rendezvous::JobOutcome& outcome) {
+    nlohmann::json line = event("done", node);
+    line["exit_code"] = outcome.exit_code;
+    line["message"] = strings::printable(outcome.message);
+    print_line(line);
+    if (outcome.exit_code != 0 && exit_code_ == 0) exit_code_ = outcome.exit_code;
+    finish(node, /*gone=*/false);
+  }
+
+  void lost(Node& node, const char* what, const Error& error, int code) {
+    nlohmann::json line = event(what, node);
+    line["message"] = strings::printable(error.message());
+    print_line(line);
+    if (exit_code_ == 0 || code == k_usage) exit_code_ = code;
+    finish(node, /*gone=*/true);
+  }
+
+  // Leaving closes the node's connections, as a real agent does at its end.
+  // Posted: the participant is inside its own callback now.
+  void finish(Node& node, bool gone) {
+    node.finished = true;
+    node.gone = gone;
+    node.running = false;
+    asio::post(io_, [this, &node] {
+      node.participant.reset();
+      check_aggregates();
+    });
+  }
+
+  // ---- commands -----------------------------------------------------------------
+
+  void read_commands() {
+    int fd = ::dup(STDIN_FILENO);
+    boost::system::error_code error;
+    input_.assign(fd, error);
+    if (error) {
+      ::close(fd);
+      std::cerr << "gangrun_swarm: stdin cannot be watched (" << error.message()
+                << "): no commands will be read\n";
+      return;
+    }
+    next_command();
+  }
+
+  void next_command() {
+    asio::async_read_until(input_, buffer_, '\n',
+                           [this](const boost::system::error_code& error, std::size_t) {
+                             if (error) return;  // end of input: no more commands
+                             std::istream in(&buffer_);
+                             std::string line;
+                             std::getline(in, line);
+                             command(line);
+                             if (!stopped_) next_command();
+                           });
+  }
+
+  Node* node_named(const std::string& word, const std::string& line) {
+    auto number = to_int(word);
+    auto found = number ? nodes_.find(*number) : nodes_.end();
+    if (found == nodes_.end()) {
+      std::cerr << "gangrun_swarm: " << strings::printable(line) << ": no node " << word
+                << " here (nodes " << options_.first_node << ".."
+                << options_.first_node + options_.count - 1 << ")\n";
+      return nullptr;
+    }
+    return &found->second;
+  }
+
+  void command(const std::string& line) {
+    std::istringstream words(line);
+    std::string verb;
+    std::string argument;
+    std::string code_text;
+    words >> verb >> argument >> code_text;
+    if (verb.empty()) return;
+    if (verb == "fail") {
+      if (Node* node = node_named(argument, line))
+        fail(*node, code_text.empty() ? 1 : to_int(code_text).value_or(1));
+    } else if (verb == "succeed") {
+      for (auto& [number, node] : nodes_) succeed(node);
+    } else if (verb == "leave") {
+      if (Node* node = node_named(argument, line)) leave(*node);
+    } else if (verb == "quit") {
+      for (auto& [number, node] : nodes_) node.participant.reset();
+      stop();
+    } else {
+      std::cerr << "gangrun_swarm: unknown command " << strings::printable(line)
+                << " (fail K [CODE], succeed, leave K, quit)\n";
+    }
+  }
+
+  // Local rank 0 fails; the others are stopped at once, so the node's first
+  // failure and its result go out one after the other, as a real agent's do
+  // with failure window 0.
+  void fail(Node& node, int code) {
+    if (!node.running || !node.me) {
+      std::cerr << "gangrun_swarm: node " << node.number << " runs no round now\n";
+      return;
+    }
+    supervise::AttemptOutcome outcome = stand_in_workers(*node.me);
+    end_worker(outcome, 0, supervise::ExitStatus::exited_with(code), false);
+    outcome.first_failure = outcome.root_cause = 0;
+    node.participant->report_failure(agent::failure_report(node.participant->me(), outcome));
+    for (std::size_t i = 1; i < outcome.workers.size(); ++i) {
+      end_worker(outcome, i, supervise::ExitStatus::killed_by(SIGTERM), true);
+    }
+    node.running = false;
+    node.participant->report_result(
+        agent::round_report(node.participant->me(), outcome, /*stopped_for_round_end=*/false));
+    print_line(event("failed", node));
+    ended_[node.round].insert(node.number);
+    check_aggregates();
+  }
+
+  void succeed(Node& node) {
+    if (!node.running || !node.me) return;
+    supervise::AttemptOutcome outcome = stand_in_workers(*node.me);
+    for (std::size_t i = 0; i < outcome.workers.size(); ++i) {
+      end_worker(outcome, i, supervise::ExitStatus::exited_with(0), false);
+    }
+    node.running = false;
+    node.participant->report_result(
+        agent::round_report(node.participant->me(), outcome, /*stopped_for_round_end=*/false));
+  }
+
+  void leave(Node& node) {
+    if (node.finished) return;
+    node.participant.reset();
+    node.finished = node.gone = true;
+    node.running = false;
+    print_line(event("left", node));
+    check_aggregates();
+  }
+
+  // ---- aggregates ---------------------------------------------------------------
+
+  // Every node still in the job is in `seen`.
+  bool everyone_in(const std::set<int>& seen) const {
+    for (const auto& [number, node] : nodes_) {
+      if (!node.gone && !seen.contains(number)) return false;
+    }
+    return true;
+  }
+
+  void aggregate(const char* name, std::map<std::uint64_t, std::set<int>>& seen,
+                 std::set<std::uint64_t>& said) {
+    for (auto& [round, nodes] : seen) {
+      if (said.contains(round) || !everyone_in(nodes)) continue;
+      said.insert(round);
+      print_line({{"event", name}, {"round", round}});
+    }
+  }
+
+  void check_aggregates() {
+    aggregate("all_assigned", assigned_, said_assigned_);
+    aggregate("all_ending", ended_, said_ending_);
+    bool all_finished = true;
+    bool any_done = false;
+    for (const auto& [number, node] : nodes_) {
+      all_finished = all_finished && node.finished && !node.participant;
+      any_done = any_done || (node.finished && !node.gone);
+    }
+    if (!all_finished) return;
+    if (any_done && !said_done_) {
+      said_done_ = true;
+      std::uint64_t last = 0;
+      for (const auto& [number, node] : nodes_) last = std::max(last, node.round);
+      print_line({{"event", "all_done"}, {"round", last}});
+    }
+    stop();
+  }
+
+  void stop() {
+    stopped_ = true;
+    io_.stop();
+  }
+
+  asio::io_context& io_;
+  SwarmOptions options_;
+  std::optional<std::string> secret_;
+  std::map<int, Node> nodes_;  // by node number; never resized after start()
+  asio::posix::stream_descriptor input_;
+  asio::streambuf buffer_;
+  std::map<std::uint64_t, std::set<int>> assigned_;  // per round, the nodes that saw it assigned
+  std::map<std::uint64_t, std::set<int>> ended_;     // ... that saw it end (or failed in it)
+  std::set<std::uint64_t> said_assigned_;
+  std::set<std::uint64_t> said_ending_;
+  bool said_done_ = false;
+  bool stopped_ = false;
+  int exit_code_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  SwarmOptions options = parse_options(argc, argv);
+  raise_descriptor_limit(options.count);
+  auto secret = launch::read_job_secret(current_environment());
+  if (!secret) usage_error(secret.error().message());
+  std::optional<std::string> value;
+  if (*secret) value = (*secret)->value;
+  // A harness that closes our stdout must not kill us in the middle of a line.
+  std::signal(SIGPIPE, SIG_IGN);
+  asio::io_context io;
+  Swarm swarm(io, options, value);
+  swarm.start();
+  io.run();
+  return swarm.exit_code();
+}
