@@ -14,6 +14,7 @@ doctor::GangDoctor::NodeRound node_round_for(const rendezvous::RoundPlan& round,
                                              const std::string& job_nonce) {
   doctor::GangDoctor::NodeRound nodes{.round = round.round,
                                       .members = {},
+                                      .node_count = round.nodes,
                                       .names = {},
                                       .lead = me.group_rank == 0,
                                       .job_nonce = job_nonce};
@@ -28,7 +29,7 @@ std::string round_assigned_message(const rendezvous::RoundPlan& round, const ren
                                    const launch::RoundAssignment& assignment) {
   return fmt::format("round {}: ranks {}-{} of {} (node {} of {}){}", round.round, me.rank_offset,
                      me.rank_offset + me.local_world_size - 1, round.world_size, me.group_rank,
-                     round.members.size(),
+                     round.nodes,
                      assignment.master_addr == round.master_addr
                          ? ""
                          : fmt::format("; MASTER_ADDR={} ({}, as this node reached it)",

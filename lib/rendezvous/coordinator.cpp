@@ -121,7 +121,8 @@ struct Coordinator::Impl {
   std::uint64_t rejected = 0;  // messages not believed
   std::uint64_t refusals = 0;  // agents turned away
 
-  std::optional<Round> round;  // running or ending
+  std::optional<Round> round;                // running or ending
+  std::vector<std::string> assignment_keys;  // the latest round's (keys::assignment)
   std::uint64_t next_number = 0;
   int restart_count = 0;
   bool forming = false;
@@ -814,6 +815,7 @@ struct Coordinator::Impl {
       plan.world_size += member.local_world_size;
       plan.members.push_back(std::move(member));
     }
+    plan.nodes = static_cast<int>(plan.members.size());
     forming = false;
     first_round = false;
     last_call.cancel();
@@ -828,8 +830,21 @@ struct Coordinator::Impl {
                  plan.restart_count, plan.members.size(), plan.world_size, summary);
     // Workers of this round meet in a fresh key space of the store.
     server.begin_round(plan.round);
+    forget_assignments();
+    for (const Member& member : plan.members) {
+      std::string key = keys::assignment(plan.round, member.id);
+      publish(key, to_json(assignment_of(plan, member)));
+      assignment_keys.push_back(std::move(key));
+    }
+    publish(keys::round_brief(plan.round), to_json(Brief{RoundFormed{plan.round}}));
     publish(keys::round(plan.round), to_json(Next{plan}));
     publish(keys::latest(), std::to_string(plan.round));
+  }
+
+  // The last round's assignments: each node read its own when it formed.
+  void forget_assignments() {
+    for (const std::string& key : assignment_keys) server.unpublish(key);
+    assignment_keys.clear();
   }
 
   // ---- the end ------------------------------------------------------------------
@@ -845,6 +860,8 @@ struct Coordinator::Impl {
     std::uint64_t number = next_number++;
     spdlog::info("rendezvous: the job ends with exit code {}{}{}", result.exit_code,
                  result.message.empty() ? "" : ": ", result.message);
+    forget_assignments();
+    publish(keys::round_brief(number), to_json(Brief{result}));
     publish(keys::round(number), to_json(Next{result}));
     publish(keys::latest(), std::to_string(number));
     close_deadline.expires_after(settings.close_timeout);

@@ -1,7 +1,7 @@
 // The run-wide store keys of the rendezvous (store/key_spaces.hpp: they
 // survive rounds and workers never reach them). Agents write join, alive,
-// failed and result; the coordinator writes nonce, welcome, round, end,
-// latest and waiting, and the store refuses those to every client
+// failed and result; the coordinator writes nonce, welcome, round (with its
+// brief and assignments), end, latest and waiting, and the store refuses those to every client
 // (coordinator_only_prefixes).
 // Every value is sealed with the job's secret (signing.hpp).
 //
@@ -37,6 +37,17 @@ inline std::string latest() { return std::string(k_prefix) + "latest"; }
 // Round r's message: a RoundPlan, or the job's outcome.
 inline std::string round(std::uint64_t r) {
   return std::string(k_prefix) + "round/" + std::to_string(r);
+}
+// What every agent waits for: round r has formed (a RoundFormed), or the
+// job's outcome; published after every node's assignment and before
+// round(r). Only the round's lead, `gangrun top` and `gangrun stacks` read
+// the whole plan in round(r): read by every node, it would cost the store
+// N x N bytes a round.
+inline std::string round_brief(std::uint64_t r) { return round(r) + "/brief"; }
+// Agent's place in round r: an Assignment; none for an agent the round
+// leaves out (a spare). Deleted when the next round or the outcome comes.
+inline std::string assignment(std::uint64_t r, const std::string& agent) {
+  return round(r) + "/node/" + agent;
 }
 // Round r is ending: a RoundEnd.
 inline std::string end(std::uint64_t r) {

@@ -146,6 +146,26 @@ Expected<T> parse(const std::string& text, const char* what, Read read) {
   }
 }
 
+Member read_member(const json& member) {
+  if (!member.is_object()) invalid("member", "is not a node");
+  return Member{
+      .id = read_agent_id(member, "id"),
+      .host = read_text(member, "host", 1024),
+      .address = read_text(member, "address", 1024),
+      .group_rank = read_int(member, "group_rank", 0, k_max_ranks),
+      .rank_offset = read_int(member, "rank_offset", 0, k_max_ranks),
+      .local_world_size = read_int(member, "local_world_size", 1, k_max_local_world_size)};
+}
+
+json member_json(const Member& member) {
+  return {{"id", member.id},
+          {"host", member.host},
+          {"address", member.address},
+          {"group_rank", member.group_rank},
+          {"rank_offset", member.rank_offset},
+          {"local_world_size", member.local_world_size}};
+}
+
 RoundPlan read_round_plan(const json& object) {
   RoundPlan plan;
   plan.round = read_round(object, "round");
@@ -158,13 +178,7 @@ RoundPlan read_round_plan(const json& object) {
   int offset = 0;
   for (const json& member : members) {
     if (!member.is_object()) invalid("members", "is not a list of nodes");
-    Member next{
-        .id = read_agent_id(member, "id"),
-        .host = read_text(member, "host", 1024),
-        .address = read_text(member, "address", 1024),
-        .group_rank = read_int(member, "group_rank", 0, k_max_ranks),
-        .rank_offset = read_int(member, "rank_offset", 0, k_max_ranks),
-        .local_world_size = read_int(member, "local_world_size", 1, k_max_local_world_size)};
+    Member next = read_member(member);
     // Ranks are dense, node after node: anything else is not a round the
     // coordinator made.
     if (next.group_rank != static_cast<int>(plan.members.size()) || next.rank_offset != offset)
@@ -173,6 +187,7 @@ RoundPlan read_round_plan(const json& object) {
     plan.members.push_back(std::move(next));
   }
   if (offset != plan.world_size) invalid("world_size", "is not the sum of the nodes' workers");
+  plan.nodes = static_cast<int>(plan.members.size());
   return plan;
 }
 
@@ -216,14 +231,7 @@ std::string to_json(const AgentInfo& info) {
 std::string to_json(const Next& next) {
   if (const auto* plan = std::get_if<RoundPlan>(&next)) {
     json members = json::array();
-    for (const Member& member : plan->members) {
-      members.push_back({{"id", member.id},
-                         {"host", member.host},
-                         {"address", member.address},
-                         {"group_rank", member.group_rank},
-                         {"rank_offset", member.rank_offset},
-                         {"local_world_size", member.local_world_size}});
-    }
+    for (const Member& member : plan->members) members.push_back(member_json(member));
     return json{{"kind", "round"},
                 {"round", plan->round},
                 {"restart_count", plan->restart_count},
@@ -241,6 +249,45 @@ std::string to_json(const Next& next) {
               {"stop_signal", optional_int(outcome.stop_signal)},
               {"waited_for", outcome.waited_for}}
       .dump();
+}
+
+Assignment assignment_of(const RoundPlan& plan, const Member& member) {
+  return Assignment{.round = plan.round,
+                    .restart_count = plan.restart_count,
+                    .nodes = static_cast<int>(plan.members.size()),
+                    .world_size = plan.world_size,
+                    .master_addr = plan.master_addr,
+                    .master_port = plan.master_port,
+                    .me = member};
+}
+
+RoundPlan plan_of(const Assignment& assignment) {
+  return RoundPlan{.round = assignment.round,
+                   .restart_count = assignment.restart_count,
+                   .members = {assignment.me},
+                   .nodes = assignment.nodes,
+                   .world_size = assignment.world_size,
+                   .master_addr = assignment.master_addr,
+                   .master_port = assignment.master_port};
+}
+
+std::string to_json(const Assignment& assignment) {
+  return json{{"kind", "assignment"},
+              {"round", assignment.round},
+              {"restart_count", assignment.restart_count},
+              {"nodes", assignment.nodes},
+              {"world_size", assignment.world_size},
+              {"master_addr", assignment.master_addr},
+              {"master_port", assignment.master_port},
+              {"me", member_json(assignment.me)}}
+      .dump();
+}
+
+std::string to_json(const Brief& brief) {
+  if (const auto* formed = std::get_if<RoundFormed>(&brief)) {
+    return json{{"kind", "formed"}, {"round", formed->round}}.dump();
+  }
+  return to_json(Next{std::get<JobOutcome>(brief)});
 }
 
 std::string to_json(const NodeReport& report) {
@@ -281,6 +328,33 @@ Expected<Next> next_from_json(const std::string& text) {
     if (kind == "done") return read_outcome(object);
     if (kind != "round") invalid("kind", "is neither round nor done");
     return read_round_plan(object);
+  });
+}
+
+Expected<Assignment> assignment_from_json(const std::string& text) {
+  return parse<Assignment>(text, "assignment", [](const json& object) {
+    if (read_text(object, "kind", 16) != "assignment") invalid("kind", "is not assignment");
+    Assignment assignment{.round = read_round(object, "round"),
+                          .restart_count = read_int(object, "restart_count", 0, k_max_ranks),
+                          .nodes = read_int(object, "nodes", 1, k_max_ranks),
+                          .world_size = read_int(object, "world_size", 1, k_max_ranks),
+                          .master_addr = read_text(object, "master_addr", 1024),
+                          .master_port = read_text(object, "master_port", 5),
+                          .me = read_member(object.at("me"))};
+    if (assignment.me.group_rank >= assignment.nodes)
+      invalid("me", "has a group rank outside the round's nodes");
+    if (assignment.me.rank_offset + assignment.me.local_world_size > assignment.world_size)
+      invalid("me", "has ranks outside the round's world");
+    return assignment;
+  });
+}
+
+Expected<Brief> brief_from_json(const std::string& text) {
+  return parse<Brief>(text, "round", [](const json& object) -> Brief {
+    std::string kind = read_text(object, "kind", 16);
+    if (kind == "done") return read_outcome(object);
+    if (kind != "formed") invalid("kind", "is neither formed nor done");
+    return RoundFormed{.round = read_round(object, "round")};
   });
 }
 

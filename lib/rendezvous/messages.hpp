@@ -46,12 +46,39 @@ struct RoundPlan {
   std::uint64_t round = 0;  // the rendezvous' own count, also the store's key space
   int restart_count = 0;    // TORCHELASTIC_RESTART_COUNT: failures restarted so far
   std::vector<Member> members;
+  // The round's node count. A plan read from an Assignment (plan_of) holds
+  // only its own node in members; count nodes with this.
+  int nodes = 0;
   int world_size = 0;
   std::string master_addr;  // the store every worker meets through
   std::string master_port;
 
   // nullptr when the agent is not in this round (a spare).
   const Member* member(const std::string& agent_id) const;
+};
+
+// One node's place in a round (keys::assignment): what the round's nodes
+// share, its size, and the node's own Member. Every node reads its own, so
+// forming a round costs the store N small messages, not N copies of the
+// whole plan, which names every node (N x N bytes: 550 MB at 2,048 nodes).
+struct Assignment {
+  std::uint64_t round = 0;
+  int restart_count = 0;
+  int nodes = 0;
+  int world_size = 0;
+  std::string master_addr;
+  std::string master_port;
+  Member me;
+};
+Assignment assignment_of(const RoundPlan& plan, const Member& member);
+// The round as its node knows it from its assignment: members holds only it.
+RoundPlan plan_of(const Assignment& assignment);
+
+// What every agent waits for (keys::round_brief): round r has formed (each
+// node then reads its assignment; a node without one is a spare), or the
+// job's outcome.
+struct RoundFormed {
+  std::uint64_t round = 0;
 };
 
 // The end of the job, the same for every agent.
@@ -68,6 +95,7 @@ struct JobOutcome {
 
 // What follows a round: the next round, or the end of the job.
 using Next = std::variant<RoundPlan, JobOutcome>;
+using Brief = std::variant<RoundFormed, JobOutcome>;
 
 // A worker that ended by itself, as its node saw it.
 struct RankEnd {
@@ -111,6 +139,8 @@ std::string node_name(const Member& member);
 
 std::string to_json(const AgentInfo& info);
 std::string to_json(const Next& next);
+std::string to_json(const Assignment& assignment);
+std::string to_json(const Brief& brief);
 std::string to_json(const NodeReport& report);
 std::string to_json(const RoundEnd& end);
 
@@ -124,6 +154,10 @@ std::string to_json(const RoundEnd& end);
 // (control characters escaped, strings::printable), safe for a terminal.
 Expected<AgentInfo> agent_info_from_json(const std::string& text);
 Expected<Next> next_from_json(const std::string& text);
+// Besides the checks above: the node's place fits the round's size (its
+// group rank below the node count, its ranks inside the world).
+Expected<Assignment> assignment_from_json(const std::string& text);
+Expected<Brief> brief_from_json(const std::string& text);
 Expected<NodeReport> node_report_from_json(const std::string& text);
 Expected<RoundEnd> round_end_from_json(const std::string& text);
 

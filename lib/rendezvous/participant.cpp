@@ -268,20 +268,23 @@ struct Participant::Impl {
                  settings.read_timeout);
   }
 
+  // Every node waits for the round's brief and then reads its own
+  // assignment (keys::round_brief); only the round's lead reads the whole
+  // plan, which names every node, for its gang doctor.
   void wait_for_round(std::uint64_t number) {
     if (!waiting_since) waiting_since = Clock::now();
-    std::string key = keys::round(number);
+    std::string key = keys::round_brief(number);
     waits.get(key, then<std::string>([this, number, key](const std::string& value) {
                 opened(key, value,
-                       [this, number](const std::string& text) { on_round(number, text); });
+                       [this, number](const std::string& text) { on_brief(number, text); });
               }),
               k_as_long_as_the_job);
   }
 
-  void on_round(std::uint64_t number, const std::string& text) {
-    auto next = next_from_json(text);
-    if (!next) return lose(next.error());
-    if (auto* outcome = std::get_if<JobOutcome>(&*next)) {
+  void on_brief(std::uint64_t number, const std::string& text) {
+    auto brief = brief_from_json(text);
+    if (!brief) return lose(brief.error());
+    if (auto* outcome = std::get_if<JobOutcome>(&*brief)) {
       over = true;
       heartbeat.cancel();
       // A node that joined in time and saw the job end before any round
@@ -290,15 +293,57 @@ struct Participant::Impl {
         return events.job_done(too_late(*outcome));
       return events.job_done(*outcome);
     }
-    const auto& plan = std::get<RoundPlan>(*next);
-    if (plan.round != number)
+    if (std::get<RoundFormed>(*brief).round != number) return lose(misnumbered(number));
+    std::string key = keys::assignment(number, settings.me.id);
+    writes.check({key}, then<bool>([this, number, key](bool exists) {
+                   if (!exists) {
+                     spdlog::info(
+                         "rendezvous: round {} runs without this node; waiting for the next",
+                         number);
+                     return wait_for_round(number + 1);
+                   }
+                   writes.get(key, then<std::string>([this, number, key](const std::string& value) {
+                                opened(key, value, [this, number](const std::string& place) {
+                                  on_assignment(number, place);
+                                });
+                              }),
+                              settings.read_timeout);
+                 }),
+                 settings.read_timeout);
+  }
+
+  void on_assignment(std::uint64_t number, const std::string& text) {
+    auto assignment = assignment_from_json(text);
+    if (!assignment) return lose(assignment.error());
+    if (assignment->round != number) return lose(misnumbered(number));
+    if (assignment->me.id != settings.me.id) {
       return lose(Error(ErrorCode::store, "round " + std::to_string(number) +
-                                              " calls itself round " + std::to_string(plan.round)));
-    const Member* me = plan.member(settings.me.id);
-    if (!me) {
-      spdlog::info("rendezvous: round {} runs without this node; waiting for the next", number);
-      return wait_for_round(number + 1);
+                                              " gives this node another node's place"));
     }
+    if (assignment->me.group_rank != 0) return take_round(number, plan_of(*assignment));
+    std::string key = keys::round(number);
+    writes.get(key, then<std::string>([this, number, key](const std::string& value) {
+                 opened(key, value, [this, number](const std::string& whole) {
+                   auto next = next_from_json(whole);
+                   if (!next) return lose(next.error());
+                   const auto* plan = std::get_if<RoundPlan>(&*next);
+                   if (!plan || plan->round != number) return lose(misnumbered(number));
+                   take_round(number, *plan);
+                 });
+               }),
+               settings.read_timeout);
+  }
+
+  Error misnumbered(std::uint64_t number) const {
+    return Error(ErrorCode::store,
+                 "round " + std::to_string(number) + "'s messages name another round");
+  }
+
+  void take_round(std::uint64_t number, const RoundPlan& plan) {
+    const Member* me = plan.member(settings.me.id);
+    if (!me)
+      return lose(Error(ErrorCode::store,
+                        "round " + std::to_string(number) + "'s plan does not name this node"));
     if (auto misfit = does_not_fit(plan, *me)) {
       return lose(Error(ErrorCode::store,
                         fmt::format("round {} from the store at {}:{} does not fit this node: {}",
@@ -333,7 +378,7 @@ struct Participant::Impl {
   // when it does.
   std::optional<std::string> does_not_fit(const RoundPlan& plan, const Member& me) const {
     const AgentInfo& mine = settings.me;
-    int nodes = static_cast<int>(plan.members.size());
+    int nodes = plan.nodes;
     if (me.local_world_size != mine.local_world_size) {
       return fmt::format("it gives this node {} workers, not {}", me.local_world_size,
                          mine.local_world_size);

@@ -38,6 +38,7 @@ RoundPlan round_of_two() {
                     .group_rank = 1,
                     .rank_offset = 2,
                     .local_world_size = 2}};
+  round.nodes = 2;
   round.world_size = 4;
   round.master_addr = "node1";
   round.master_port = "29500";

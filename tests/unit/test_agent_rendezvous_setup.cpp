@@ -15,6 +15,7 @@ RoundPlan round_of_two() {
   round.members = {
       {.id = "a", .host = "node1", .group_rank = 0, .rank_offset = 0, .local_world_size = 2},
       {.id = "b", .host = "node2", .group_rank = 1, .rank_offset = 2, .local_world_size = 2}};
+  round.nodes = 2;
   round.world_size = 4;
   round.master_addr = "node1";
   round.master_port = "29500";

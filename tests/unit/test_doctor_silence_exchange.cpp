@@ -28,8 +28,12 @@ void run_until(boost::asio::io_context& io, const std::function<bool()>& until) 
 DoctorRound round_of_two(bool lead) {
   DoctorRound round;
   round.hang_watched = true;
-  round.nodes = NodeRound{
-      .round = 1, .members = {"a", "b", "c"}, .names = {}, .lead = lead, .job_nonce = "nonce"};
+  round.nodes = NodeRound{.round = 1,
+                          .members = {"a", "b", "c"},
+                          .node_count = 3,
+                          .names = {},
+                          .lead = lead,
+                          .job_nonce = "nonce"};
   round.goes_on = true;
   round.start = Clock::now();
   return round;

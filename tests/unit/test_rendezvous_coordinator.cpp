@@ -622,10 +622,16 @@ TEST_CASE("c10d: the store's host's agent is rank 0, the others follow the order
   cluster.wait_for_key(keys::welcome("aaa-evil-id"));
   TestNode& host = cluster.join("host", 1);
   cluster.run_until([&] { return first.running && second.running && host.running; });
-  const RoundPlan& plan = first.rounds[0];
+  // The lead (group rank 0) reads the whole plan; every other node only its own place.
+  const RoundPlan& plan = host.rounds[0];
   CHECK(plan.member("host-id")->rank_offset == 0);
   CHECK(plan.member("zzz-id")->rank_offset == 1);
   CHECK(plan.member("aaa-evil-id")->rank_offset == 2);
+  const RoundPlan& mine = first.rounds[0];
+  CHECK(mine.nodes == 3);
+  CHECK(mine.world_size == 3);
+  CHECK(mine.members.size() == 1);
+  CHECK(mine.member("zzz-id")->rank_offset == 1);
 }
 
 TEST_CASE("a failure is blamed on the rank the failed ranks of every node waited for",

@@ -120,6 +120,53 @@ TEST_CASE("a round numbers its ranks node after node and adds up", "[rendezvous]
   CHECK_FALSE(next_from_json(to_json(Next{wrong})));
 }
 
+TEST_CASE("a node's assignment carries the round's shared facts and its own place only",
+          "[rendezvous]") {
+  RoundPlan plan;
+  plan.round = 4;
+  plan.restart_count = 1;
+  plan.world_size = 3;
+  plan.master_addr = "10.0.0.1";
+  plan.master_port = "29500";
+  plan.members = {
+      {.id = "a", .host = "a", .group_rank = 0, .rank_offset = 0, .local_world_size = 2},
+      {.id = "b", .host = "b", .group_rank = 1, .rank_offset = 2, .local_world_size = 1}};
+  plan.nodes = 2;
+  std::string text = to_json(assignment_of(plan, plan.members[1]));
+  CHECK(text.find("\"a\"") == std::string::npos);  // no word of the other node
+  auto read = assignment_from_json(text);
+  REQUIRE(read);
+  RoundPlan mine = plan_of(*read);
+  CHECK(mine.round == 4);
+  CHECK(mine.restart_count == 1);
+  CHECK(mine.nodes == 2);
+  CHECK(mine.world_size == 3);
+  CHECK(mine.master_addr == "10.0.0.1");
+  REQUIRE(mine.members.size() == 1);
+  CHECK(mine.member("b")->rank_offset == 2);
+  CHECK_FALSE(mine.member("a"));
+
+  // A place outside the round's nodes or world is no assignment the coordinator made.
+  Assignment wrong = assignment_of(plan, plan.members[1]);
+  wrong.me.group_rank = 2;
+  CHECK_FALSE(assignment_from_json(to_json(wrong)));
+  wrong = assignment_of(plan, plan.members[1]);
+  wrong.me.rank_offset = 3;
+  CHECK_FALSE(assignment_from_json(to_json(wrong)));
+  CHECK_FALSE(assignment_from_json(to_json(Next{plan})));  // a plan is not an assignment
+}
+
+TEST_CASE("a round's brief says it formed, or carries the job's outcome", "[rendezvous]") {
+  auto formed = brief_from_json(to_json(Brief{RoundFormed{.round = 9}}));
+  REQUIRE(formed);
+  CHECK(std::get<RoundFormed>(*formed).round == 9);
+  auto done = brief_from_json(
+      to_json(Brief{JobOutcome{.exit_code = 1, .message = "rank 3 failed", .root_agent = "a"}}));
+  REQUIRE(done);
+  CHECK(std::get<JobOutcome>(*done).exit_code == 1);
+  CHECK_FALSE(brief_from_json(R"({"kind":"round","round":1})"));
+}
+
 TEST_CASE("a round carries each node's address, which messages name it by", "[rendezvous]") {
   RoundPlan plan;
   plan.world_size = 2;

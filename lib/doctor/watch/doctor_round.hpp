@@ -17,7 +17,10 @@ namespace gangrun::doctor {
 // A round of a multi-node job, as the doctor needs it.
 struct NodeRound {
   std::uint64_t round = 0;
-  std::vector<std::string> members;  // every node's agent id
+  // Every node's agent id on the lead; only this node's elsewhere (a node
+  // reads its own place in the round, not the whole plan: rendezvous/keys.hpp).
+  std::vector<std::string> members;
+  int node_count = 0;
   // Each member's node as messages name it (rendezvous::node_name), by
   // agent id.
   std::map<std::string, std::string> names;

@@ -88,7 +88,7 @@ void HangResponse::on_hang(HangWatch::Clock::duration silent_for) {
   double silent_s = static_cast<double>(
                         std::chrono::duration_cast<std::chrono::milliseconds>(silent_for).count()) /
                     1000.0;
-  std::string where = round.nodes ? fmt::format("rank on the {} nodes", round.nodes->members.size())
+  std::string where = round.nodes ? fmt::format("rank on the {} nodes", round.nodes->node_count)
                                   : fmt::format("of the {} running ranks", targets.size());
   spdlog::warn(
       "no rank made progress for {} (--hang-timeout {}): no new output line from any {}; "
