@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
 namespace gangrun::agent {
 namespace {
@@ -83,6 +84,7 @@ observe::NodeStatus collect_node_status(const NodeParts& parts, const std::strin
   const doctor::LiveMarks marks = parts.doctor.marks();
   status.hangs = marks.hangs;
   status.stragglers_named = marks.stragglers_named;
+  const std::map<int, double> rates = parts.gang.steps_per_second();
   for (const supervise::Gang::LiveWorker& worker : parts.gang.live_worker_list()) {
     observe::RankStatus rank;
     rank.rank = worker.rank;
@@ -94,7 +96,8 @@ observe::NodeStatus collect_node_status(const NodeParts& parts, const std::strin
         seconds_between(std::max(worker.last_line_at.value_or(counters.round_started_at),
                                  counters.round_started_at),
                         now);
-    rank.steps_per_second = worker.steps_per_second;
+    if (auto rate = rates.find(worker.rank); rate != rates.end())
+      rank.steps_per_second = rate->second;
     rank.hung = marks.hang_reported;
     rank.slow = marks.slow_ranks.contains(worker.rank);
     status.ranks.push_back(rank);

@@ -487,17 +487,26 @@ struct Gang::Impl {
 
   std::vector<Gang::LiveWorker> live_worker_list() const {
     std::vector<Gang::LiveWorker> live;
-    const auto now = std::chrono::steady_clock::now();
     for (std::size_t i = 0; i < running.size(); ++i) {
       const WorkerOutcome& worker = outcome.workers[i];
       if (!running[i].alive || worker.pid <= 0) continue;
       live.push_back({.rank = worker.rank,
                       .local_rank = worker.local_rank,
                       .pid = worker.pid,
-                      .last_line_at = tails[i].last_line_at(),
-                      .steps_per_second = tails[i].steps_per_second(now)});
+                      .last_line_at = tails[i].last_line_at()});
     }
     return live;
+  }
+
+  std::map<int, double> steps_per_second() const {
+    std::map<int, double> rates;
+    const auto now = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < running.size(); ++i) {
+      const WorkerOutcome& worker = outcome.workers[i];
+      if (!running[i].alive || worker.pid <= 0) continue;
+      if (std::optional<double> rate = tails[i].steps_per_second(now)) rates[worker.rank] = *rate;
+    }
+    return rates;
   }
 
   std::set<pid_t> supervisor_pids() const {
@@ -529,6 +538,7 @@ void Gang::stop_hung() { impl_->stop_hung(); }
 void Gang::signal_worker(pid_t pid, int signal_number) { impl_->signal_worker(pid, signal_number); }
 
 std::vector<Gang::LiveWorker> Gang::live_worker_list() const { return impl_->live_worker_list(); }
+std::map<int, double> Gang::steps_per_second() const { return impl_->steps_per_second(); }
 
 bool Gang::running() const { return impl_->active; }
 

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <csignal>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -173,17 +174,20 @@ class Gang {
   bool running() const;
   // Workers started and not yet seen to end.
   std::size_t live_workers() const;
-  // A worker of the running attempt that has not been seen to end, when it
-  // last printed a line (nullopt: never, or its output is not read), and
-  // the steps a second its lines show (nullopt: they show none).
+  // A worker of the running attempt that has not been seen to end, and when
+  // it last printed a line (nullopt: never, or its output is not read).
   struct LiveWorker {
     int rank = 0;
     int local_rank = 0;
     pid_t pid = -1;  // the worker's program (not its supervisor)
     std::optional<std::chrono::steady_clock::time_point> last_line_at;
-    std::optional<double> steps_per_second;
   };
   std::vector<LiveWorker> live_worker_list() const;
+  // The steps a second each live worker's lines show (logmux/step_rate.hpp),
+  // by rank; a worker whose lines show none is left out. Apart from
+  // live_worker_list, which the doctor's watches ask for many times a
+  // second: only the node's snapshot needs the rates.
+  std::map<int, double> steps_per_second() const;
 
   // gangrun's own children that belong to this attempt (the supervisors),
   // which stray reaping must leave alone.
