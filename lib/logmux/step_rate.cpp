@@ -1,6 +1,7 @@
 #include "logmux/step_rate.hpp"
 
 #include "logmux/line_progress.hpp"
+#include "util/strings.hpp"
 
 #include <algorithm>
 #include <array>
@@ -16,24 +17,21 @@ char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - '
 // Counts past this many digits are no step counts (and would overflow).
 constexpr std::size_t k_max_digits = 15;
 
-// The whole number whose last digit is just before end, and where it
-// starts; nullopt when there is none or it is too long.
-std::optional<long long> number_ending_at(std::string_view text, std::size_t end,
-                                          std::size_t* start = nullptr) {
-  std::size_t begin = end;
-  while (begin > 0 && is_decimal_digit(text[begin - 1])) --begin;
-  if (begin == end || end - begin > k_max_digits) return std::nullopt;
-  if (start) *start = begin;
-  long long value = 0;
-  for (std::size_t i = begin; i < end; ++i) value = value * 10 + (text[i] - '0');
-  return value;
+std::optional<long long> count_of(std::string_view digits) {
+  if (digits.empty() || digits.size() > k_max_digits) return std::nullopt;
+  return strings::parse_int(digits);
 }
 
-std::optional<long long> number_starting_at(std::string_view text, std::size_t begin) {
+// The run of digits that ends just before end, or starts at begin.
+std::string_view digits_ending_at(std::string_view text, std::size_t end) {
+  std::size_t begin = end;
+  while (begin > 0 && is_decimal_digit(text[begin - 1])) --begin;
+  return text.substr(begin, end - begin);
+}
+std::string_view digits_starting_at(std::string_view text, std::size_t begin) {
   std::size_t end = begin;
   while (end < text.size() && is_decimal_digit(text[end])) ++end;
-  if (end == begin || end - begin > k_max_digits) return std::nullopt;
-  return number_ending_at(text, end);
+  return text.substr(begin, end - begin);
 }
 
 // tqdm's count: "N/M [" or "Nit [", where the bracket holds its clock
@@ -47,17 +45,22 @@ std::optional<long long> bar_count(std::string_view text) {
     if (!has_clock_reading(inside)) continue;
     std::string_view before = text.substr(0, open);
     if (before.ends_with("it")) before.remove_suffix(2);
-    std::size_t start = 0;
-    std::optional<long long> last = number_ending_at(before, before.size(), &start);
-    if (!last) continue;
-    if (start > 0 && before[start - 1] == '/') {
-      // "N/M": the count is N.
-      if (auto count = number_ending_at(before, start - 1)) return count;
-      continue;
-    }
-    return last;
+    std::string_view last = digits_ending_at(before, before.size());
+    std::optional<long long> count = count_of(last);
+    if (!count) continue;
+    std::size_t start = before.size() - last.size();
+    // "N/M": the count is N.
+    if (start > 0 && before[start - 1] == '/')
+      count = count_of(digits_ending_at(before, start - 1));
+    if (count) return count;
   }
   return std::nullopt;
+}
+
+bool ends_with_ignoring_case(std::string_view word, std::string_view lower_ending) {
+  return word.size() >= lower_ending.size() &&
+         std::equal(lower_ending.begin(), lower_ending.end(), word.end() - lower_ending.size(),
+                    [](char ending, char letter) { return ascii_lower(letter) == ending; });
 }
 
 // The whole number after the last word that ends in step, iter or iteration.
@@ -73,22 +76,17 @@ std::optional<long long> word_count(std::string_view text) {
     std::size_t word_start = i;
     while (i < text.size() && is_word_char(text[i])) ++i;
     std::string_view word = text.substr(word_start, i - word_start);
-    bool names_a_step = false;
-    for (std::string_view ending : k_words) {
-      if (word.size() < ending.size()) continue;
-      std::string_view tail = word.substr(word.size() - ending.size());
-      bool same = true;
-      for (std::size_t k = 0; k < ending.size() && same; ++k)
-        same = ascii_lower(tail[k]) == ending[k];
-      names_a_step = names_a_step || same;
+    if (std::none_of(k_words.begin(), k_words.end(), [&](std::string_view ending) {
+          return ends_with_ignoring_case(word, ending);
+        })) {
+      continue;
     }
-    if (!names_a_step) continue;
     std::size_t at = i;
     while (at < text.size() &&
            (text[at] == ' ' || text[at] == ':' || text[at] == '=' || text[at] == '#')) {
       ++at;
     }
-    if (auto count = number_starting_at(text, at)) found = count;
+    if (auto count = count_of(digits_starting_at(text, at))) found = count;
   }
   return found;
 }
