@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
-#include <functional>
 #include <map>
 #include <set>
 
@@ -105,12 +104,13 @@ struct Builder {
 };
 
 // One report as the timeline reads it: the node its lanes go under, and
-// for each attempt whether its root cause is the one drawn.
+// the attempts whose root cause in it is the one drawn (nullopt: every
+// attempt's, the report being the only one).
 struct Input {
   const json& report;
   const std::vector<LogActivity>& logs;
   std::string node;
-  std::function<bool(int attempt)> blames;
+  std::optional<std::set<int>> blamed_attempts;
 };
 
 void add_logs(RankRun& run, int local_rank, const std::vector<LogActivity>& logs, Builder& built) {
@@ -125,7 +125,7 @@ std::map<int, RankRun*> add_workers(const json& attempt, int number, const Input
                                     Builder& built) {
   std::map<int, RankRun*> by_rank;
   std::optional<int> root = int_of(member(attempt, "root_cause"), "rank");
-  if (!input.blames(number)) root.reset();
+  if (input.blamed_attempts && !input.blamed_attempts->count(number)) root.reset();
   std::optional<int> first = int_of(member(attempt, "first_failure"), "rank");
   for (const json& worker : array_of(attempt, "workers")) {
     std::optional<int> rank = int_of(worker, "rank");
@@ -319,24 +319,30 @@ std::optional<double> parse_report_time(const std::string& text) {
 }
 
 Timeline timeline_of(const json& report, const std::vector<LogActivity>& logs) {
-  return timeline_of_reports({{report, logs, this_node(report), [](int) { return true; }}},
-                             origin_of(report));
+  return timeline_of_reports({{report, logs, this_node(report), std::nullopt}}, origin_of(report));
 }
 
 Timeline job_timeline_of(const std::vector<NodeReport>& nodes) {
+  // Each attempt's root cause is drawn on the one node root_cause_node names
+  // (the attempts the reports hold, not every number up to the last: the
+  // reports are text anyone may have edited).
+  std::set<int> attempts;
+  for (const NodeReport& node : nodes) {
+    for (const json& attempt : array_of(node.report, "attempts")) {
+      int number = int_of(attempt, "attempt").value_or(0);
+      if (number >= 0) attempts.insert(number);
+    }
+  }
+  std::vector<std::set<int>> blamed(nodes.size());
+  for (int attempt : attempts) {
+    if (std::optional<std::size_t> node = root_cause_node(nodes, attempt))
+      blamed[*node].insert(attempt);
+  }
   std::vector<Input> inputs;
   std::optional<double> origin;
-  int last = last_attempt(nodes);
-  std::map<int, std::optional<std::size_t>> root_nodes;  // by attempt
   for (std::size_t i : node_order(nodes)) {
     const json& report = nodes[i].report;
-    auto blames = [&nodes, &root_nodes, i, last](int attempt) {
-      if (attempt < 0 || attempt > last) return false;
-      auto [found, added] = root_nodes.try_emplace(attempt);
-      if (added) found->second = root_cause_node(nodes, attempt);
-      return found->second == i;
-    };
-    inputs.push_back({report, nodes[i].logs, this_node(report), blames});
+    inputs.push_back({report, nodes[i].logs, this_node(report), std::move(blamed[i])});
     double start = origin_of(report);
     if (start > 0 && (!origin || start < *origin)) origin = start;
   }
