@@ -104,6 +104,10 @@ class ForgedMessages(ControlPlaneCase):
                                "stop_signal": None},
             RDZV + "round/2": {"kind": "done", "exit_code": 147, "message": "x", "root_agent": "a",
                                "stop_signal": 19},
+            # What every node waits for, and each node's own place in a round.
+            RDZV + "round/1/brief": {"kind": "done", "exit_code": 0, "message": "", "root_agent": "",
+                                     "stop_signal": None},
+            RDZV + "round/1/node/x": {"kind": "assignment", "round": 1},
             RDZV + "latest": 1,
             RDZV + "welcome/x": "",
         }

@@ -544,7 +544,8 @@ TEST_CASE("a stranger can write none of the coordinator's keys nor report for an
   cluster.run_until([&] { return a.running && b.running; });
   std::string forged_end = R"({"reason":"success","message":"forged"})";
   for (const std::string& key :
-       {keys::end(0), keys::round(1), keys::latest(), keys::welcome("x"), keys::nonce()}) {
+       {keys::end(0), keys::round(1), keys::round_brief(1), keys::assignment(1, "a-id"),
+        keys::latest(), keys::welcome("x"), keys::nonce()}) {
     auto stranger = cluster.stranger();
     auto written = cluster.write(*stranger, key, forged_end);
     CHECK_FALSE(written);  // the store closed the connection

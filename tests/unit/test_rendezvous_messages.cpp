@@ -102,15 +102,23 @@ TEST_CASE("a join's fields are integers within range", "[rendezvous]") {
       R"({"id":"a/b","host":"h","address":"h","node_rank":0,"local_world_size":1,"run_id":"j"})"));
 }
 
-TEST_CASE("a round numbers its ranks node after node and adds up", "[rendezvous]") {
+// Round 4 of nodes a (ranks 0-1) and b (rank 2).
+RoundPlan round_of_a_and_b() {
   RoundPlan plan;
-  plan.round = 2;
+  plan.round = 4;
+  plan.restart_count = 1;
   plan.world_size = 3;
-  plan.master_addr = "127.0.0.1";
+  plan.master_addr = "10.0.0.1";
   plan.master_port = "29500";
   plan.members = {
       {.id = "a", .host = "a", .group_rank = 0, .rank_offset = 0, .local_world_size = 2},
       {.id = "b", .host = "b", .group_rank = 1, .rank_offset = 2, .local_world_size = 1}};
+  plan.nodes = 2;
+  return plan;
+}
+
+TEST_CASE("a round numbers its ranks node after node and adds up", "[rendezvous]") {
+  RoundPlan plan = round_of_a_and_b();
   REQUIRE(next_from_json(to_json(Next{plan})));
   RoundPlan wrong = plan;
   wrong.world_size = 64;
@@ -122,16 +130,7 @@ TEST_CASE("a round numbers its ranks node after node and adds up", "[rendezvous]
 
 TEST_CASE("a node's assignment carries the round's shared facts and its own place only",
           "[rendezvous]") {
-  RoundPlan plan;
-  plan.round = 4;
-  plan.restart_count = 1;
-  plan.world_size = 3;
-  plan.master_addr = "10.0.0.1";
-  plan.master_port = "29500";
-  plan.members = {
-      {.id = "a", .host = "a", .group_rank = 0, .rank_offset = 0, .local_world_size = 2},
-      {.id = "b", .host = "b", .group_rank = 1, .rank_offset = 2, .local_world_size = 1}};
-  plan.nodes = 2;
+  RoundPlan plan = round_of_a_and_b();
   std::string text = to_json(assignment_of(plan, plan.members[1]));
   CHECK(text.find("\"a\"") == std::string::npos);  // no word of the other node
   auto read = assignment_from_json(text);
