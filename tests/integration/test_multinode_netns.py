@@ -111,8 +111,16 @@ class NetnsCase(harness.GangrunTestCase):
             envs = [env for env in self.worker_envs() if env.get("GROUP_WORLD_SIZE") == str(group_world_size)
                     and env.get("TORCHELASTIC_RESTART_COUNT") == str(restart)]
             return envs if len(envs) >= count else None
-        return harness.wait_for(round_envs, EVENT_TIMEOUT,
-                                f"{count} workers of a round of {group_world_size} nodes (restart count {restart})")
+        try:
+            return harness.wait_for(round_envs, EVENT_TIMEOUT,
+                                    f"{count} workers of a round of {group_world_size} nodes (restart count {restart})")
+        except AssertionError as timed_out:
+            # A round that never forms is told by the agents, not by the workers' files.
+            raise AssertionError(f"{timed_out}{self.agents_so_far()}") from None
+
+    def agents_so_far(self):
+        """Every started agent's output up to now, whether it still runs or not."""
+        return "".join(self._started_result(proc).describe() for proc in self._started)
 
     def assert_one_worker_per_node_envs(self, envs, count, nodes):
         """ENVS: one worker per node on nodes 1..COUNT, node i with group rank and rank i-1
