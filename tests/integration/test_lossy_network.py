@@ -12,17 +12,16 @@ nodes really drop packets, so that the others ran on a lossy network.
 Skipped, with the reason, where network namespaces, tc or nft cannot be used.
 """
 
-import glob
-import json
 import re
 import shutil
 import subprocess
 import sys
-import time
 
 import harness
 import netns_nodes
 import static_nodes
+# The module, not its classes: unittest would run every case the names bring in.
+import test_multinode_netns as netns_cases
 from harness import EVENT_TIMEOUT
 
 PORT = 29500  # each node has its own network: any port is free there
@@ -55,7 +54,7 @@ class LossyNodes(netns_nodes.Nodes):
         super().__init__(test, count)
         self._run(self.hub(), ["nft", "-f", "-"], input=LOSS_RULES)
         for node in range(1, count + 1):
-            self.delayed = self._delay(node)
+            self._delay(node)
 
     def hub(self):
         """The namespace of the bridge every cable ends at (scripts/netns-nodes)."""
@@ -67,7 +66,6 @@ class LossyNodes(netns_nodes.Nodes):
                               stderr=subprocess.STDOUT, text=True, timeout=EVENT_TIMEOUT)
         if done.returncode != 0 and "qdisc kind is unknown" not in done.stdout:
             self.test.fail(f"tc netem on node {node} failed ({done.returncode}): {done.stdout}")
-        return done.returncode == 0
 
     def _run(self, namespace, argv, input=None):
         done = subprocess.run(["ip", "netns", "exec", namespace, *argv], input=input,
@@ -85,27 +83,14 @@ class LossyNodes(netns_nodes.Nodes):
         return int(match.group(1))
 
 
-class LossyNetwork(harness.GangrunTestCase):
+class LossyNetwork(netns_cases.NetnsCase):
     def setUp(self):
-        reason = netns_nodes.skip_reason()
         for tool, package in (("tc", "iproute2"), ("nft", "nftables")):
-            if reason is None and shutil.which(tool) is None:
-                reason = f"a lossy network needs '{tool}' (Debian: {package})"
-        if reason:
-            self.skipTest(reason)
+            if shutil.which(tool) is None:
+                self.skipTest(f"a lossy network needs '{tool}' (Debian: {package})")
         super().setUp()
 
-    def env_worker(self, *more):
-        return self.fake("--print-env", self.path("env.{pid}.json"), *more)
-
-    def worker_envs(self):
-        envs = []
-        for name in glob.glob(self.path("env.*.json")):
-            with open(name) as f:
-                envs.append(json.load(f)["env"])
-        return envs
-
-    def assert_exit(self, results, code, nodes):
+    def assert_exit_everywhere(self, results, code, nodes):
         for node_rank, result in results.items():
             self.assertEqual(result.returncode, code, f"agent of node rank {node_rank} "
                              f"({nodes.dropped()} packets dropped)" + result.describe())
@@ -128,7 +113,7 @@ class LossyNetwork(harness.GangrunTestCase):
             job = static_nodes.StaticJob(self, 3, nodes=nodes, master_port=PORT, env=harness.clean_env())
             job.start_all(lambda node_rank: ["--nproc_per_node", 2, *self.env_worker()])
             results = job.finish(timeout=JOB_TIMEOUT)
-            self.assert_exit(results, 0, nodes)
+            self.assert_exit_everywhere(results, 0, nodes)
             got = sorted((int(env["RANK"]), env["WORLD_SIZE"], env["GROUP_RANK"]) for env in self.worker_envs())
             self.assertEqual(got, [(rank, "6", str(rank // 2)) for rank in range(6)])
 
@@ -143,7 +128,7 @@ class LossyNetwork(harness.GangrunTestCase):
             with open(go, "w"):
                 pass
             results = job.finish(timeout=JOB_TIMEOUT)
-            self.assert_exit(results, FAILED_WORKER_EXIT, nodes)
+            self.assert_exit_everywhere(results, FAILED_WORKER_EXIT, nodes)
             pids = self.pid_files()
             self.assertEqual(sorted(pids), list(range(6)), "workers that started (no restarts)")
             self.assert_dead(pids.values(), what="every worker after rank 4 failed")
@@ -156,28 +141,17 @@ class LossyNetwork(harness.GangrunTestCase):
         with LossyNodes(self, 3) as nodes:
             agents = {}
             for node in (1, 2, 3):
-                argv = [harness.GANGRUN, "--rdzv_backend", "c10d", "--rdzv_endpoint", f"{nodes.address(1)}:{PORT}",
+                args = ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{nodes.address(1)}:{PORT}",
                         "--rdzv_id", "lossy", "--nnodes", 3, "--nproc_per_node", 1, "--max_restarts", 1, *worker]
-                agents[node - 1] = self.start_on(nodes, node, argv)
+                agents[node - 1] = self.start_agent(nodes, node, [str(arg) for arg in args])
                 if node == 1:
                     self.wait_stderr(agents[0], f"hosting the store at {nodes.address(1)}:{PORT}")
             results = static_nodes.finish(self, agents, timeout=JOB_TIMEOUT)
-            self.assert_exit(results, 0, nodes)
+            self.assert_exit_everywhere(results, 0, nodes)
             self.assertIn("rendezvous: round 1 (restart count 1): 3 nodes, world size 3", results[0].stderr,
                           results[0].describe())
             rounds = sorted((env["TORCHELASTIC_RESTART_COUNT"], env["RANK"]) for env in self.worker_envs())
             self.assertEqual(rounds, [(str(restart), str(rank)) for restart in range(2) for rank in range(3)])
-
-    def start_on(self, nodes, node, argv):
-        """Starts ARGV on node NODE with its output in files, registered as GangrunTestCase.start does."""
-        index = len(self._started)
-        with open(self.path(f"gangrun.{index}.out"), "wb") as out, \
-                open(self.path(f"gangrun.{index}.err"), "wb") as err:
-            proc = nodes.popen(node, [str(a) for a in argv], stdout=out, stderr=err, env=harness.clean_env(),
-                               cwd=self.tmp)
-        proc.argv, proc.index, proc.t0 = proc.args, index, time.monotonic()
-        self._started.append(proc)
-        return proc
 
 
 if __name__ == "__main__":
