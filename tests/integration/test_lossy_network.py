@@ -24,7 +24,6 @@ import static_nodes
 import test_multinode_netns as netns_cases
 from harness import EVENT_TIMEOUT
 
-PORT = 29500  # each node has its own network: any port is free there
 LOSS_PERCENT = 1
 DELAY = "0.5ms"  # each way: 1 ms there and back
 # In the hub's bridge: a packet is lost between the nodes, as on a wire, in either
@@ -36,7 +35,6 @@ LOSS_RULES = f"""table bridge lossy {{
   }}
 }}
 """
-SLEEP_FOREVER = 10 * EVENT_TIMEOUT  # longer than any wait: only gangrun ends these workers
 FAILED_WORKER_EXIT = 3
 # A job here takes about a second; a network that loses too much ends the case in this
 # bound, the agents killed, rather than in ctest's.
@@ -110,7 +108,7 @@ class LossyNetwork(netns_cases.NetnsCase):
 
     def test_a_static_job_starts_with_the_right_ranks_and_ends_0(self):
         with LossyNodes(self, 3) as nodes:
-            job = static_nodes.StaticJob(self, 3, nodes=nodes, master_port=PORT, env=harness.clean_env())
+            job = static_nodes.StaticJob(self, 3, nodes=nodes, master_port=netns_cases.PORT, env=harness.clean_env())
             job.start_all(lambda node_rank: ["--nproc_per_node", 2, *self.env_worker()])
             results = job.finish(timeout=JOB_TIMEOUT)
             self.assert_exit_everywhere(results, 0, nodes)
@@ -119,10 +117,11 @@ class LossyNetwork(netns_cases.NetnsCase):
 
     def test_one_failing_worker_ends_the_job_on_every_node_with_its_code(self):
         with LossyNodes(self, 3) as nodes:
-            job = static_nodes.StaticJob(self, 3, nodes=nodes, master_port=PORT, env=harness.clean_env())
+            job = static_nodes.StaticJob(self, 3, nodes=nodes, master_port=netns_cases.PORT, env=harness.clean_env())
             go = self.path("go")  # rank 4 fails once every worker runs
             worker = self.fake("--touch", self.ready_file(), "--only-rank", 4, "--wait-file", go,
-                               EVENT_TIMEOUT, "--only-rank", 4, "--exit", FAILED_WORKER_EXIT, "--sleep", SLEEP_FOREVER)
+                               EVENT_TIMEOUT, "--only-rank", 4, "--exit", FAILED_WORKER_EXIT,
+                               "--sleep", netns_cases.SLEEP_FOREVER)
             job.start_all(lambda node_rank: ["--nproc_per_node", 2, *worker])
             self.wait_ready(6)
             with open(go, "w"):
@@ -137,15 +136,12 @@ class LossyNetwork(netns_cases.NetnsCase):
     def test_a_c10d_job_forms_round_1_after_a_worker_failure_and_succeeds(self):
         # Rank 2 fails in round 0 while the others wait to be stopped; round 1 succeeds.
         worker = self.env_worker("--only-rank", 2, "--if-restart-below", 1, "--exit", FAILED_WORKER_EXIT,
-                                 "--if-restart-below", 1, "--sleep", SLEEP_FOREVER)
+                                 "--if-restart-below", 1, "--sleep", netns_cases.SLEEP_FOREVER)
+        restarts = ["--max_restarts", 1]
         with LossyNodes(self, 3) as nodes:
-            agents = {}
-            for node in (1, 2, 3):
-                args = ["--rdzv_backend", "c10d", "--rdzv_endpoint", f"{nodes.address(1)}:{PORT}",
-                        "--rdzv_id", "lossy", "--nnodes", 3, "--nproc_per_node", 1, "--max_restarts", 1, *worker]
-                agents[node - 1] = self.start_agent(nodes, node, [str(arg) for arg in args])
-                if node == 1:
-                    self.wait_stderr(agents[0], f"hosting the store at {nodes.address(1)}:{PORT}")
+            agents = {0: self.c10d_host(nodes, 3, worker, extra=restarts)}
+            for node in (2, 3):
+                agents[node - 1] = self.c10d_agent(nodes, node, 3, worker, extra=restarts)
             results = static_nodes.finish(self, agents, timeout=JOB_TIMEOUT)
             self.assert_exit_everywhere(results, 0, nodes)
             self.assertIn("rendezvous: round 1 (restart count 1): 3 nodes, world size 3", results[0].stderr,
