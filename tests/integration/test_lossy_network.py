@@ -134,14 +134,21 @@ class LossyNetwork(netns_cases.NetnsCase):
             self.assertEqual(len(self.recorded_pids()), 6, "a worker was restarted")
 
     def test_a_c10d_job_forms_round_1_after_a_worker_failure_and_succeeds(self):
-        # Rank 2 fails in round 0 while the others wait to be stopped; round 1 succeeds.
-        worker = self.env_worker("--only-rank", 2, "--if-restart-below", 1, "--exit", FAILED_WORKER_EXIT,
+        # Rank 2 fails in round 0 once every rank of it wrote its environment, while the others
+        # wait to be stopped; round 1 succeeds.
+        go = self.path("go")
+        worker = self.env_worker("--if-restart-below", 1, "--touch", self.ready_file(),
+                                 "--only-rank", 2, "--if-restart-below", 1, "--wait-file", go, EVENT_TIMEOUT,
+                                 "--only-rank", 2, "--if-restart-below", 1, "--exit", FAILED_WORKER_EXIT,
                                  "--if-restart-below", 1, "--sleep", netns_cases.SLEEP_FOREVER)
         restarts = ["--max_restarts", 1]
         with LossyNodes(self, 3) as nodes:
             agents = {0: self.c10d_host(nodes, 3, worker, extra=restarts)}
             for node in (2, 3):
                 agents[node - 1] = self.c10d_agent(nodes, node, 3, worker, extra=restarts)
+            self.wait_ready(3)
+            with open(go, "w"):
+                pass
             results = static_nodes.finish(self, agents, timeout=JOB_TIMEOUT)
             self.assert_exit_everywhere(results, 0, nodes)
             self.assertIn("rendezvous: round 1 (restart count 1): 3 nodes, world size 3", results[0].stderr,

@@ -115,8 +115,9 @@ TEST_CASE("a job's workers are the agent's grandchildren with a RANK", "[doctor]
   if (shim == 0) {
     ::setpgid(0, 0);
     ::dup2(ready[1], STDOUT_FILENO);
-    // The worker says it is up once it runs with its RANK.
-    ::execl("/bin/sh", "sh", "-c", "RANK=5 sh -c 'echo up; exec sleep 60' & sleep 60 & wait",
+    // The worker says it is up once it runs with its RANK, and execs nothing after: while a
+    // process execs, /proc shows its new environment empty for a moment.
+    ::execl("/bin/sh", "sh", "-c", "RANK=5 sh -c 'sleep 60 & echo up; wait' & sleep 60 & wait",
             nullptr);
     ::_exit(127);
   }
