@@ -34,6 +34,7 @@
 #include "agent/rendezvous_setup.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/plan.hpp"
+#include "logging/logging.hpp"
 #include "rendezvous/participant.hpp"
 #include "supervise/gang.hpp"
 #include "util/env.hpp"
@@ -502,6 +503,8 @@ class Swarm {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The participants' warnings go to stderr, as an agent's do: stdout is the events' JSON lines.
+  logging::setup_default_logging();
   SwarmOptions options = parse_options(argc, argv);
   raise_descriptor_limit(options.count);
   auto secret = launch::read_job_secret(current_environment());
