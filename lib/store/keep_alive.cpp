@@ -17,8 +17,8 @@ void apply_keep_alive(int socket_fd, const KeepAlive& keep_alive) {
   // the peer was last heard: the first probe after `interval` of silence, one
   // every interval after it, and TCP_USER_TIMEOUT ends it then, whatever is
   // pending.
-  auto user_timeout = static_cast<unsigned>(
-      std::max<long>(1, keep_alive.timeout().count() * k_backstop_factor));
+  auto user_timeout =
+      static_cast<unsigned>(std::max<long>(1, keep_alive.timeout().count() * k_backstop_factor));
   ::setsockopt(socket_fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
   ::setsockopt(socket_fd, IPPROTO_TCP, TCP_KEEPIDLE, &seconds, sizeof seconds);
   ::setsockopt(socket_fd, IPPROTO_TCP, TCP_KEEPINTVL, &seconds, sizeof seconds);

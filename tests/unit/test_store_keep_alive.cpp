@@ -27,8 +27,8 @@ TEST_CASE("keep-alive probes every interval and gives up after four heartbeat ti
           "[store]") {
   gangrun::UniqueFd socket(::socket(AF_INET, SOCK_STREAM, 0));
   REQUIRE(socket.get() >= 0);
-  gangrun::store::apply_keep_alive(
-      socket.get(), gangrun::store::KeepAlive{std::chrono::milliseconds(2000), 3});
+  gangrun::store::apply_keep_alive(socket.get(),
+                                   gangrun::store::KeepAlive{std::chrono::milliseconds(2000), 3});
   CHECK(option(socket.get(), SOL_SOCKET, SO_KEEPALIVE) == 1);
   CHECK(option(socket.get(), IPPROTO_TCP, TCP_KEEPIDLE) == 2);
   CHECK(option(socket.get(), IPPROTO_TCP, TCP_KEEPINTVL) == 2);
