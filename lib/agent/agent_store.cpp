@@ -5,6 +5,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
+#include <algorithm>
+
 namespace gangrun::agent {
 
 std::string agent_store_bind_host(const launch::LaunchPlan& plan) {
@@ -24,13 +28,44 @@ std::string agent_store_bind_host(const launch::LaunchPlan& plan) {
 
 namespace {
 
+constexpr std::size_t k_connections_per_agent = 4;
+constexpr std::size_t k_connections_per_rank = 2;
+
+}  // namespace
+
+std::size_t job_store_connections(const launch::LaunchPlan& plan) {
+  auto nodes = static_cast<std::size_t>(std::max(plan.nnodes, 1));
+  auto ranks = static_cast<std::size_t>(std::max(plan.local_world_size, 1));
+  return nodes * (k_connections_per_agent + k_connections_per_rank * ranks);
+}
+
+std::size_t default_max_connections(const launch::LaunchPlan& plan) {
+  return std::max(store::Limits{}.max_connections, 2 * job_store_connections(plan));
+}
+
+namespace {
+
+// A store that may hold more connections than this process may open files
+// fails at accept() one by one; say so at the start, with the fix.
+void warn_if_file_limit_low(const launch::LaunchPlan& plan) {
+  rlimit limit{};
+  if (!plan.multi_node || ::getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  std::size_t needed = job_store_connections(plan);
+  if (limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= needed) return;
+  spdlog::warn(
+      "this node hosts the store of {} nodes of {} ranks, which may hold {} connections, and "
+      "gangrun may open only {} files (ulimit -Hn): raise the limit (ulimit -n, LimitNOFILE= in a "
+      "systemd unit, or the scheduler's), or connections past it are refused",
+      plan.nnodes, plan.local_world_size, needed, limit.rlim_cur);
+}
+
 Expected<std::unique_ptr<store::Server>> listen_at_port(
     boost::asio::io_context& io, const launch::LaunchPlan& plan, const std::string& host, int port,
     std::optional<store::KeepAlive> keep_alive, std::vector<std::string> publish_only_prefixes) {
   store::ServerSettings settings;
   const launch::StoreLimits& limits = plan.store_limits;  // --max-connections and its neighbours
-  settings.limits.max_connections =
-      limits.max_connections.value_or(settings.limits.max_connections);
+  settings.limits.max_connections = limits.max_connections.value_or(default_max_connections(plan));
+  warn_if_file_limit_low(plan);
   settings.limits.max_connections_per_address =
       limits.max_connections_per_address.value_or(settings.limits.max_connections_per_address);
   settings.limits.max_total_bytes =

@@ -26,6 +26,20 @@ namespace gangrun::agent {
 // "0.0.0.0" where IPv6 is off), said in the log.
 std::string agent_store_bind_host(const launch::LaunchPlan& plan);
 
+// The connections a job's own clients may hold open at once at the store a
+// node hosts: four per node's agent (the participant's link and waits, the
+// gang doctor's two) and two per rank (PyTorch's store client, and the one
+// more some libraries open). A store is sized for twice that, so that
+// reconnects and `gangrun stacks` or `top` fit beside it.
+std::size_t job_store_connections(const launch::LaunchPlan& plan);
+
+// The store's --max-connections unless given: its own default (16 Ki), or
+// twice job_store_connections() for a job that needs more (from 1,366 nodes
+// of one rank, 410 of eight), so that a big job's own workers and agents are
+// never the newcomers over the cap (store/server.hpp: those replace an
+// address's newest idle connections).
+std::size_t default_max_connections(const launch::LaunchPlan& plan);
+
 // Listens on host at the plan's master port (an ephemeral one when none was
 // given), sized for the plan's workers, with keep_alive on every connection
 // when given, and publish_only_prefixes refused to clients

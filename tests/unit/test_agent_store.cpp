@@ -56,3 +56,25 @@ TEST_CASE("the agent store takes a free port unless one is given", "[launch][sto
     CHECK_THAT(clash.error().message(), Catch::Contains("--master_port"));
   }
 }
+
+TEST_CASE("the agent store holds twice a big job's own connections", "[launch][store]") {
+  using gangrun::agent::default_max_connections;
+  using gangrun::agent::job_store_connections;
+  auto job = [](int nnodes, int ranks) {
+    LaunchPlan plan = plan_for(nnodes, 29500);
+    plan.multi_node = nnodes > 1;
+    plan.local_world_size = ranks;
+    return plan;
+  };
+  // Four per agent, two per rank.
+  CHECK(job_store_connections(job(2, 8)) == 2 * (4 + 16));
+  CHECK(job_store_connections(job(4096, 1)) == 4096 * 6);
+  // A small job keeps the store's own default; from 1,366 nodes of one rank,
+  // and 410 of eight, the job's own connections would pass it.
+  CHECK(default_max_connections(job(1, 1)) == 16 * 1024);
+  CHECK(default_max_connections(job(1365, 1)) == 16 * 1024);
+  CHECK(default_max_connections(job(1366, 1)) == 2 * 1366 * 6);
+  CHECK(default_max_connections(job(409, 8)) == 16 * 1024);
+  CHECK(default_max_connections(job(410, 8)) == 2 * 410 * 20);
+  CHECK(default_max_connections(job(4096, 8)) == 2 * 4096 * 20);
+}
