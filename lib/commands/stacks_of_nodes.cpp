@@ -18,6 +18,37 @@ namespace {
 // Every agent reads its ranks within its own limit (5 s) once the request
 // reaches it (within its wait's 2 s); a loaded node gets some more.
 constexpr std::chrono::seconds k_answers_limit{12};
+// Answers one MULTI_GET reads: a few megabytes a reply, far below the
+// store's max_reply_bytes.
+constexpr std::size_t k_answers_per_read = 256;
+
+// The answers under keys, in their order (an error: none, or not sealed for this job).
+// When every key is there (the wait saw them all), MULTI_GETs of a few
+// hundred keys, a few round trips for thousands of nodes; else one key after
+// another, since a PyTorch server before the libuv one drops a connection
+// whose MULTI_GET names a missing key.
+std::vector<Expected<std::string>> read_answers(store::Client& client,
+                                                const rendezvous::Signer& signer,
+                                                const std::vector<std::string>& keys,
+                                                bool all_there) {
+  std::vector<Expected<std::string>> texts;
+  for (std::size_t first = 0; all_there && first < keys.size(); first += k_answers_per_read) {
+    std::size_t end = std::min(keys.size(), first + k_answers_per_read);
+    std::vector<std::string> batch(keys.begin() + static_cast<std::ptrdiff_t>(first),
+                                   keys.begin() + static_cast<std::ptrdiff_t>(end));
+    auto values = client.multi_get(batch);
+    if (!values || values->size() != batch.size()) {
+      texts.clear();
+      break;
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i)
+      texts.push_back(signer.open(batch[i], (*values)[i]));
+  }
+  if (texts.size() == keys.size()) return texts;
+  texts.clear();
+  for (const std::string& key : keys) texts.push_back(read_sealed(client, signer, key));
+  return texts;
+}
 
 }  // namespace
 
@@ -86,12 +117,13 @@ Expected<NodesStacks> read_every_node(const doctor::RegisteredJob& job) {
     keys.push_back(doctor::node_keys::answer(round, *number, member.id));
   }
   // All of them, or whatever came within the limit.
-  (void)client->wait(keys, k_answers_limit);
+  bool all_there = client->wait(keys, k_answers_limit).has_value();
+  std::vector<Expected<std::string>> texts = read_answers(*client, signer, keys, all_there);
 
   NodesStacks found;
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const rendezvous::Member& member = plan->members[i];
-    auto text = read_sealed(*client, signer, keys[i]);
+    const Expected<std::string>& text = texts[i];
     auto answer = text ? doctor::node_answer_from_json(*text)
                        : Expected<doctor::NodeAnswer>(tl::unexpected(text.error()));
     if (!answer) {

@@ -16,6 +16,9 @@ namespace {
 constexpr std::chrono::milliseconds k_request_wait{2000};
 constexpr std::chrono::milliseconds k_retry{200};
 constexpr std::chrono::milliseconds k_short{10000};  // a write or a read
+// Keys one MULTI_GET reads: a reply of that many nodes' answers stays a few
+// megabytes, far below the store's max_reply_bytes.
+constexpr std::size_t k_keys_per_read = 256;
 
 }  // namespace
 
@@ -139,15 +142,55 @@ std::vector<std::string> DoctorLink::others() const {
 }
 
 void DoctorLink::read_existing(const rendezvous::Signer& signer,
-                               const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
+                               const std::shared_ptr<std::vector<std::string>>& keys,
                                const std::shared_ptr<std::map<std::string, std::string>>& found,
                                const std::function<void()>& done) {
+  if (keys->empty()) return done();
+  writer().check(
+      *keys,
+      [this, &signer, keys, found, done](Expected<bool> all_there) {
+        if (all_there && *all_there) return read_batches(signer, keys, 0, found, done);
+        read_one_by_one(signer, keys, 0, found, done);
+      },
+      k_short);
+}
+
+void DoctorLink::read_batches(const rendezvous::Signer& signer,
+                              const std::shared_ptr<std::vector<std::string>>& keys,
+                              std::size_t first,
+                              const std::shared_ptr<std::map<std::string, std::string>>& found,
+                              const std::function<void()>& done) {
+  if (first >= keys->size()) return done();
+  std::size_t end = std::min(keys->size(), first + k_keys_per_read);
+  auto offset = static_cast<std::ptrdiff_t>(first);
+  std::vector<std::string> batch(keys->begin() + offset,
+                                 keys->begin() + static_cast<std::ptrdiff_t>(end));
+  writer().multi_get(
+      std::move(batch),
+      [this, &signer, keys, first, end, found, done](Expected<std::vector<std::string>> values) {
+        if (!values) return read_one_by_one(signer, keys, first, found, done);
+        for (std::size_t i = first; i < end && i - first < values->size(); ++i) {
+          const std::string& value = (*values)[i - first];
+          if (value.empty()) continue;  // deleted since the CHECK
+          auto message = signer.open((*keys)[i], value);
+          if (message) (*found)[(*keys)[i]] = std::move(*message);
+        }
+        read_batches(signer, keys, end, found, done);
+      },
+      k_short);
+}
+
+void DoctorLink::read_one_by_one(const rendezvous::Signer& signer,
+                                 const std::shared_ptr<std::vector<std::string>>& keys,
+                                 std::size_t i,
+                                 const std::shared_ptr<std::map<std::string, std::string>>& found,
+                                 const std::function<void()>& done) {
   if (i == keys->size()) return done();
   const std::string key = (*keys)[i];
   writer().check(
       {key},
       [this, &signer, keys, i, found, done, key](Expected<bool> exists) {
-        if (!exists || !*exists) return read_existing(signer, keys, i + 1, found, done);
+        if (!exists || !*exists) return read_one_by_one(signer, keys, i + 1, found, done);
         writer().get(
             key,
             [this, &signer, keys, i, found, done, key](Expected<std::string> value) {
@@ -155,7 +198,7 @@ void DoctorLink::read_existing(const rendezvous::Signer& signer,
                 auto message = signer.open(key, *value);
                 if (message) (*found)[key] = std::move(*message);
               }
-              read_existing(signer, keys, i + 1, found, done);
+              read_one_by_one(signer, keys, i + 1, found, done);
             },
             k_short);
       },
@@ -163,12 +206,16 @@ void DoctorLink::read_existing(const rendezvous::Signer& signer,
 }
 
 void DoctorLink::read_silences(std::function<void(ByAgent<std::chrono::milliseconds>)> done) {
-  if (!round_) return;
+  // A read that takes longer than a tick (a slow store) is not joined by the
+  // next: the next tick reads again once it is done.
+  if (!round_ || silences_read_in_flight_) return;
+  silences_read_in_flight_ = true;
   auto keys = std::make_shared<std::vector<std::string>>();
   std::vector<std::string> ids = others();
   for (const std::string& id : ids) keys->push_back(doctor::node_keys::silence(*round_, id));
   auto found = std::make_shared<std::map<std::string, std::string>>();
-  read_existing(signer_, keys, 0, found, [this, keys, ids, found, done = std::move(done)] {
+  read_existing(signer_, keys, found, [this, keys, ids, found, done = std::move(done)] {
+    silences_read_in_flight_ = false;
     ByAgent<std::chrono::milliseconds> silences;
     for (std::size_t i = 0; i < ids.size(); ++i) {
       auto value = found->find((*keys)[i]);
@@ -235,7 +282,7 @@ void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
       *keys,
       [this, keys, done = std::move(done), members = members_](const Expected<void>&) mutable {
         auto found = std::make_shared<std::map<std::string, std::string>>();
-        read_existing(answers_, keys, 0, found, [keys, found, members, done = std::move(done)] {
+        read_existing(answers_, keys, found, [keys, found, members, done = std::move(done)] {
           ByAgent<doctor::NodeAnswer> answers;
           for (std::size_t i = 0; i < members.size(); ++i) {
             auto value = found->find((*keys)[i]);

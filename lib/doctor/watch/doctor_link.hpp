@@ -77,11 +77,25 @@ class DoctorLink {
   std::optional<std::chrono::milliseconds> believed_silence(const std::string& agent,
                                                             const std::string& text);
   void wait_again_later(std::uint64_t generation);
-  // Reads keys[i..] that exist into found, one after another.
+  // Reads those of keys that exist into found, each opened with signer: one
+  // CHECK of them all and, when every one exists (a round's silences after its
+  // first tick, the answers a WAIT saw come), MULTI_GETs of a few hundred keys
+  // each, so that thousands of nodes cost a few round trips, not two a node.
+  // When some are missing, one key after another (a CHECK and a GET each): a
+  // PyTorch server before the libuv one drops a connection whose MULTI_GET
+  // names a missing key.
   void read_existing(const rendezvous::Signer& signer,
-                     const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
+                     const std::shared_ptr<std::vector<std::string>>& keys,
                      const std::shared_ptr<std::map<std::string, std::string>>& found,
                      const std::function<void()>& done);
+  void read_batches(const rendezvous::Signer& signer,
+                    const std::shared_ptr<std::vector<std::string>>& keys, std::size_t first,
+                    const std::shared_ptr<std::map<std::string, std::string>>& found,
+                    const std::function<void()>& done);
+  void read_one_by_one(const rendezvous::Signer& signer,
+                       const std::shared_ptr<std::vector<std::string>>& keys, std::size_t i,
+                       const std::shared_ptr<std::map<std::string, std::string>>& found,
+                       const std::function<void()>& done);
 
   Settings settings_;
   RequestHandler on_request_;
@@ -103,6 +117,7 @@ class DoctorLink {
       last_silence_told_;  // the lead's view, per round  // one request loop
                            // per round: an older loop stops
   bool silence_in_flight_ = false;
+  bool silences_read_in_flight_ = false;  // the lead's
 };
 
 }  // namespace gangrun::doctor
