@@ -7,12 +7,22 @@
 //
 //   gangrun_swarm --store HOST:PORT --nnodes N|MIN:MAX --count K [--first-node F]
 //                 [--run-id ID] [--local-world-size L] [--rdzv static|c10d]
-//                 [--heartbeat-attempts K]
+//                 [--heartbeat-attempts K] [--hang-timeout S]
 //
 // Nodes F .. F+K-1 (F defaults to 1: node 0 is the head). Static: node rank F+i;
 // c10d: node rank -1, as a c10d agent's. GANGRUN_JOB_SECRET or
 // GANGRUN_JOB_SECRET_FILE is read as a real agent reads it. --heartbeat-attempts:
 // as a real agent's --rdzv_conf keep_alive_max_attempt=K (give the head the same).
+//
+// Each node also has the gang doctor's link that every agent of several nodes
+// has (doctor/watch/doctor_link.hpp: two more connections), and answers the
+// lead's and `gangrun stacks`' requests at once with a stand-in stack for each
+// of its ranks (wait_for_work, as scripts/bench/stand_in_stack_tool gives a
+// real agent); `gangrun top`'s status
+// requests go unanswered. --hang-timeout S: as a real agent's, every node tells
+// the lead its ranks' silence each tick, counted from the round's start (the
+// stand-ins print nothing). The lead must be the head (static: node 0): a
+// swarm node that leads a round watches nothing.
 //
 // stdin, one command a line:
 //   fail K [CODE]  node K's local rank 0 exits CODE (default 1): the node
@@ -23,15 +33,18 @@
 //                  as a killed agent's do
 //   quit           every node leaves; the swarm exits
 // stdout, one JSON line per event, flushed, t in CLOCK_MONOTONIC seconds:
-//   {"event": "assigned"|"ending"|"failed"|"done"|"lost"|"refused"|"left",
-//    "node": K, "round": R, "t": T, ...}
+//   {"event": "assigned"|"ending"|"failed"|"done"|"lost"|"refused"|"left"|"answered",
+//    "node": K, "round": R, "t": T, ...}   ("answered": "request": n, "why": hang|asked)
 //   and {"event": "all_assigned"|"all_ending"|"all_done", "round": R, "t": T} once every
 //   node still in the job (not lost, refused or left) has seen that round's event
 //   ("failed" counts as its node's "ending").
 // Exit: 2 usage (or too few file descriptors), 3 a node lost the store, else the
 // job's exit code as the nodes were told it.
 
+#include "agent/node_link.hpp"
 #include "agent/rendezvous_setup.hpp"
+#include "doctor/watch/doctor_link.hpp"
+#include "doctor/watch/silence_exchange.hpp"
 #include "launch/job_secret.hpp"
 #include "launch/plan.hpp"
 #include "logging/logging.hpp"
@@ -52,8 +65,11 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -70,6 +86,8 @@ namespace asio = boost::asio;
 
 constexpr int k_usage = 2;
 constexpr int k_lost = 3;
+// Each node's connections: the participant's link and its waits, the doctor link's two.
+constexpr rlim_t k_connections_per_node = 4;
 // Descriptors beside the nodes' own: stdio, the loop's epoll and its eventfd, libsodium's.
 constexpr rlim_t k_spare_descriptors = 64;
 
@@ -84,6 +102,7 @@ struct SwarmOptions {
   int local_world_size = 1;
   bool c10d = false;
   std::optional<int> heartbeat_attempts;
+  std::optional<double> hang_timeout_s;
 };
 
 double monotonic_seconds() {
@@ -142,6 +161,13 @@ SwarmOptions parse_options(int argc, char** argv) {
       options.local_world_size = int_of(flag, value, 1);
     } else if (flag == "--heartbeat-attempts") {
       options.heartbeat_attempts = int_of(flag, value, 1);
+    } else if (flag == "--hang-timeout") {
+      char* end = nullptr;
+      double seconds = std::strtod(value.c_str(), &end);
+      if (end == value.c_str() || *end != '\0' || !(seconds > 0)) {
+        usage_error("--hang-timeout " + strings::printable(value) + ": give seconds above 0");
+      }
+      options.hang_timeout_s = seconds;
     } else if (flag == "--rdzv") {
       if (value != "static" && value != "c10d") usage_error("--rdzv " + value + ": static or c10d");
       options.c10d = value == "c10d";
@@ -168,11 +194,10 @@ SwarmOptions parse_options(int argc, char** argv) {
   return options;
 }
 
-// Each node needs two connections (the participant's link and its waits).
 void raise_descriptor_limit(int count) {
   rlimit limit{};
   ::getrlimit(RLIMIT_NOFILE, &limit);
-  rlim_t needed = 2 * static_cast<rlim_t>(count) + k_spare_descriptors;
+  rlim_t needed = k_connections_per_node * static_cast<rlim_t>(count) + k_spare_descriptors;
   if (limit.rlim_max != RLIM_INFINITY && limit.rlim_max < needed) {
     usage_error(std::to_string(count) + " nodes need " + std::to_string(needed) +
                 " file descriptors, and the hard limit (ulimit -Hn) is " +
@@ -231,10 +256,33 @@ void end_worker(supervise::AttemptOutcome& outcome, std::size_t index, supervise
 
 class Swarm;
 
-// One simulated node: a participant and its stand-in workers.
+// What a stand-in rank's stack reads as: the same for all, as in a gang that
+// waits in one collective, and the same as scripts/bench/stand_in_stack_tool
+// answers for a real agent's workers, so that the head's ranks group with them.
+doctor::RankStacks stand_in_stack(int rank, const std::string& host) {
+  doctor::ThreadStack main_thread{
+      .name = "MainThread",
+      .os_thread_id = 0,
+      .active = false,
+      .frames = {{.function = "wait_for_work", .file = "idle_worker.py", .line = 9},
+                 {.function = "serve", .file = "idle_worker.py", .line = 19},
+                 {.function = "<module>", .file = "idle_worker.py", .line = 22}}};
+  return {.rank = rank,
+          .host = host,
+          .pid = 0,
+          .threads = {main_thread},
+          .unavailable = {},
+          .stopped = {}};
+}
+
+// One simulated node: a participant, its doctor link and its stand-in workers.
 struct Node {
   int number = 0;
   std::unique_ptr<rendezvous::Participant> participant;
+  std::unique_ptr<doctor::DoctorLink> doctor;
+  doctor::DoctorRound doctor_round;                 // as a non-lead agent's doctor keeps it
+  std::optional<doctor::SilenceExchange> silences;  // --hang-timeout
+  std::chrono::steady_clock::time_point round_start;
   std::optional<rendezvous::Member> me;  // in the current round
   std::uint64_t round = 0;
   bool running = false;   // its stand-ins run in `round` and have not reported
@@ -252,10 +300,31 @@ class Swarm {
       int number = options_.first_node + i;
       Node& node = nodes_[number];
       node.number = number;
-      rendezvous::ParticipantSettings settings =
-          agent::participant_settings(plan_of(options_, number, secret_));
+      launch::LaunchPlan plan = plan_of(options_, number, secret_);
+      rendezvous::ParticipantSettings settings = agent::participant_settings(plan);
+      node.doctor = std::make_unique<doctor::DoctorLink>(
+          io_, agent::doctor_link_settings(plan, settings.me.id),
+          [this, &node](std::int64_t request, const doctor::NodeRequest& what) {
+            answer(node, request, what);
+          });
       node.participant =
           std::make_unique<rendezvous::Participant>(io_, std::move(settings), events_of(node));
+      node.doctor_round.hang_watched = options_.hang_timeout_s.has_value();
+      if (options_.hang_timeout_s) {
+        node.silences.emplace(
+            io_,
+            doctor::SilenceExchange::Channel{
+                .tell =
+                    [&node](std::chrono::milliseconds silent) {
+                      node.doctor->publish_silence(silent);
+                    },
+                .read =
+                    [](const std::function<void(doctor::SilenceExchange::Silences)>& done) {
+                      done({});
+                    }},
+            doctor::SilenceExchange::tick_for(*options_.hang_timeout_s), node.doctor_round,
+            [&node] { return node.round_start; });
+      }
     }
     for (auto& [number, node] : nodes_) node.participant->join();
     read_commands();
@@ -283,6 +352,18 @@ class Swarm {
     node.round = plan.round;
     node.me = me;
     node.running = true;
+    node.round_start = std::chrono::steady_clock::now();
+    const std::string& nonce = node.participant->job_nonce();
+    node.doctor_round.nodes = doctor::NodeRound{.round = plan.round,
+                                                .members = {me.id},
+                                                .node_count = plan.nodes,
+                                                .names = {},
+                                                .lead = false,
+                                                .job_nonce = nonce};
+    node.doctor_round.over = false;
+    node.doctor_round.goes_on = false;
+    node.doctor->round_started(plan.round, {me.id}, nonce);
+    if (node.silences) node.silences->round_started();
     nlohmann::json line = event("assigned", node);
     line["group_rank"] = me.group_rank;
     line["restart_count"] = plan.restart_count;
@@ -295,6 +376,7 @@ class Swarm {
   // are gone at once, and the node reports as an agent after its teardown.
   void ending(Node& node) {
     print_line(event("ending", node));
+    round_over(node, /*goes_on=*/false);
     ended_[node.round].insert(node.number);
     if (node.running && node.me) {
       supervise::AttemptOutcome outcome = stand_in_workers(*node.me);
@@ -331,10 +413,46 @@ class Swarm {
     node.finished = true;
     node.gone = gone;
     node.running = false;
+    round_over(node, /*goes_on=*/false);
     asio::post(io_, [this, &node] {
-      node.participant.reset();
+      close(node);
       check_aggregates();
     });
+  }
+
+  // This node's stand-ins are done; goes_on: the round goes on elsewhere, and
+  // the node still answers (with no ranks) until the coordinator ends it.
+  void round_over(Node& node, bool goes_on) {
+    node.doctor_round.over = true;
+    node.doctor_round.goes_on = goes_on;
+    if (node.silences) node.silences->stop();
+    if (!goes_on && node.doctor) node.doctor->round_ended();
+  }
+
+  void close(Node& node) {
+    node.silences.reset();
+    node.doctor.reset();
+    node.participant.reset();
+  }
+
+  // A request of the round: answered at once, as an agent whose ranks' stacks
+  // read instantly; a node whose ranks are done answers with none.
+  void answer(Node& node, std::int64_t request, const doctor::NodeRequest& what) {
+    if (what.why == doctor::NodeRequest::Why::status) return;
+    const doctor::DoctorRound& round = node.doctor_round;
+    if (!round.nodes || (round.over && !round.goes_on)) return;
+    doctor::NodeAnswer mine;
+    if (node.running && node.me) {
+      for (int local = 0; local < node.me->local_world_size; ++local) {
+        mine.ranks.push_back(
+            stand_in_stack(node.me->rank_offset + local, "swarm" + std::to_string(node.number)));
+      }
+    }
+    node.doctor->answer(request, mine);
+    nlohmann::json line = event("answered", node);
+    line["request"] = request;
+    line["why"] = what.why == doctor::NodeRequest::Why::hang ? "hang" : "asked";
+    print_line(line);
   }
 
   // ---- commands -----------------------------------------------------------------
@@ -391,7 +509,7 @@ class Swarm {
     } else if (verb == "leave") {
       if (Node* node = node_named(argument, line)) leave(*node);
     } else if (verb == "quit") {
-      for (auto& [number, node] : nodes_) node.participant.reset();
+      for (auto& [number, node] : nodes_) close(node);
       stop();
     } else {
       std::cerr << "gangrun_swarm: unknown command " << strings::printable(line)
@@ -415,6 +533,7 @@ class Swarm {
       end_worker(outcome, i, supervise::ExitStatus::killed_by(SIGTERM), true);
     }
     node.running = false;
+    round_over(node, /*goes_on=*/true);
     node.participant->report_result(
         agent::round_report(node.participant->me(), outcome, /*stopped_for_round_end=*/false));
     print_line(event("failed", node));
@@ -429,13 +548,14 @@ class Swarm {
       end_worker(outcome, i, supervise::ExitStatus::exited_with(0), false);
     }
     node.running = false;
+    round_over(node, /*goes_on=*/true);
     node.participant->report_result(
         agent::round_report(node.participant->me(), outcome, /*stopped_for_round_end=*/false));
   }
 
   void leave(Node& node) {
     if (node.finished) return;
-    node.participant.reset();
+    close(node);
     node.finished = node.gone = true;
     node.running = false;
     print_line(event("left", node));

@@ -20,6 +20,7 @@ import harness
 from harness import EVENT_TIMEOUT
 
 SWARM = os.environ.get("GANGRUN_SWARM", os.path.join(harness.REPO, "build", "tests", "gangrun_swarm"))
+STAND_IN_STACK_TOOL = os.path.join(harness.REPO, "scripts", "bench", "stand_in_stack_tool")
 NODES = 256
 # A worker that only gangrun should end sleeps far longer than any wait of a test.
 SLEEP_FOREVER = 10 * EVENT_TIMEOUT
@@ -81,6 +82,21 @@ class Swarm:
             self.seen.append(line)
             if line["event"] == event and line["round"] == round_number:
                 return line
+
+    def wait_answers(self, count, timeout=NODES_TIMEOUT):
+        """The first COUNT answered events (waited for: each node prints one just after it answered)."""
+        def answers():
+            return [line for line in self.seen if line["event"] == "answered"]
+        while len(answers()) < count:
+            try:
+                line = self.events.get(timeout=timeout)
+            except queue.Empty:
+                self.test.fail(f"{len(answers())} of {count} nodes answered within {timeout} s")
+            if line is None:
+                self.test.fail(f"the swarm ended (exit {self.proc.wait()}) after {len(answers())} of {count} "
+                               f"answers\nits stderr:\n{self.stderr()}")
+            self.seen.append(line)
+        return answers()
 
     def of(self, event, round_number):
         """The events EVENT of round ROUND_NUMBER seen so far."""
@@ -210,6 +226,61 @@ class SwarmCase(harness.GangrunTestCase):
         self.assertExit(result, 0)
         # c10d numbers nodes by group rank: swarm9 is whichever one it was given.
         self.assertRegex(result.stderr, r"lost the agent on node \d+ \(swarm9, 127\.0\.0\.1\)")
+        self.assert_head_gone(head)
+
+    # ---- the gang doctor across 256 nodes: every node has the doctor's link an agent has, and
+    # answers with a stand-in stack per rank (the head reads its own worker's with the stand-in
+    # stack tool): what is tested is the traffic between nodes, not the reading of a stack.
+
+    def doctor_flags(self, hang_timeout):
+        flags = ["--stack-tool", STAND_IN_STACK_TOOL]
+        return flags if hang_timeout is None else [*flags, "--hang-timeout", hang_timeout, "--on-hang", "stop"]
+
+    def test_a_hang_of_256_nodes_is_found_and_every_node_answers(self):
+        head = self.start_head_with(self.doctor_flags(2), "--sleep", SLEEP_FOREVER)
+        swarm = Swarm(self, self.port, NODES - 1, "--hang-timeout", "2")
+        swarm.wait_event("all_assigned", 0)
+        self.wait_file("started.0", head)
+        # No rank prints: the whole gang is silent, and the lead (the head) asks every node.
+        swarm.wait_event("all_done", 0)
+        answered = [line for line in swarm.seen if line["event"] == "answered"]
+        self.assertEqual(sorted(line["node"] for line in answered), list(range(1, NODES)))
+        self.assertEqual({line["why"] for line in answered}, {"hang"})
+        self.assertEqual({line["exit_code"] for line in swarm.seen if line["event"] == "done"}, {5})
+        self.assertEqual(swarm.finish(), 5, swarm.stderr())
+
+        result = self.finish(head, timeout=NODES_TIMEOUT)
+        self.assertExit(result, 5)
+        self.assertIn("no rank made progress for", result.stderr)
+        self.assertIn(f"rank on the {NODES} nodes", result.stderr)
+        self.assertIn("where the ranks are, the odd ones out first:", result.stderr)
+        # Every rank in one group (all stand in the same place), none missing.
+        self.assertRegex(result.stderr, rf"ranks 0-{NODES - 1} \(")
+        self.assertNotIn("no answer within", result.stderr)
+        self.assertTrue(os.path.exists(self.path("term.0")), "the head's worker was not stopped")
+        self.assert_head_gone(head)
+
+    def test_gangrun_stacks_reads_every_rank_of_256_nodes(self):
+        head = self.start_head_with(self.doctor_flags(None), "--sleep", SLEEP_FOREVER)
+        swarm = Swarm(self, self.port, NODES - 1)
+        swarm.wait_event("all_assigned", 0)
+        self.wait_file("started.0", head)
+
+        stacks = self.gangrun(["stacks", "--pid", head.pid], timeout=NODES_TIMEOUT,
+                              env=harness.clean_env(GANGRUN_JOB_SECRET=harness.TEST_JOB_SECRET))
+        self.assertExit(stacks, 0)
+        self.assertRegex(stacks.stdout, rf"ranks 0-{NODES - 1} \(")
+        self.assertIn("wait_for_work", stacks.stdout)
+        self.assertNotIn("no answer", stacks.stdout + stacks.stderr)
+        # Each node says so just after it answered, so every line is on its way: wait for them.
+        answered = swarm.wait_answers(NODES - 1)
+        self.assertEqual(sorted(line["node"] for line in answered), list(range(1, NODES)))
+        self.assertEqual({line["why"] for line in answered}, {"asked"})
+
+        swarm.send("fail 7")
+        swarm.wait_event("all_done", 0)
+        self.assertEqual(swarm.finish(), 1, swarm.stderr())
+        self.assertExit(self.finish(head, timeout=NODES_TIMEOUT), 1)
         self.assert_head_gone(head)
 
 
