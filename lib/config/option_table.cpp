@@ -222,10 +222,12 @@ std::vector<OptionSpec> make_table() {
       {.name = "max_connections",
        .group = G::nodes,
        .metavar = "N",
-       .default_text = "16384",
-       .help = "most client connections the store this node hosts keeps open; past it a "
-               "newcomer replaces the newest connection of the address holding the most (never "
-               "an agent's)",
+       // No default_text: a default given here would be applied as if typed, and the store
+       // sizes its own to the job (agent/agent_store.hpp: default_max_connections).
+       .help = "most client connections the store this node hosts keeps open (default 16384, "
+               "or twice what the job may open, four a node and two a rank, when that is more); "
+               "past it a newcomer replaces the newest connection of the address holding the "
+               "most (never an agent's)",
        .shown = Spelling::dash,
        .apply = into<&Options::max_connections, parse_store_limit>},
       {.name = "max_connections_per_address",

@@ -410,6 +410,8 @@ class Swarm {
   // Leaving closes the node's connections, as a real agent does at its end.
   // Posted: the participant is inside its own callback now.
   void finish(Node& node, bool gone) {
+    if (!node.finished) ++finished_;
+    if (gone && !node.gone) ++gone_;
     node.finished = true;
     node.gone = gone;
     node.running = false;
@@ -556,6 +558,8 @@ class Swarm {
   void leave(Node& node) {
     if (node.finished) return;
     close(node);
+    ++finished_;
+    if (!node.gone) ++gone_;
     node.finished = node.gone = true;
     node.running = false;
     print_line(event("left", node));
@@ -566,6 +570,9 @@ class Swarm {
 
   // Every node still in the job is in `seen`.
   bool everyone_in(const std::set<int>& seen) const {
+    // Checked on every event: fewer seen than nodes still in needs no walk,
+    // which would cost the swarm N per event, N² per round.
+    if (seen.size() + gone_ < nodes_.size()) return false;
     for (const auto& [number, node] : nodes_) {
       if (!node.gone && !seen.contains(number)) return false;
     }
@@ -584,6 +591,7 @@ class Swarm {
   void check_aggregates() {
     aggregate("all_assigned", assigned_, said_assigned_);
     aggregate("all_ending", ended_, said_ending_);
+    if (finished_ < nodes_.size()) return;  // no walk of every node per event
     bool all_finished = true;
     bool any_done = false;
     for (const auto& [number, node] : nodes_) {
@@ -615,6 +623,8 @@ class Swarm {
   std::map<std::uint64_t, std::set<int>> ended_;     // ... that saw it end (or failed in it)
   std::set<std::uint64_t> said_assigned_;
   std::set<std::uint64_t> said_ending_;
+  std::size_t gone_ = 0;      // nodes lost, refused or left
+  std::size_t finished_ = 0;  // ... or done
   bool said_done_ = false;
   bool stopped_ = false;
   int exit_code_ = 0;

@@ -426,3 +426,11 @@ TEST_CASE("config::parse_command_line: gangrun report takes run directories and 
   CHECK_THAT(usage_error({"report", "a", "--output="}), Contains("report: --output= needs a file"));
   CHECK_THAT(usage_error({"report", "a", "--json"}), Contains("report: unknown option '--json'"));
 }
+
+TEST_CASE("config::parse_command_line leaves the store's connection limit to the job's size",
+          "[config]") {
+  // A default written in the option table would be applied as if typed, and a job of thousands
+  // of nodes would get 16384 (agent/agent_store.hpp: default_max_connections sizes it).
+  CHECK_FALSE(launch({"--nnodes", "4096", "train.py"}).max_connections);
+  CHECK(launch({"--max-connections", "5", "train.py"}).max_connections == 5u);
+}

@@ -211,18 +211,22 @@ void DoctorLink::read_silences(std::function<void(ByAgent<std::chrono::milliseco
   if (!round_ || silences_read_in_flight_) return;
   silences_read_in_flight_ = true;
   auto keys = std::make_shared<std::vector<std::string>>();
-  std::vector<std::string> ids = others();
-  for (const std::string& id : ids) keys->push_back(doctor::node_keys::silence(*round_, id));
+  // Shared, not copied: the reading copies its closing step once per key read
+  // (read_one_by_one), and a copy of N ids each time cost N² at thousands of nodes.
+  auto ids = std::make_shared<const std::vector<std::string>>(others());
+  for (const std::string& id : *ids) keys->push_back(doctor::node_keys::silence(*round_, id));
   auto found = std::make_shared<std::map<std::string, std::string>>();
-  read_existing(signer_, keys, found, [this, keys, ids, found, done = std::move(done)] {
+  auto then =
+      std::make_shared<std::function<void(ByAgent<std::chrono::milliseconds>)>>(std::move(done));
+  read_existing(signer_, keys, found, [this, keys, ids, found, then] {
     silences_read_in_flight_ = false;
     ByAgent<std::chrono::milliseconds> silences;
-    for (std::size_t i = 0; i < ids.size(); ++i) {
+    for (std::size_t i = 0; i < ids->size(); ++i) {
+      const std::string& id = (*ids)[i];
       auto value = found->find((*keys)[i]);
-      silences[ids[i]] =
-          value == found->end() ? std::nullopt : believed_silence(ids[i], value->second);
+      silences[id] = value == found->end() ? std::nullopt : believed_silence(id, value->second);
     }
-    done(std::move(silences));
+    (*then)(std::move(silences));
   });
 }
 
@@ -280,11 +284,14 @@ void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
   // All of them, or what has come when the limit is reached.
   writer().wait(
       *keys,
-      [this, keys, done = std::move(done), members = members_](const Expected<void>&) mutable {
+      [this, keys, then = std::make_shared<decltype(done)>(std::move(done)),
+       members =
+           std::make_shared<const std::vector<std::string>>(members_)](const Expected<void>&) {
         auto found = std::make_shared<std::map<std::string, std::string>>();
-        read_existing(answers_, keys, found, [keys, found, members, done = std::move(done)] {
+        // Shared, as read_silences' are.
+        read_existing(answers_, keys, found, [keys, found, members, then] {
           ByAgent<doctor::NodeAnswer> answers;
-          for (std::size_t i = 0; i < members.size(); ++i) {
+          for (std::size_t i = 0; i < members->size(); ++i) {
             auto value = found->find((*keys)[i]);
             std::optional<doctor::NodeAnswer> answer;
             if (value != found->end()) {
@@ -295,9 +302,9 @@ void DoctorLink::collect(std::int64_t number, std::chrono::milliseconds limit,
                 spdlog::warn("gang doctor: {}", parsed.error().describe());
               }
             }
-            answers[members[i]] = std::move(answer);
+            answers[(*members)[i]] = std::move(answer);
           }
-          done(std::move(answers));
+          (*then)(std::move(answers));
         });
       },
       limit);
