@@ -274,7 +274,7 @@ complete -c gangrun -n '__gangrun_at first options value devices' -l local_addr 
 complete -c gangrun -n '__gangrun_at first options value devices' -l rdzv_id -l rdzv-id -x -d 'job id, the same on every node (TORCHELASTIC_RUN_ID)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l virtual_local_rank -l virtual-local-rank -d 'torchrun\'s virtual local rank'
 complete -c gangrun -n '__gangrun_at first options value devices' -l max_restarts -l max-restarts -x -d 'times the whole gang is restarted after a worker fails'
-complete -c gangrun -n '__gangrun_at first options value devices' -l max_connections -l max-connections -x -d 'most client connections the store this node hosts keeps open'
+complete -c gangrun -n '__gangrun_at first options value devices' -l max_connections -l max-connections -x -d 'most client connections the store this node hosts keeps open (default 16384, or twice what the job may open, four a node and two a rank, when that is more)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l max_connections_per_address -l max-connections-per-address -x -d 'most silent connections (none of their requests served yet) from one address to the store this node hosts'
 complete -c gangrun -n '__gangrun_at first options value devices' -l max_store_bytes -l max-store-bytes -x -d 'most bytes of keys and values the workers may keep in the store this node hosts (the agents\' own keys have a reserve beyond it)'
 complete -c gangrun -n '__gangrun_at first options value devices' -l max_store_bytes_per_address -l max-store-bytes-per-address -x -d 'most bytes of keys and values that the clients of one address may keep in the store this node hosts'
