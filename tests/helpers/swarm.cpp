@@ -212,10 +212,13 @@ void raise_descriptor_limit(int count) {
 // The plan of a real agent on node `node`, as far as participant_settings()
 // reads it; everything else (the rendezvous' timeouts, the heartbeat) keeps
 // the defaults a real agent's plan has.
+// Node K's host name, as its plan and its stand-in stacks give it.
+std::string host_of(int node) { return "swarm" + std::to_string(node); }
+
 launch::LaunchPlan plan_of(const SwarmOptions& options, int node,
                            const std::optional<std::string>& secret) {
   launch::LaunchPlan plan;
-  plan.host = "swarm" + std::to_string(node);
+  plan.host = host_of(node);
   plan.run_id = options.run_id;
   plan.nnodes = options.nnodes;
   plan.min_nnodes = options.min_nnodes;
@@ -282,8 +285,7 @@ struct Node {
   std::unique_ptr<doctor::DoctorLink> doctor;
   doctor::DoctorRound doctor_round;                 // as a non-lead agent's doctor keeps it
   std::optional<doctor::SilenceExchange> silences;  // --hang-timeout
-  std::chrono::steady_clock::time_point round_start;
-  std::optional<rendezvous::Member> me;  // in the current round
+  std::optional<rendezvous::Member> me;             // in the current round
   std::uint64_t round = 0;
   bool running = false;   // its stand-ins run in `round` and have not reported
   bool finished = false;  // done, lost, refused or left
@@ -323,7 +325,7 @@ class Swarm {
                       done({});
                     }},
             doctor::SilenceExchange::tick_for(*options_.hang_timeout_s), node.doctor_round,
-            [&node] { return node.round_start; });
+            [&node] { return node.doctor_round.start; });
       }
     }
     for (auto& [number, node] : nodes_) node.participant->join();
@@ -352,7 +354,7 @@ class Swarm {
     node.round = plan.round;
     node.me = me;
     node.running = true;
-    node.round_start = std::chrono::steady_clock::now();
+    node.doctor_round.start = std::chrono::steady_clock::now();
     const std::string& nonce = node.participant->job_nonce();
     node.doctor_round.nodes = doctor::NodeRound{.round = plan.round,
                                                 .members = {me.id},
@@ -446,8 +448,7 @@ class Swarm {
     doctor::NodeAnswer mine;
     if (node.running && node.me) {
       for (int local = 0; local < node.me->local_world_size; ++local) {
-        mine.ranks.push_back(
-            stand_in_stack(node.me->rank_offset + local, "swarm" + std::to_string(node.number)));
+        mine.ranks.push_back(stand_in_stack(node.me->rank_offset + local, host_of(node.number)));
       }
     }
     node.doctor->answer(request, mine);

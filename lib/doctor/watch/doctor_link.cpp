@@ -162,8 +162,7 @@ void DoctorLink::read_batches(const rendezvous::Signer& signer,
                               const std::function<void()>& done) {
   if (first >= keys->size()) return done();
   std::size_t end = std::min(keys->size(), first + k_keys_per_read);
-  auto offset = static_cast<std::ptrdiff_t>(first);
-  std::vector<std::string> batch(keys->begin() + offset,
+  std::vector<std::string> batch(keys->begin() + static_cast<std::ptrdiff_t>(first),
                                  keys->begin() + static_cast<std::ptrdiff_t>(end));
   writer().multi_get(
       std::move(batch),
